@@ -1,0 +1,1 @@
+//! sharesink-jni: the only crate that depends on `jni`. It knows nothing of Kafka Connect.
