@@ -1,0 +1,43 @@
+package io.sharesink.engine;
+
+/**
+ * An error from a share consumer engine: a stable kind plus a message. The Connect adapter maps
+ * the kind to RetriableException, ConnectException or ConfigException.
+ */
+public class EngineException extends RuntimeException {
+
+  /** Stable error kinds shared with the native engine. */
+  public enum Kind {
+    CONFIG,
+    CONNECTION,
+    AUTHENTICATION,
+    AUTHORIZATION,
+    UNSUPPORTED,
+    PROTOCOL,
+    TIMEOUT,
+    CLOSED,
+    INTERNAL,
+    PANIC;
+
+    /** Transient conditions: retrying the same operation later may succeed. */
+    public boolean retriable() {
+      return this == CONNECTION || this == TIMEOUT;
+    }
+  }
+
+  private final Kind kind;
+
+  public EngineException(Kind kind, String message) {
+    super(kind + ": " + message);
+    this.kind = kind;
+  }
+
+  public EngineException(Kind kind, String message, Throwable cause) {
+    super(kind + ": " + message, cause);
+    this.kind = kind;
+  }
+
+  public Kind kind() {
+    return kind;
+  }
+}

@@ -1,0 +1,43 @@
+package io.sharesink.engine;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * One share-group member, as the Connect adapter sees it. The adapter knows nothing of the wire
+ * protocol: it polls batches and acknowledges offset ranges.
+ *
+ * <p>Threading: {@link #poll}, {@link #acknowledge}, {@link #acknowledgeSync} and {@link #close}
+ * are called from one thread (the Connect task thread). {@link #wakeup} may be called from any
+ * thread and makes a blocked {@link #poll} return an empty batch promptly.
+ */
+public interface ShareConsumerEngine extends AutoCloseable {
+
+  /**
+   * Waits up to {@code timeout} for acquired records. Returns an empty batch on timeout or wakeup.
+   * The returned batch is valid until the next call to {@code poll} or {@code close}.
+   */
+  ShareBatch poll(Duration timeout);
+
+  /**
+   * Queues acknowledgements; they travel with the next fetch (or a separate acknowledge request
+   * when no fetch is due). Results of queued acknowledgements show up in {@link #metrics()}.
+   */
+  void acknowledge(Acknowledgements acks);
+
+  /** Sends the acknowledgements now and waits for the broker's result for each range. */
+  List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout);
+
+  /** Makes a blocked {@link #poll} return; callable from any thread. */
+  void wakeup();
+
+  /** A snapshot of the engine's counters for this member. */
+  EngineMetrics metrics();
+
+  /**
+   * Ends every share session (releasing unacknowledged records at once) and leaves the group.
+   * Idempotent.
+   */
+  @Override
+  void close();
+}
