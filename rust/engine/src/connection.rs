@@ -1,0 +1,267 @@
+//! One TCP connection to one broker: length-prefixed framing, request headers, correlation ids.
+//!
+//! Requests may be pipelined: each caller registers its correlation id before its frame is
+//! queued, a writer task sends frames in order, and a reader task routes each response to its
+//! caller. Frames go through a channel so that a caller dropping its future mid-request can
+//! never leave half a frame on the wire. Dropping the connection closes the socket, which is
+//! what ends the broker-side share sessions bound to it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tracing::{debug, trace};
+
+use crate::error::EngineError;
+use crate::protocol::wire;
+
+/// Largest response frame accepted; the broker caps fetches at about 55 MiB.
+const MAX_FRAME_BYTES: usize = 512 * 1024 * 1024;
+
+type Reply = oneshot::Sender<Result<Bytes, EngineError>>;
+
+struct Waiting {
+    response_header_version: i16,
+    reply: Reply,
+}
+
+#[derive(Default)]
+struct PendingTable {
+    /// Set once the connection is unusable; later requests fail with this reason.
+    closed: Option<String>,
+    waiting: HashMap<i32, Waiting>,
+}
+
+impl PendingTable {
+    fn fail_all(&mut self, addr: &str, reason: &str) {
+        if self.closed.is_none() {
+            self.closed = Some(reason.to_string());
+        }
+        for (_, w) in self.waiting.drain() {
+            let _ = w.reply.send(Err(EngineError::ConnectionLost {
+                addr: addr.to_string(),
+                reason: reason.to_string(),
+            }));
+        }
+    }
+}
+
+pub struct Connection {
+    addr: String,
+    client_id: Option<StrBytes>,
+    next_correlation_id: AtomicI32,
+    frames: mpsc::UnboundedSender<Bytes>,
+    pending: Arc<Mutex<PendingTable>>,
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+        self.writer.abort();
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Opens a TCP connection to `addr` ("host:port").
+    pub async fn connect(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+    ) -> Result<Connection, EngineError> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| EngineError::timeout(timeout, format!("connecting to {addr}")))?
+            .map_err(|source| EngineError::Connect {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (read_half, write_half) = stream.into_split();
+        let pending = Arc::new(Mutex::new(PendingTable::default()));
+        let (frames, frame_rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_loop(addr.to_string(), read_half, pending.clone()));
+        let writer = tokio::spawn(write_loop(
+            addr.to_string(),
+            write_half,
+            frame_rx,
+            pending.clone(),
+        ));
+        debug!(addr, "connected");
+        Ok(Connection {
+            addr: addr.to_string(),
+            client_id: Some(StrBytes::from_string(client_id.to_string())),
+            next_correlation_id: AtomicI32::new(1),
+            frames,
+            pending,
+            reader,
+            writer,
+        })
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.pending.lock().expect("pending table").closed.is_some()
+    }
+
+    /// Sends a request encoded by kafka-protocol and decodes its response.
+    pub async fn request<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, EngineError> {
+        let api_key = ApiKey::try_from(R::KEY)
+            .map_err(|_| EngineError::Internal(format!("unknown api key {}", R::KEY)))?;
+        let mut body = BytesMut::with_capacity(64);
+        request
+            .encode(&mut body, version)
+            .map_err(|e| EngineError::Internal(format!("encoding {api_key:?} v{version}: {e}")))?;
+        let mut response = self.request_raw(api_key, version, &body).await?;
+        R::Response::decode(&mut response, version).map_err(|e| {
+            EngineError::protocol(format!("decoding {api_key:?} v{version} response: {e}"))
+        })
+    }
+
+    /// Sends an already encoded request body; returns the response body after its header.
+    pub async fn request_raw(
+        &self,
+        api_key: ApiKey,
+        version: i16,
+        body: &[u8],
+    ) -> Result<Bytes, EngineError> {
+        let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader::default()
+            .with_request_api_key(api_key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(self.client_id.clone());
+        let mut frame = BytesMut::with_capacity(64 + body.len());
+        frame.put_i32(0); // length, patched below
+        header
+            .encode(&mut frame, api_key.request_header_version(version))
+            .map_err(|e| EngineError::Internal(format!("encoding request header: {e}")))?;
+        frame.put_slice(body);
+        let length = (frame.len() - 4) as i32;
+        frame[0..4].copy_from_slice(&length.to_be_bytes());
+
+        let (reply, response) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().expect("pending table");
+            if let Some(reason) = &pending.closed {
+                return Err(EngineError::ConnectionLost {
+                    addr: self.addr.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            pending.waiting.insert(
+                correlation_id,
+                Waiting {
+                    response_header_version: api_key.response_header_version(version),
+                    reply,
+                },
+            );
+        }
+        trace!(addr = %self.addr, ?api_key, version, correlation_id, bytes = frame.len(), "send");
+        if self.frames.send(frame.freeze()).is_err() {
+            self.pending
+                .lock()
+                .expect("pending table")
+                .waiting
+                .remove(&correlation_id);
+            return Err(self.lost("writer stopped"));
+        }
+        match response.await {
+            Ok(result) => result,
+            Err(_) => Err(self.lost("connection dropped")),
+        }
+    }
+
+    fn lost(&self, reason: &str) -> EngineError {
+        EngineError::ConnectionLost {
+            addr: self.addr.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+async fn write_loop(
+    addr: String,
+    mut socket: OwnedWriteHalf,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    pending: Arc<Mutex<PendingTable>>,
+) {
+    while let Some(frame) = frames.recv().await {
+        if let Err(e) = socket.write_all(&frame).await {
+            debug!(%addr, error = %e, "write failed");
+            pending
+                .lock()
+                .expect("pending table")
+                .fail_all(&addr, &format!("write failed: {e}"));
+            return;
+        }
+    }
+}
+
+async fn read_loop(addr: String, socket: OwnedReadHalf, pending: Arc<Mutex<PendingTable>>) {
+    let mut socket = BufReader::with_capacity(64 * 1024, socket);
+    let reason = loop {
+        let length = match socket.read_i32().await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                break "closed by broker".to_string()
+            }
+            Err(e) => break format!("read failed: {e}"),
+        };
+        if length < 4 || length as usize > MAX_FRAME_BYTES {
+            break format!("bad frame length {length}");
+        }
+        let mut frame = BytesMut::zeroed(length as usize);
+        if let Err(e) = socket.read_exact(&mut frame).await {
+            break format!("read failed: {e}");
+        }
+        let mut frame = frame.freeze();
+        let correlation_id = frame.get_i32();
+        let waiting = pending
+            .lock()
+            .expect("pending table")
+            .waiting
+            .remove(&correlation_id);
+        let Some(waiting) = waiting else {
+            // The caller gave up (timeout or dropped future): nothing to deliver.
+            trace!(%addr, correlation_id, "response without a waiting caller");
+            continue;
+        };
+        let result = if waiting.response_header_version >= 1 {
+            wire::skip_tagged_fields(&mut frame).map(|_| frame)
+        } else {
+            Ok(frame)
+        };
+        let _ = waiting.reply.send(result);
+    };
+    debug!(%addr, %reason, "connection ended");
+    pending
+        .lock()
+        .expect("pending table")
+        .fail_all(&addr, &reason);
+}

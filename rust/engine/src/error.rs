@@ -1,0 +1,162 @@
+//! Engine errors: one typed enum, with a stable [`ErrorKind`] the JNI layer maps to Java
+//! exception types, and a retriable/fatal split.
+
+use std::time::Duration;
+
+use crate::protocol::error_codes;
+
+/// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type.
+/// The discriminants are part of the JNI contract: append, never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum ErrorKind {
+    Config = 1,
+    Connection = 2,
+    Authentication = 3,
+    Authorization = 4,
+    Unsupported = 5,
+    Protocol = 6,
+    Timeout = 7,
+    Closed = 8,
+    Internal = 9,
+    /// A broker answered with an error code that fits none of the kinds above.
+    Broker = 10,
+}
+
+impl ErrorKind {
+    /// Stable upper-case name, e.g. for log lines and Java enum lookup.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "CONFIG",
+            ErrorKind::Connection => "CONNECTION",
+            ErrorKind::Authentication => "AUTHENTICATION",
+            ErrorKind::Authorization => "AUTHORIZATION",
+            ErrorKind::Unsupported => "UNSUPPORTED",
+            ErrorKind::Protocol => "PROTOCOL",
+            ErrorKind::Timeout => "TIMEOUT",
+            ErrorKind::Closed => "CLOSED",
+            ErrorKind::Internal => "INTERNAL",
+            ErrorKind::Broker => "BROKER",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid configuration `{key}`: {message}")]
+    Config { key: String, message: String },
+
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("connection to {addr} lost: {reason}")]
+    ConnectionLost { addr: String, reason: String },
+
+    #[error("{api} failed with broker error {code} ({name}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default(), name = error_codes::name(*code))]
+    Broker {
+        api: &'static str,
+        code: i16,
+        message: Option<String>,
+    },
+
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+
+    #[error("protocol error: {0}")]
+    Protocol(String),
+
+    #[error("timed out after {after:?}: {what}")]
+    Timeout { after: Duration, what: String },
+
+    #[error("consumer is closed")]
+    Closed,
+
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
+        EngineError::Config {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn broker(api: &'static str, code: i16, message: Option<String>) -> Self {
+        EngineError::Broker { api, code, message }
+    }
+
+    pub fn protocol(message: impl Into<String>) -> Self {
+        EngineError::Protocol(message.into())
+    }
+
+    pub fn timeout(after: Duration, what: impl Into<String>) -> Self {
+        EngineError::Timeout {
+            after,
+            what: what.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::Config { .. } => ErrorKind::Config,
+            EngineError::Connect { .. } | EngineError::ConnectionLost { .. } => {
+                ErrorKind::Connection
+            }
+            EngineError::Broker { code, .. } => error_codes::kind(*code),
+            EngineError::Unsupported(_) => ErrorKind::Unsupported,
+            EngineError::Protocol(_) => ErrorKind::Protocol,
+            EngineError::Timeout { .. } => ErrorKind::Timeout,
+            EngineError::Closed => ErrorKind::Closed,
+            EngineError::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// True when the same operation may succeed later without a change of configuration.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            EngineError::Connect { .. }
+            | EngineError::ConnectionLost { .. }
+            | EngineError::Timeout { .. } => true,
+            EngineError::Broker { code, .. } => error_codes::is_retriable(*code),
+            _ => false,
+        }
+    }
+
+    /// The Kafka error code, when a broker reported this error.
+    pub fn broker_code(&self) -> Option<i16> {
+        match self {
+            EngineError::Broker { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_retriability() {
+        let e = EngineError::broker("ShareFetch", 29, None);
+        assert_eq!(e.kind(), ErrorKind::Authorization);
+        assert!(!e.is_retriable());
+        let e = EngineError::broker("ShareGroupHeartbeat", 15, Some("loading".into()));
+        assert!(e.is_retriable());
+        assert_eq!(
+            e.to_string(),
+            "ShareGroupHeartbeat failed with broker error 15 (COORDINATOR_NOT_AVAILABLE): loading"
+        );
+        assert_eq!(
+            EngineError::config("group.id", "missing").kind(),
+            ErrorKind::Config
+        );
+        assert!(EngineError::timeout(Duration::from_secs(1), "x").is_retriable());
+        assert!(!EngineError::Closed.is_retriable());
+    }
+}

@@ -1,0 +1,5 @@
+//! Wire-level pieces the engine adds on top of kafka-protocol: error codes, compact-format
+//! primitives and the ShareFetch/ShareAcknowledge v1+v2 codecs.
+
+pub mod error_codes;
+pub mod wire;
