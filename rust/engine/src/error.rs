@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::protocol::error_codes;
 
-/// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type.
-/// The discriminants are part of the JNI contract: append, never renumber.
+/// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type
+/// (`EngineException.Kind`, same names). The discriminants are part of the JNI contract: append,
+/// never renumber. Broker error codes map onto these kinds; `is_retriable()` is finer-grained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum ErrorKind {
@@ -19,8 +20,6 @@ pub enum ErrorKind {
     Timeout = 7,
     Closed = 8,
     Internal = 9,
-    /// A broker answered with an error code that fits none of the kinds above.
-    Broker = 10,
 }
 
 impl ErrorKind {
@@ -36,7 +35,6 @@ impl ErrorKind {
             ErrorKind::Timeout => "TIMEOUT",
             ErrorKind::Closed => "CLOSED",
             ErrorKind::Internal => "INTERNAL",
-            ErrorKind::Broker => "BROKER",
         }
     }
 }

@@ -75,7 +75,9 @@ pub fn kind(code: i16) -> ErrorKind {
         UNSUPPORTED_VERSION => ErrorKind::Unsupported,
         INVALID_REQUEST | 2 => ErrorKind::Protocol,
         40 | 24 => ErrorKind::Config,
-        _ => ErrorKind::Broker,
+        // Transient cluster conditions (leader moves, coordinator loading, ...).
+        code if is_retriable(code) => ErrorKind::Connection,
+        _ => ErrorKind::Protocol,
     }
 }
 

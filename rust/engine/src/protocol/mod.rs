@@ -2,4 +2,5 @@
 //! primitives and the ShareFetch/ShareAcknowledge v1+v2 codecs.
 
 pub mod error_codes;
+pub mod share_requests;
 pub mod wire;
