@@ -1,0 +1,372 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Predicate;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Every record this member holds an acquisition lock on, per original partition, with the state
+ * that decides how it will be acknowledged. Decisions leave the ledger as {@link Acknowledgements}
+ * whose ranges are compacted: contiguous offsets of one partition with one type become one range.
+ *
+ * <p>Lifecycle of a record: {@link State#READY} (acquired, converted, waiting for a put, or held
+ * back by a pause or a put retry) → {@link State#PUT} (a put holding it returned) → {@link
+ * State#CONFIRMED} (a later put returned too, so a deferred failure of the first put would have
+ * surfaced by now) → ACCEPT once preCommit covers it. {@link State#REJECTING} waits for an errant
+ * record's DLQ write; the record is REJECTed when that completes. Acknowledged records leave.
+ *
+ * <p>Not thread-safe: the driver's task thread owns it.
+ */
+public final class AckLedger {
+
+  /** What is known about one held record. */
+  public enum State {
+    READY,
+    PUT,
+    CONFIRMED,
+    REJECTING
+  }
+
+  /** One held record. Mutable, owned by the ledger. */
+  public static final class Entry {
+    final TopicPartition partition;
+    final long offset;
+    final int deliveryCount;
+    final long lockDurationMs;
+    long lockDeadlineMs;
+    State state = State.READY;
+    long putSequence = -1;
+    Object attachment;
+
+    Entry(
+        TopicPartition partition,
+        long offset,
+        int deliveryCount,
+        long lockDurationMs,
+        long lockDeadlineMs) {
+      this.partition = partition;
+      this.offset = offset;
+      this.deliveryCount = deliveryCount;
+      this.lockDurationMs = lockDurationMs;
+      this.lockDeadlineMs = lockDeadlineMs;
+    }
+
+    public TopicPartition partition() {
+      return partition;
+    }
+
+    public long offset() {
+      return offset;
+    }
+
+    public State state() {
+      return state;
+    }
+
+    public int deliveryCount() {
+      return deliveryCount;
+    }
+
+    public long lockDeadlineMs() {
+      return lockDeadlineMs;
+    }
+
+    /** Whatever the driver keeps with the record (its raw bytes, for the DLQ). */
+    public Object attachment() {
+      return attachment;
+    }
+
+    @Override
+    public String toString() {
+      return partition + "@" + offset + "[" + state + "]";
+    }
+  }
+
+  private static final class PartitionLedger {
+    final NavigableMap<Long, Entry> entries = new TreeMap<>();
+    /** Highest offset put (original coordinates), -1 when none yet. */
+    long maxPutOffset = -1;
+    /** Offset below which preCommit said records are flushed; -1 when nothing yet. */
+    long committedOffset = -1;
+  }
+
+  private final Map<TopicPartition, PartitionLedger> partitions = new LinkedHashMap<>();
+  private int size;
+
+  /** Number of records held (not yet acknowledged). */
+  public int size() {
+    return size;
+  }
+
+  public boolean isEmpty() {
+    return size == 0;
+  }
+
+  /**
+   * Records a newly acquired record. Returns null when the ledger already holds this offset: the
+   * engine delivered a record the driver still holds, which must not be put twice.
+   */
+  public Entry acquire(
+      TopicPartition partition,
+      long offset,
+      int deliveryCount,
+      long acquiredAtMs,
+      long lockDeadlineMs) {
+    PartitionLedger ledger = partitions.computeIfAbsent(partition, p -> new PartitionLedger());
+    if (ledger.entries.containsKey(offset)) {
+      return null;
+    }
+    // The lock duration is what the broker granted this time; renewals are assumed to grant the
+    // same, which holds while the group's share.record.lock.duration.ms is unchanged.
+    long lockDuration = Math.max(1, lockDeadlineMs - acquiredAtMs);
+    Entry entry = new Entry(partition, offset, deliveryCount, lockDuration, lockDeadlineMs);
+    ledger.entries.put(offset, entry);
+    size++;
+    return entry;
+  }
+
+  public Entry get(TopicPartition partition, long offset) {
+    PartitionLedger ledger = partitions.get(partition);
+    return ledger == null ? null : ledger.entries.get(offset);
+  }
+
+  /**
+   * A put holding {@code entries} returned without throwing: they become {@link State#PUT}, and
+   * every record of an earlier put becomes {@link State#CONFIRMED}, since this later put returned.
+   */
+  public void putReturned(Collection<Entry> entries, long putSequence) {
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (entry.state == State.PUT && entry.putSequence < putSequence) {
+          entry.state = State.CONFIRMED;
+        }
+      }
+    }
+    for (Entry entry : entries) {
+      if (entry.state != State.READY) {
+        continue; // reported as errant during the put: the reject decision stands
+      }
+      entry.state = State.PUT;
+      entry.putSequence = putSequence;
+      PartitionLedger ledger = partitions.get(entry.partition);
+      ledger.maxPutOffset = Math.max(ledger.maxPutOffset, entry.offset);
+    }
+  }
+
+  /** Whether any record waits for a following put to confirm it. */
+  public boolean hasUnconfirmedPuts() {
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (entry.state == State.PUT) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The offsets to hand to preCommit: per partition that has had records put, the highest offset
+   * put + 1, in original coordinates. Only partitions in {@code opened} are included.
+   */
+  public Map<TopicPartition, Long> currentOffsets(Set<TopicPartition> opened) {
+    Map<TopicPartition, Long> offsets = new HashMap<>();
+    partitions.forEach(
+        (tp, ledger) -> {
+          if (ledger.maxPutOffset >= 0 && opened.contains(tp)) {
+            offsets.put(tp, ledger.maxPutOffset + 1);
+          }
+        });
+    return offsets;
+  }
+
+  /**
+   * Applies what preCommit returned for the offsets it was given. Offsets above what was passed,
+   * and partitions that were not passed, are ignored, as the Connect runtime does. Returns the
+   * partitions whose returned offset was ignored for being too high.
+   */
+  public List<TopicPartition> committed(
+      Map<TopicPartition, Long> passed, Map<TopicPartition, Long> returned) {
+    List<TopicPartition> ignored = new ArrayList<>();
+    returned.forEach(
+        (tp, offset) -> {
+          Long given = passed.get(tp);
+          if (given == null || offset == null) {
+            return;
+          }
+          if (offset > given) {
+            ignored.add(tp);
+            return;
+          }
+          PartitionLedger ledger = partitions.get(tp);
+          if (ledger != null) {
+            ledger.committedOffset = Math.max(ledger.committedOffset, offset);
+          }
+        });
+    return ignored;
+  }
+
+  /** Marks a held record for REJECT once its errant-record future is done. */
+  public void rejecting(Entry entry) {
+    entry.state = State.REJECTING;
+  }
+
+  /**
+   * Takes every confirmed record below its partition's committed offset as ACCEPT, skipping the
+   * partitions {@code blocked} rejects (those with errant-record writes still outstanding).
+   */
+  public Acknowledgements takeAccepted(Predicate<TopicPartition> blocked) {
+    Acknowledgements acks = new Acknowledgements();
+    for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
+      PartitionLedger ledger = e.getValue();
+      if (ledger.committedOffset < 0 || blocked.test(e.getKey())) {
+        continue;
+      }
+      takeInto(
+          acks,
+          e.getKey(),
+          ledger,
+          entry -> entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset,
+          AckType.ACCEPT);
+    }
+    return acks;
+  }
+
+  /** Takes the given held records with one decision (REJECT, RELEASE, ...), compacted. */
+  public Acknowledgements take(Collection<Entry> entries, AckType type) {
+    Acknowledgements acks = new Acknowledgements();
+    Map<TopicPartition, List<Long>> offsets = new LinkedHashMap<>();
+    for (Entry entry : entries) {
+      PartitionLedger ledger = partitions.get(entry.partition);
+      if (ledger == null || ledger.entries.get(entry.offset) != entry) {
+        continue; // already acknowledged
+      }
+      offsets.computeIfAbsent(entry.partition, p -> new ArrayList<>()).add(entry.offset);
+    }
+    offsets.forEach(
+        (tp, list) -> {
+          list.sort(null);
+          PartitionLedger ledger = partitions.get(tp);
+          for (long offset : list) {
+            ledger.entries.remove(offset);
+            size--;
+          }
+          addCompacted(acks, tp, list, type);
+        });
+    return acks;
+  }
+
+  /** Takes every held record matching {@code filter} with one decision, compacted. */
+  public Acknowledgements takeAll(Predicate<Entry> filter, AckType type) {
+    Acknowledgements acks = new Acknowledgements();
+    partitions.forEach((tp, ledger) -> takeInto(acks, tp, ledger, filter, type));
+    return acks;
+  }
+
+  /**
+   * RENEWs every held record whose lock has less than half its duration left at {@code nowMs}
+   * (or less than {@code minMarginMs}, when that is larger), and moves its assumed deadline on.
+   * The records stay in the ledger.
+   */
+  public Acknowledgements renewDue(long nowMs, long minMarginMs) {
+    Acknowledgements acks = new Acknowledgements();
+    for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
+      List<Long> due = new ArrayList<>();
+      for (Entry entry : e.getValue().entries.values()) {
+        long margin = Math.max(entry.lockDurationMs / 2, minMarginMs);
+        if (entry.lockDeadlineMs - nowMs <= margin) {
+          due.add(entry.offset);
+          entry.lockDeadlineMs = nowMs + entry.lockDurationMs;
+        }
+      }
+      addCompacted(acks, e.getKey(), due, AckType.RENEW);
+    }
+    return acks;
+  }
+
+  /** The earliest lock deadline among held records, or Long.MAX_VALUE when none is held. */
+  public long earliestDeadlineMs() {
+    long earliest = Long.MAX_VALUE;
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        earliest = Math.min(earliest, entry.lockDeadlineMs);
+      }
+    }
+    return earliest;
+  }
+
+  /** Held records in a state, in partition then offset order. */
+  public List<Entry> entries(State state) {
+    List<Entry> result = new ArrayList<>();
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (entry.state == state) {
+          result.add(entry);
+        }
+      }
+    }
+    return result;
+  }
+
+  /** Forgets partitions that hold nothing and were never put, to keep the map small. */
+  public void pruneEmptyPartitions(Set<TopicPartition> keep) {
+    partitions
+        .entrySet()
+        .removeIf(e -> e.getValue().entries.isEmpty() && !keep.contains(e.getKey()));
+  }
+
+  private void takeInto(
+      Acknowledgements acks,
+      TopicPartition tp,
+      PartitionLedger ledger,
+      Predicate<Entry> filter,
+      AckType type) {
+    List<Long> taken = new ArrayList<>();
+    Iterator<Entry> it = ledger.entries.values().iterator();
+    while (it.hasNext()) {
+      Entry entry = it.next();
+      if (filter.test(entry)) {
+        taken.add(entry.offset);
+        it.remove();
+        size--;
+      }
+    }
+    addCompacted(acks, tp, taken, type);
+  }
+
+  /**
+   * Appends sorted offsets of one partition as the fewest contiguous ranges. Only strictly
+   * adjacent offsets merge: a gap may hide a record held in another state or by another member,
+   * and acknowledging offsets this member did not acquire fails the whole range on the broker.
+   */
+  static void addCompacted(
+      Acknowledgements acks, TopicPartition tp, List<Long> sortedOffsets, AckType type) {
+    if (sortedOffsets.isEmpty()) {
+      return;
+    }
+    long first = sortedOffsets.get(0);
+    long last = first;
+    for (int i = 1; i < sortedOffsets.size(); i++) {
+      long offset = sortedOffsets.get(i);
+      if (offset == last + 1) {
+        last = offset;
+      } else if (offset > last) {
+        acks.add(tp.topic(), tp.partition(), first, last, type);
+        first = offset;
+        last = offset;
+      }
+    }
+    acks.add(tp.topic(), tp.partition(), first, last, type);
+  }
+}

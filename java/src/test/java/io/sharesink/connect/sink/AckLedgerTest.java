@@ -1,0 +1,225 @@
+package io.sharesink.connect.sink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
+import io.sharesink.engine.Acknowledgements.Range;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+class AckLedgerTest {
+
+  private static final TopicPartition TP0 = new TopicPartition("orders", 0);
+  private static final TopicPartition TP1 = new TopicPartition("orders", 1);
+  private static final long LOCK_MS = 30_000;
+
+  private final AckLedger ledger = new AckLedger();
+
+  private List<AckLedger.Entry> acquire(TopicPartition tp, long from, long to, long nowMs) {
+    List<AckLedger.Entry> entries = new ArrayList<>();
+    for (long offset = from; offset <= to; offset++) {
+      entries.add(ledger.acquire(tp, offset, 1, nowMs, nowMs + LOCK_MS));
+    }
+    return entries;
+  }
+
+  private static Range range(TopicPartition tp, long first, long last, AckType type) {
+    return new Range(tp.topic(), tp.partition(), first, last, type);
+  }
+
+  @Test
+  void compactsContiguousOffsetsIntoOneRangeAndSplitsAtGaps() {
+    Acknowledgements acks = new Acknowledgements();
+    AckLedger.addCompacted(acks, TP0, List.of(3L, 4L, 5L, 7L, 8L, 10L), AckType.ACCEPT);
+    assertEquals(
+        List.of(
+            range(TP0, 3, 5, AckType.ACCEPT),
+            range(TP0, 7, 8, AckType.ACCEPT),
+            range(TP0, 10, 10, AckType.ACCEPT)),
+        acks.ranges());
+  }
+
+  @Test
+  void compactionIgnoresDuplicateOffsetsAndEmptyInput() {
+    Acknowledgements acks = new Acknowledgements();
+    AckLedger.addCompacted(acks, TP0, List.of(), AckType.RENEW);
+    assertTrue(acks.isEmpty());
+    AckLedger.addCompacted(acks, TP0, List.of(1L, 1L, 2L), AckType.RENEW);
+    assertEquals(List.of(range(TP0, 1, 2, AckType.RENEW)), acks.ranges());
+  }
+
+  @Test
+  void refusesARecordItAlreadyHolds() {
+    assertNotNull(ledger.acquire(TP0, 5, 1, 0, LOCK_MS));
+    assertNull(ledger.acquire(TP0, 5, 2, 10, 10 + LOCK_MS));
+    assertEquals(1, ledger.size());
+  }
+
+  @Test
+  void acceptsOnlyRecordsConfirmedByALaterPutAndCoveredByPreCommit() {
+    List<AckLedger.Entry> first = acquire(TP0, 0, 9, 0);
+    ledger.putReturned(first, 1);
+    assertTrue(ledger.hasUnconfirmedPuts());
+
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    assertEquals(Map.of(TP0, 10L), passed);
+    ledger.committed(passed, passed);
+    // preCommit covers them, but no later put has returned: a deferred failure could still come.
+    assertTrue(ledger.takeAccepted(tp -> false).isEmpty());
+
+    ledger.putReturned(List.of(), 2); // put(empty) returned without throwing
+    assertFalse(ledger.hasUnconfirmedPuts());
+    assertEquals(
+        List.of(range(TP0, 0, 9, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+    assertTrue(ledger.isEmpty());
+  }
+
+  @Test
+  void acceptsOnlyBelowTheReturnedOffset() {
+    ledger.putReturned(acquire(TP0, 0, 9, 0), 1);
+    ledger.putReturned(List.of(), 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    ledger.committed(passed, Map.of(TP0, 4L)); // the sink flushed 0..3 only
+    assertEquals(
+        List.of(range(TP0, 0, 3, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+    assertEquals(6, ledger.size());
+  }
+
+  @Test
+  void ignoresReturnedOffsetsAboveWhatWasPassedAndUnknownPartitions() {
+    ledger.putReturned(acquire(TP0, 0, 4, 0), 1);
+    ledger.putReturned(List.of(), 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    List<TopicPartition> ignored = ledger.committed(passed, Map.of(TP0, 99L, TP1, 3L));
+    assertEquals(List.of(TP0), ignored);
+    assertTrue(ledger.takeAccepted(tp -> false).isEmpty());
+    assertEquals(5, ledger.size());
+  }
+
+  @Test
+  void currentOffsetsLeaveOutPartitionsNotOpened() {
+    ledger.putReturned(acquire(TP0, 0, 1, 0), 1);
+    ledger.putReturned(acquire(TP1, 7, 8, 0), 1);
+    assertEquals(Map.of(TP1, 9L), ledger.currentOffsets(Set.of(TP1)));
+    assertEquals(Map.of(TP0, 2L, TP1, 9L), ledger.currentOffsets(Set.of(TP0, TP1)));
+  }
+
+  @Test
+  void blockedPartitionsWaitForTheirErrantWrites() {
+    ledger.putReturned(acquire(TP0, 0, 2, 0), 1);
+    ledger.putReturned(acquire(TP1, 0, 2, 0), 1);
+    ledger.putReturned(List.of(), 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0, TP1));
+    ledger.committed(passed, passed);
+    Acknowledgements acks = ledger.takeAccepted(tp -> tp.equals(TP1));
+    assertEquals(List.of(range(TP0, 0, 2, AckType.ACCEPT)), acks.ranges());
+    assertEquals(
+        List.of(range(TP1, 0, 2, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+  }
+
+  @Test
+  void anErrantRecordIsRejectedAloneAndSplitsTheAcceptedRanges() {
+    List<AckLedger.Entry> entries = acquire(TP0, 0, 5, 0);
+    ledger.putReturned(entries, 1);
+    AckLedger.Entry bad = ledger.get(TP0, 3);
+    ledger.rejecting(bad);
+    ledger.putReturned(List.of(), 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    ledger.committed(passed, passed);
+    assertEquals(
+        List.of(range(TP0, 0, 2, AckType.ACCEPT), range(TP0, 4, 5, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false).ranges());
+    assertEquals(
+        List.of(range(TP0, 3, 3, AckType.REJECT)),
+        ledger.take(List.of(bad), AckType.REJECT).ranges());
+    assertTrue(ledger.isEmpty());
+  }
+
+  @Test
+  void aRecordReportedDuringItsPutIsNotMarkedPut() {
+    List<AckLedger.Entry> entries = acquire(TP0, 0, 1, 0);
+    ledger.rejecting(entries.get(1));
+    ledger.putReturned(entries, 1);
+    assertEquals(AckLedger.State.PUT, entries.get(0).state());
+    assertEquals(AckLedger.State.REJECTING, entries.get(1).state());
+  }
+
+  @Test
+  void takeSkipsRecordsAlreadyAcknowledged() {
+    List<AckLedger.Entry> entries = acquire(TP0, 0, 3, 0);
+    assertEquals(1, ledger.take(entries.subList(0, 2), AckType.RELEASE).size());
+    Acknowledgements again = ledger.take(entries, AckType.RELEASE);
+    assertEquals(List.of(range(TP0, 2, 3, AckType.RELEASE)), again.ranges());
+    assertTrue(ledger.isEmpty());
+  }
+
+  @Test
+  void renewsOnlyRecordsPastHalfTheirLockAndMovesTheirDeadline() {
+    acquire(TP0, 0, 4, 0); // deadline 30 000
+    acquire(TP0, 5, 9, 10_000); // deadline 40 000
+    assertTrue(ledger.renewDue(10_000, 0).isEmpty());
+    assertEquals(
+        List.of(range(TP0, 0, 4, AckType.RENEW)), ledger.renewDue(15_000, 0).ranges());
+    assertEquals(45_000, ledger.get(TP0, 0).lockDeadlineMs());
+    assertEquals(40_000, ledger.get(TP0, 9).lockDeadlineMs());
+    assertEquals(
+        List.of(range(TP0, 5, 9, AckType.RENEW)), ledger.renewDue(25_000, 0).ranges());
+    assertEquals(10, ledger.size());
+    assertEquals(45_000, ledger.earliestDeadlineMs());
+  }
+
+  @Test
+  void aLargerMarginRenewsEarlier() {
+    acquire(TP0, 0, 0, 0);
+    assertTrue(ledger.renewDue(5_000, 20_000).isEmpty());
+    assertEquals(1, ledger.renewDue(10_000, 20_000).size());
+  }
+
+  @Test
+  void takeAllReleasesEverythingLeftInOneRangePerRun() {
+    List<AckLedger.Entry> entries = acquire(TP0, 0, 9, 0);
+    ledger.putReturned(entries.subList(0, 5), 1);
+    acquire(TP1, 100, 101, 0);
+    Acknowledgements acks = ledger.takeAll(e -> true, AckType.RELEASE);
+    assertEquals(
+        List.of(range(TP0, 0, 9, AckType.RELEASE), range(TP1, 100, 101, AckType.RELEASE)),
+        acks.ranges());
+    assertTrue(ledger.isEmpty());
+    assertEquals(Long.MAX_VALUE, ledger.earliestDeadlineMs());
+  }
+
+  @Test
+  void committedOffsetNeverMovesBackwards() {
+    ledger.putReturned(acquire(TP0, 0, 9, 0), 1);
+    ledger.putReturned(List.of(), 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    ledger.committed(passed, Map.of(TP0, 8L));
+    ledger.committed(passed, Map.of(TP0, 2L));
+    assertEquals(
+        List.of(range(TP0, 0, 7, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+  }
+
+  @Test
+  void aRedeliveredLowerOffsetPutLaterIsCoveredByTheNextCommit() {
+    ledger.putReturned(acquire(TP0, 10, 12, 0), 1);
+    ledger.putReturned(List.of(), 2);
+    ledger.committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 13L));
+    ledger.takeAccepted(tp -> false);
+    // Offset 5 was released by another member and reaches this one afterwards.
+    ledger.putReturned(acquire(TP0, 5, 5, 1_000), 3);
+    assertEquals(Map.of(TP0, 13L), ledger.currentOffsets(Set.of(TP0)));
+    ledger.putReturned(List.of(), 4);
+    ledger.committed(Map.of(TP0, 13L), Map.of(TP0, 13L));
+    assertEquals(
+        List.of(range(TP0, 5, 5, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+  }
+}
