@@ -150,6 +150,17 @@ impl Connection {
         version: i16,
         body: &[u8],
     ) -> Result<Bytes, EngineError> {
+        self.send_raw(api_key, version, body)?.await
+    }
+
+    /// Queues a request frame now (so requests leave in call order, which share-session
+    /// epochs rely on) and returns a future of the response body after its header.
+    pub fn send_raw(
+        &self,
+        api_key: ApiKey,
+        version: i16,
+        body: &[u8],
+    ) -> Result<ResponseFuture, EngineError> {
         let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
             .with_request_api_key(api_key as i16)
@@ -181,20 +192,17 @@ impl Connection {
                     reply,
                 },
             );
+            trace!(addr = %self.addr, ?api_key, version, correlation_id, bytes = frame.len(), "send");
+            // Queued under the table lock so that frame order equals call order.
+            if self.frames.send(frame.freeze()).is_err() {
+                pending.waiting.remove(&correlation_id);
+                return Err(self.lost("writer stopped"));
+            }
         }
-        trace!(addr = %self.addr, ?api_key, version, correlation_id, bytes = frame.len(), "send");
-        if self.frames.send(frame.freeze()).is_err() {
-            self.pending
-                .lock()
-                .expect("pending table")
-                .waiting
-                .remove(&correlation_id);
-            return Err(self.lost("writer stopped"));
-        }
-        match response.await {
-            Ok(result) => result,
-            Err(_) => Err(self.lost("connection dropped")),
-        }
+        Ok(ResponseFuture {
+            addr: self.addr.clone(),
+            response,
+        })
     }
 
     fn lost(&self, reason: &str) -> EngineError {
@@ -264,4 +272,28 @@ async fn read_loop(addr: String, socket: OwnedReadHalf, pending: Arc<Mutex<Pendi
         .lock()
         .expect("pending table")
         .fail_all(&addr, &reason);
+}
+
+/// The response to a request queued by [`Connection::send_raw`].
+pub struct ResponseFuture {
+    addr: String,
+    response: oneshot::Receiver<Result<Bytes, EngineError>>,
+}
+
+impl std::future::Future for ResponseFuture {
+    type Output = Result<Bytes, EngineError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.response).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(EngineError::ConnectionLost {
+                    addr: self.addr.clone(),
+                    reason: "connection dropped".into(),
+                })
+            })
+        })
+    }
 }

@@ -126,6 +126,31 @@ impl EngineError {
         }
     }
 
+    /// A copy for reporting the same failure to several callers (the io source becomes text).
+    pub fn duplicate(&self) -> EngineError {
+        match self {
+            EngineError::Config { key, message } => {
+                EngineError::config(key.clone(), message.clone())
+            }
+            EngineError::Connect { addr, source } => EngineError::ConnectionLost {
+                addr: addr.clone(),
+                reason: source.to_string(),
+            },
+            EngineError::ConnectionLost { addr, reason } => EngineError::ConnectionLost {
+                addr: addr.clone(),
+                reason: reason.clone(),
+            },
+            EngineError::Broker { api, code, message } => {
+                EngineError::broker(api, *code, message.clone())
+            }
+            EngineError::Unsupported(m) => EngineError::Unsupported(m.clone()),
+            EngineError::Protocol(m) => EngineError::Protocol(m.clone()),
+            EngineError::Timeout { after, what } => EngineError::timeout(*after, what.clone()),
+            EngineError::Closed => EngineError::Closed,
+            EngineError::Internal(m) => EngineError::Internal(m.clone()),
+        }
+    }
+
     /// The Kafka error code, when a broker reported this error.
     pub fn broker_code(&self) -> Option<i16> {
         match self {

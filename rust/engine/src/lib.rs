@@ -1,14 +1,34 @@
 //! sharesink-engine: a KIP-932 share-group member speaking the Kafka protocol itself.
 //! It knows nothing of JNI or Kafka Connect.
+//!
+//! Entry points: [`probe`] (what a broker offers) and [`ShareConsumer`] (a share-group member:
+//! poll batches, acknowledge ranges explicitly, close).
 
+mod acks;
+mod batch;
 pub mod bootstrap;
+mod buffer;
+mod cluster;
+mod config;
 pub mod connection;
+mod consumer;
+mod core;
 mod error;
+mod fetcher;
+mod membership;
+mod metrics;
 mod probe;
 pub mod protocol;
+mod records;
 
+pub use acks::{Ack, AckKind, AckResult};
+pub use batch::{Batch, RecordHeader, ShareRecord, TimestampType};
+pub use config::ConsumerConfig;
+pub use consumer::{properties, ShareConsumer};
 pub use error::{EngineError, ErrorKind};
+pub use metrics::MetricsSnapshot;
 pub use probe::{probe, ApiVersionRange, ProbeReport};
+pub use protocol::share_requests::AcquireMode;
 
 /// The engine's version; the JNI layer reports it so Java can check it against the jar.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

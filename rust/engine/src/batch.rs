@@ -1,0 +1,98 @@
+//! What `poll` hands out: records acquired by this member, zero-copy over the fetch response.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::protocol::StrBytes;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum TimestampType {
+    CreateTime = 0,
+    LogAppendTime = 1,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordHeader {
+    pub(crate) key: StrBytes,
+    pub(crate) value: Option<Bytes>,
+}
+
+impl RecordHeader {
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn value(&self) -> Option<&[u8]> {
+        self.value.as_deref()
+    }
+}
+
+/// One acquired record. Key, value and header values share the response buffer.
+#[derive(Debug, Clone)]
+pub struct ShareRecord {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp: i64,
+    pub timestamp_type: TimestampType,
+    /// 1 on the first delivery.
+    pub delivery_count: i16,
+    /// Wall-clock time (ms since the epoch) at which the broker's acquisition lock expires,
+    /// counted conservatively from when the fetch was sent.
+    pub lock_deadline_ms: i64,
+    pub(crate) key: Option<Bytes>,
+    pub(crate) value: Option<Bytes>,
+    pub(crate) headers: Vec<RecordHeader>,
+}
+
+impl ShareRecord {
+    pub fn key(&self) -> Option<&[u8]> {
+        self.key.as_deref()
+    }
+
+    pub fn value(&self) -> Option<&[u8]> {
+        self.value.as_deref()
+    }
+
+    pub fn headers(&self) -> &[RecordHeader] {
+        &self.headers
+    }
+
+    /// Key + value bytes, the unit of the byte counters.
+    pub fn payload_len(&self) -> usize {
+        self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// Records from one fetch response (one leader; possibly several partitions).
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    pub(crate) records: Vec<ShareRecord>,
+}
+
+impl Batch {
+    pub fn records(&self) -> &[ShareRecord] {
+        &self.records
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn payload_bytes(&self) -> usize {
+        self.records.iter().map(ShareRecord::payload_len).sum()
+    }
+}
+
+impl IntoIterator for Batch {
+    type Item = ShareRecord;
+    type IntoIter = std::vec::IntoIter<ShareRecord>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.records.into_iter()
+    }
+}

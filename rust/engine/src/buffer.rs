@@ -1,0 +1,91 @@
+//! Fetched batches waiting for `poll`, bounded in records and bytes, with a wakeup flag.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+
+use tokio::sync::{watch, Notify};
+
+use crate::batch::Batch;
+
+pub(crate) struct DeliveryBuffer {
+    queue: Mutex<VecDeque<Batch>>,
+    records: AtomicUsize,
+    bytes: AtomicUsize,
+    max_records: usize,
+    max_bytes: usize,
+    /// Signalled when a batch arrives, on wakeup and on failure.
+    pub ready: Notify,
+    woken: AtomicBool,
+    /// Bumped each time `poll` takes a batch, so fetchers blocked on a full buffer resume.
+    space: watch::Sender<u64>,
+}
+
+impl DeliveryBuffer {
+    pub fn new(max_records: usize, max_bytes: usize) -> Self {
+        DeliveryBuffer {
+            queue: Mutex::new(VecDeque::new()),
+            records: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            max_records,
+            max_bytes,
+            ready: Notify::new(),
+            woken: AtomicBool::new(false),
+            space: watch::Sender::new(0),
+        }
+    }
+
+    /// Room for another fetch: below both caps.
+    pub fn has_room(&self) -> bool {
+        self.records.load(SeqCst) < self.max_records && self.bytes.load(SeqCst) < self.max_bytes
+    }
+
+    pub fn len_records(&self) -> usize {
+        self.records.load(SeqCst)
+    }
+
+    pub fn subscribe_space(&self) -> watch::Receiver<u64> {
+        self.space.subscribe()
+    }
+
+    pub fn push(&self, batch: Batch) {
+        self.records.fetch_add(batch.len(), SeqCst);
+        self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
+        self.queue.lock().expect("buffer").push_back(batch);
+        self.ready.notify_one();
+    }
+
+    pub fn try_take(&self) -> Option<Batch> {
+        let batch = self.queue.lock().expect("buffer").pop_front()?;
+        self.records.fetch_sub(batch.len(), SeqCst);
+        self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
+        self.space.send_modify(|n| *n += 1);
+        Some(batch)
+    }
+
+    /// Drops everything buffered (on close: the session close releases the records).
+    pub fn clear(&self) -> usize {
+        let mut n = 0;
+        while let Some(b) = self.try_take() {
+            n += b.len();
+        }
+        n
+    }
+
+    pub fn wakeup(&self) {
+        self.woken.store(true, SeqCst);
+        self.ready.notify_waiters();
+        self.ready.notify_one();
+    }
+
+    /// Wakes pollers without consuming as a wakeup: they then find the failure.
+    pub fn wakeup_for_error(&self) {
+        self.ready.notify_waiters();
+        self.ready.notify_one();
+    }
+
+    /// Consumes a pending wakeup.
+    pub fn take_wakeup(&self) -> bool {
+        self.woken.swap(false, SeqCst)
+    }
+}

@@ -1,0 +1,151 @@
+//! Cluster lookups over a control connection to any bootstrap broker: Metadata (topic ids,
+//! partition leaders, broker addresses) and FindCoordinator.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::Mutex;
+use tracing::debug;
+use uuid::Uuid;
+
+use crate::bootstrap::connect_any;
+use crate::connection::Connection;
+use crate::error::EngineError;
+use crate::protocol::error_codes;
+
+#[derive(Debug, Clone)]
+pub struct TopicInfo {
+    pub name: Arc<str>,
+    pub id: Uuid,
+    /// partition → leader node id (-1 when leaderless).
+    pub leaders: HashMap<i32, i32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClusterView {
+    /// node id → "host:port"
+    pub brokers: HashMap<i32, String>,
+    pub topics: HashMap<Uuid, TopicInfo>,
+}
+
+pub struct Cluster {
+    bootstrap: Vec<String>,
+    client_id: String,
+    timeout: Duration,
+    control: Mutex<Option<Arc<Connection>>>,
+}
+
+impl Cluster {
+    pub fn new(bootstrap: Vec<String>, client_id: String, timeout: Duration) -> Self {
+        Cluster {
+            bootstrap,
+            client_id,
+            timeout,
+            control: Mutex::new(None),
+        }
+    }
+
+    /// The control connection, reopened if it was lost.
+    pub async fn control(&self) -> Result<Arc<Connection>, EngineError> {
+        let mut guard = self.control.lock().await;
+        if let Some(conn) = guard.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(conn.clone());
+        }
+        let conn = Arc::new(connect_any(&self.bootstrap, &self.client_id, self.timeout).await?);
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    async fn with_timeout<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = Result<T, EngineError>>,
+    ) -> Result<T, EngineError> {
+        tokio::time::timeout(self.timeout, fut)
+            .await
+            .map_err(|_| EngineError::timeout(self.timeout, what.to_string()))?
+    }
+
+    /// Metadata v12 for `topics` (names).
+    pub async fn metadata(&self, topics: &[String]) -> Result<ClusterView, EngineError> {
+        let conn = self.control().await?;
+        let request = MetadataRequest::default()
+            .with_topics(Some(
+                topics
+                    .iter()
+                    .map(|t| {
+                        MetadataRequestTopic::default()
+                            .with_name(Some(TopicName(StrBytes::from_string(t.clone()))))
+                    })
+                    .collect(),
+            ))
+            .with_allow_auto_topic_creation(false);
+        let response: MetadataResponse = self
+            .with_timeout("Metadata", conn.request(&request, 12))
+            .await?;
+        let mut view = ClusterView::default();
+        for b in &response.brokers {
+            view.brokers
+                .insert(b.node_id.0, format!("{}:{}", b.host.as_str(), b.port));
+        }
+        for t in &response.topics {
+            let Some(name) = &t.name else { continue };
+            if t.error_code != error_codes::NONE {
+                debug!(topic = %name.0.as_str(), code = t.error_code, "metadata topic error");
+                if matches!(t.error_code, 29) {
+                    return Err(EngineError::broker(
+                        "Metadata",
+                        t.error_code,
+                        Some(name.0.to_string()),
+                    ));
+                }
+                continue;
+            }
+            view.topics.insert(
+                t.topic_id,
+                TopicInfo {
+                    name: Arc::from(name.0.as_str()),
+                    id: t.topic_id,
+                    leaders: t
+                        .partitions
+                        .iter()
+                        .map(|p| (p.partition_index, p.leader_id.0))
+                        .collect(),
+                },
+            );
+        }
+        Ok(view)
+    }
+
+    /// FindCoordinator (key type 0 = group) → (node id, "host:port").
+    pub async fn find_group_coordinator(
+        &self,
+        group_id: &str,
+    ) -> Result<(i32, String), EngineError> {
+        let conn = self.control().await?;
+        let request = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_string(group_id.to_string())]);
+        let response: FindCoordinatorResponse = self
+            .with_timeout("FindCoordinator", conn.request(&request, 4))
+            .await?;
+        let c = response
+            .coordinators
+            .first()
+            .ok_or_else(|| EngineError::protocol("FindCoordinator returned no coordinator"))?;
+        if c.error_code != error_codes::NONE {
+            return Err(EngineError::broker(
+                "FindCoordinator",
+                c.error_code,
+                c.error_message.as_ref().map(|m| m.to_string()),
+            ));
+        }
+        Ok((c.node_id.0, format!("{}:{}", c.host.as_str(), c.port)))
+    }
+}

@@ -1,0 +1,202 @@
+//! Consumer configuration read from Kafka's own client setting names.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::bootstrap::parse_bootstrap_servers;
+use crate::error::EngineError;
+use crate::protocol::share_requests::AcquireMode;
+
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    /// "host:port" entries from `bootstrap.servers`.
+    pub bootstrap_servers: Vec<String>,
+    pub group_id: String,
+    pub client_id: String,
+    /// ShareFetch MaxRecords and BatchSize (`max.poll.records`).
+    pub max_poll_records: i32,
+    pub fetch_max_bytes: i32,
+    pub fetch_min_bytes: i32,
+    pub fetch_max_wait: Duration,
+    pub acquire_mode: AcquireMode,
+    /// Timeout of one request round trip (`request.timeout.ms`).
+    pub request_timeout: Duration,
+    /// Upper bound on records fetched but not yet handed to `poll` (engine setting
+    /// `share.buffer.max.records`, default 2 × `max.poll.records`).
+    pub max_buffered_records: usize,
+    /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
+    /// default `fetch.max.bytes`).
+    pub max_buffered_bytes: usize,
+}
+
+const KNOWN_UNSUPPORTED_PROTOCOLS: &[&str] = &["SSL", "SASL_SSL", "SASL_PLAINTEXT"];
+
+fn parse_num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
+    props: &HashMap<String, String>,
+    key: &str,
+    default: T,
+    min: T,
+    max: T,
+) -> Result<T, EngineError> {
+    let Some(raw) = props.get(key) else {
+        return Ok(default);
+    };
+    let value: T = raw
+        .trim()
+        .parse()
+        .map_err(|_| EngineError::config(key, format!("`{raw}` is not a number")))?;
+    if value < min || value > max {
+        return Err(EngineError::config(
+            key,
+            format!("{value} is outside {min}..={max}"),
+        ));
+    }
+    Ok(value)
+}
+
+impl ConsumerConfig {
+    /// Reads the settings the engine knows; unknown keys are ignored.
+    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, EngineError> {
+        let bootstrap = props
+            .get("bootstrap.servers")
+            .ok_or_else(|| EngineError::config("bootstrap.servers", "required"))?;
+        let bootstrap_servers = parse_bootstrap_servers(bootstrap)?;
+        let group_id = props
+            .get("group.id")
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| EngineError::config("group.id", "required"))?;
+        let client_id = props
+            .get("client.id")
+            .cloned()
+            .unwrap_or_else(|| format!("sharesink-{group_id}"));
+        let max_poll_records = parse_num(props, "max.poll.records", 500, 1, i32::MAX)?;
+        let fetch_max_bytes = parse_num(props, "fetch.max.bytes", 50 * 1024 * 1024, 1, i32::MAX)?;
+        let fetch_min_bytes = parse_num(props, "fetch.min.bytes", 1, 0, i32::MAX)?;
+        let fetch_max_wait_ms: u64 =
+            parse_num(props, "fetch.max.wait.ms", 500, 0, i32::MAX as u64)?;
+        let request_timeout_ms: u64 =
+            parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
+        let acquire_mode = match props.get("share.acquire.mode").map(|s| s.trim()) {
+            None | Some("batch_optimized") => AcquireMode::BatchOptimized,
+            Some("record_limit") => AcquireMode::RecordLimit,
+            Some(other) => {
+                return Err(EngineError::config(
+                    "share.acquire.mode",
+                    format!("`{other}` is not batch_optimized or record_limit"),
+                ))
+            }
+        };
+        match props
+            .get("security.protocol")
+            .map(|s| s.trim().to_ascii_uppercase())
+        {
+            None => {}
+            Some(p) if p == "PLAINTEXT" => {}
+            Some(p) if KNOWN_UNSUPPORTED_PROTOCOLS.contains(&p.as_str()) => {
+                return Err(EngineError::config(
+                    "security.protocol",
+                    format!("{p} is not implemented by this engine version yet"),
+                ))
+            }
+            Some(p) => {
+                return Err(EngineError::config(
+                    "security.protocol",
+                    format!("unknown protocol `{p}`"),
+                ))
+            }
+        }
+        let max_buffered_records = parse_num(
+            props,
+            "share.buffer.max.records",
+            2 * max_poll_records as usize,
+            1,
+            usize::MAX,
+        )?;
+        let max_buffered_bytes = parse_num(
+            props,
+            "share.buffer.max.bytes",
+            fetch_max_bytes as usize,
+            1,
+            usize::MAX,
+        )?;
+        Ok(ConsumerConfig {
+            bootstrap_servers,
+            group_id,
+            client_id,
+            max_poll_records,
+            fetch_max_bytes,
+            fetch_min_bytes,
+            fetch_max_wait: Duration::from_millis(fetch_max_wait_ms),
+            acquire_mode,
+            request_timeout: Duration::from_millis(request_timeout_ms),
+            max_buffered_records,
+            max_buffered_bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_follow_kafka() {
+        let c = ConsumerConfig::from_properties(&props(&[
+            ("bootstrap.servers", "localhost:9092"),
+            ("group.id", "g"),
+            ("some.unknown.key", "x"),
+        ]))
+        .unwrap();
+        assert_eq!(c.max_poll_records, 500);
+        assert_eq!(c.fetch_max_bytes, 50 * 1024 * 1024);
+        assert_eq!(c.fetch_min_bytes, 1);
+        assert_eq!(c.fetch_max_wait, Duration::from_millis(500));
+        assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
+        assert_eq!(c.max_buffered_records, 1000);
+        assert_eq!(c.client_id, "sharesink-g");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let base = [("bootstrap.servers", "h:1"), ("group.id", "g")];
+        let with = |k: &str, v: &str| {
+            let mut p = props(&base);
+            p.insert(k.into(), v.into());
+            ConsumerConfig::from_properties(&p).unwrap_err()
+        };
+        for (k, v) in [
+            ("max.poll.records", "zero"),
+            ("max.poll.records", "0"),
+            ("fetch.max.wait.ms", "-1"),
+            ("share.acquire.mode", "greedy"),
+            ("security.protocol", "SASL_SSL"),
+        ] {
+            let e = with(k, v);
+            assert!(
+                matches!(&e, EngineError::Config { key, .. } if key == k),
+                "{e}"
+            );
+        }
+        let e =
+            ConsumerConfig::from_properties(&props(&[("bootstrap.servers", "h:1")])).unwrap_err();
+        assert!(e.to_string().contains("group.id"));
+        assert_eq!(
+            ConsumerConfig::from_properties(&props(&[
+                ("bootstrap.servers", "h:1"),
+                ("group.id", "g"),
+                ("share.acquire.mode", "record_limit")
+            ]))
+            .unwrap()
+            .acquire_mode,
+            AcquireMode::RecordLimit
+        );
+    }
+}

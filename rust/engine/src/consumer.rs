@@ -1,0 +1,322 @@
+//! The public share consumer: start, poll, acknowledge, close.
+//!
+//! All methods take `&self`, so one consumer can be shared between a polling thread and a
+//! thread that calls `wakeup`. The async methods can be driven with `Runtime::block_on` from a
+//! non-async thread.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::acks::{Ack, AckKind, AckOutcome, AckResult, PendingAck};
+use crate::batch::Batch;
+use crate::cluster::Cluster;
+use crate::config::ConsumerConfig;
+use crate::core::{run_router, Shared};
+use crate::error::EngineError;
+use crate::membership::{self, Assignment};
+use crate::metrics::MetricsSnapshot;
+use crate::probe::api_versions;
+use crate::protocol::error_codes;
+
+pub struct ShareConsumer {
+    shared: Arc<Shared>,
+    assignment: watch::Receiver<Arc<Assignment>>,
+    /// Tells the router and fetchers to close their share sessions.
+    closing: watch::Sender<bool>,
+    /// Tells the membership task to send its leave heartbeat.
+    leaving: watch::Sender<bool>,
+    tasks: Mutex<Option<(JoinHandle<()>, JoinHandle<()>)>>,
+}
+
+impl ShareConsumer {
+    /// Connects, checks the broker's share-group API versions and joins the group. Returns
+    /// once the join is under way; records flow after the first assignment.
+    pub async fn start(config: ConsumerConfig, topics: Vec<String>) -> Result<Self, EngineError> {
+        if topics.is_empty() || topics.iter().any(|t| t.trim().is_empty()) {
+            return Err(EngineError::config(
+                "topics",
+                "at least one non-empty topic name is required",
+            ));
+        }
+        let cluster = Cluster::new(
+            config.bootstrap_servers.clone(),
+            config.client_id.clone(),
+            config.request_timeout,
+        );
+        let control = cluster.control().await?;
+        let report = tokio::time::timeout(config.request_timeout, api_versions(&control))
+            .await
+            .map_err(|_| EngineError::timeout(config.request_timeout, "ApiVersions"))??;
+        let pick = |name: &str, range: Option<(i16, i16)>, min: i16, max: i16| {
+            match range {
+            Some((lo, hi)) if lo <= max && hi >= min => Ok(hi.min(max)),
+            _ => Err(EngineError::Unsupported(format!(
+                "broker {} does not offer {name} v{min}-{max} (share groups need Kafka 4.1+ with share.version >= 1)",
+                report.broker
+            ))),
+        }
+        };
+        pick(
+            "ShareGroupHeartbeat",
+            report.share_group_heartbeat_versions(),
+            1,
+            1,
+        )?;
+        let share_fetch_version = pick("ShareFetch", report.share_fetch_versions(), 1, 2)?;
+        let share_acknowledge_version = pick(
+            "ShareAcknowledge",
+            report.share_acknowledge_versions(),
+            1,
+            2,
+        )?;
+        if config.acquire_mode != crate::AcquireMode::BatchOptimized && share_fetch_version < 2 {
+            return Err(EngineError::config(
+                "share.acquire.mode",
+                "record_limit needs ShareFetch v2, which the broker does not offer",
+            ));
+        }
+        let member_id = membership::new_member_id();
+        info!(%member_id, group = %config.group_id, ?topics, share_fetch_version, share_acknowledge_version, "starting share consumer");
+        let shared = Arc::new(Shared::new(
+            config,
+            member_id,
+            cluster,
+            share_fetch_version,
+            share_acknowledge_version,
+        ));
+        let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
+        let (closing, closing_rx) = watch::channel(false);
+        let (leaving, leaving_rx) = watch::channel(false);
+        let membership_task = tokio::spawn(membership::run(
+            shared.clone(),
+            topics.clone(),
+            assignment_tx,
+            leaving_rx,
+        ));
+        let router_task = tokio::spawn(run_router(
+            shared.clone(),
+            topics,
+            assignment.clone(),
+            closing_rx,
+        ));
+        Ok(ShareConsumer {
+            shared,
+            assignment,
+            closing,
+            leaving,
+            tasks: Mutex::new(Some((router_task, membership_task))),
+        })
+    }
+
+    pub fn member_id(&self) -> &str {
+        &self.shared.member_id
+    }
+
+    /// The partitions currently assigned, as (topic, partition); empty until the first
+    /// assignment arrives.
+    pub fn assignment(&self) -> Vec<(Arc<str>, i32)> {
+        let current = self.assignment.borrow().clone();
+        let mut out = Vec::new();
+        for (id, partitions) in current.iter() {
+            let name = self
+                .shared
+                .topic_name(id)
+                .unwrap_or_else(|| Arc::from(id.to_string()));
+            out.extend(partitions.iter().map(|p| (name.clone(), *p)));
+        }
+        out
+    }
+
+    /// The broker's acquisition lock duration, once a fetch has reported it.
+    pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
+        let ms = self.shared.lock_timeout_ms.load(Relaxed);
+        (ms > 0).then(|| Duration::from_millis(ms as u64))
+    }
+
+    fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
+    /// Waits up to `max_wait` for records. `None` on timeout or after `wakeup`.
+    pub async fn poll(&self, max_wait: Duration) -> Result<Option<Batch>, EngineError> {
+        let deadline = tokio::time::Instant::now() + max_wait;
+        loop {
+            if self.is_closing() {
+                return Err(EngineError::Closed);
+            }
+            if let Some(e) = self.shared.fatal_error() {
+                return Err(e);
+            }
+            if self.shared.buffer.take_wakeup() {
+                return Ok(None);
+            }
+            if let Some(batch) = self.shared.buffer.try_take() {
+                let n = batch.len() as i64;
+                self.shared.metrics.records_buffered.fetch_sub(n, Relaxed);
+                self.shared.metrics.records_in_flight.fetch_add(n, Relaxed);
+                return Ok(Some(batch));
+            }
+            let notified = self.shared.buffer.ready.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shared.buffer.len_records() > 0 || self.shared.fatal_error().is_some() {
+                continue;
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(None),
+            }
+        }
+    }
+
+    /// Makes a blocked (or the next) `poll` return `None` at once. Callable from any thread.
+    pub fn wakeup(&self) {
+        self.shared.buffer.wakeup();
+    }
+
+    fn queue(
+        &self,
+        acks: &[Ack],
+        urgent: bool,
+    ) -> Result<Vec<Option<oneshot::Receiver<AckOutcome>>>, EngineError> {
+        if self.is_closing() {
+            return Err(EngineError::Closed);
+        }
+        // Validate everything first so a bad ack queues nothing.
+        let mut routed = Vec::with_capacity(acks.len());
+        for ack in acks {
+            if ack.first_offset > ack.last_offset {
+                return Err(EngineError::protocol(format!(
+                    "acknowledgement {}-{} [{}, {}] is an empty range",
+                    ack.topic, ack.partition, ack.first_offset, ack.last_offset
+                )));
+            }
+            if ack.kind == AckKind::Renew && self.shared.share_acknowledge_version < 2 {
+                return Err(EngineError::Unsupported(
+                    "RENEW needs ShareAcknowledge v2; the broker offers v1".into(),
+                ));
+            }
+            let route = self
+                .shared
+                .route(&ack.topic, ack.partition)
+                .ok_or_else(|| {
+                    EngineError::protocol(format!(
+                        "no records were fetched from {}-{}",
+                        ack.topic, ack.partition
+                    ))
+                })?;
+            routed.push(route);
+        }
+        let mut waiters = Vec::with_capacity(acks.len());
+        for (ack, (topic_id, fetcher)) in acks.iter().zip(routed) {
+            let (waiter, rx) = if urgent {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            } else {
+                (None, None)
+            };
+            fetcher.push_ack(
+                (topic_id, ack.partition),
+                PendingAck {
+                    first: ack.first_offset,
+                    last: ack.last_offset,
+                    code: ack.kind as i8,
+                    waiter,
+                },
+                urgent,
+            );
+            waiters.push(rx);
+        }
+        Ok(waiters)
+    }
+
+    /// Queues acknowledgements; they go with the next ShareFetch to the partition's leader
+    /// (RENEW at once, on a ShareAcknowledge). Failures show in the metrics and the log.
+    pub fn acknowledge(&self, acks: &[Ack]) -> Result<(), EngineError> {
+        self.queue(acks, false).map(|_| ())
+    }
+
+    /// Sends acknowledgements now and waits for the broker's per-range results.
+    pub async fn acknowledge_sync(
+        &self,
+        acks: &[Ack],
+        timeout: Duration,
+    ) -> Result<Vec<AckResult>, EngineError> {
+        let waiters = self.queue(acks, true)?;
+        let collect = async {
+            let mut results = Vec::with_capacity(acks.len());
+            for (ack, rx) in acks.iter().zip(waiters) {
+                let (error_code, error_message) = match rx {
+                    Some(rx) => rx.await.unwrap_or((
+                        error_codes::NETWORK_EXCEPTION,
+                        Some("acknowledgement dropped".into()),
+                    )),
+                    None => (error_codes::NONE, None),
+                };
+                results.push(AckResult {
+                    ack: ack.clone(),
+                    error_code,
+                    error_message,
+                });
+            }
+            results
+        };
+        tokio::time::timeout(timeout, collect)
+            .await
+            .map_err(|_| EngineError::timeout(timeout, "waiting for acknowledgement results"))
+    }
+
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.shared.metrics.snapshot()
+    }
+
+    /// Closes every share session with epoch −1 (applying queued acks and releasing all other
+    /// records at once), then leaves the group. Idempotent.
+    pub async fn close(&self) -> Result<(), EngineError> {
+        let Some((router, membership)) = self.tasks.lock().expect("tasks").take() else {
+            return Ok(());
+        };
+        self.closing.send_replace(true);
+        self.shared.buffer.wakeup_for_error();
+        let limit = self.shared.config.request_timeout + self.shared.config.fetch_max_wait;
+        if tokio::time::timeout(limit, router).await.is_err() {
+            warn!("share sessions did not close in time");
+        }
+        self.leaving.send_replace(true);
+        if tokio::time::timeout(self.shared.config.request_timeout, membership)
+            .await
+            .is_err()
+        {
+            warn!("leave heartbeat did not complete in time");
+        }
+        let dropped = self.shared.buffer.clear();
+        info!(member_id = %self.shared.member_id, dropped_buffered_records = dropped, "share consumer closed");
+        Ok(())
+    }
+}
+
+impl Drop for ShareConsumer {
+    fn drop(&mut self) {
+        // Without close(): ask the tasks to close sessions and leave on their own.
+        if self.tasks.lock().map(|t| t.is_some()).unwrap_or(false) {
+            self.closing.send_replace(true);
+            self.leaving.send_replace(true);
+        }
+    }
+}
+
+/// Properties map helper for callers holding Kafka-style settings.
+pub fn properties<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> HashMap<String, String> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -1,0 +1,102 @@
+//! Counters shared by the engine tasks, read as a [`MetricsSnapshot`].
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    pub records_fetched: AtomicU64,
+    pub bytes_fetched: AtomicU64,
+    /// Records acknowledged by wire type (0 gap, 1 accept, 2 release, 3 reject, 4 renew).
+    pub acked: [AtomicU64; 5],
+    pub ack_errors: AtomicU64,
+    pub fetch_requests: AtomicU64,
+    pub fetch_latency_us_total: AtomicU64,
+    pub ack_requests: AtomicU64,
+    pub ack_latency_us_total: AtomicU64,
+    /// Records handed to the caller and not yet acknowledged (approximate).
+    pub records_in_flight: AtomicI64,
+    pub records_buffered: AtomicI64,
+    pub rejoins: AtomicU64,
+    pub session_resets: AtomicU64,
+}
+
+impl Metrics {
+    pub fn fetch_done(&self, latency: Duration) {
+        self.fetch_requests.fetch_add(1, Relaxed);
+        self.fetch_latency_us_total
+            .fetch_add(latency.as_micros() as u64, Relaxed);
+    }
+
+    pub fn ack_request_done(&self, latency: Duration) {
+        self.ack_requests.fetch_add(1, Relaxed);
+        self.ack_latency_us_total
+            .fetch_add(latency.as_micros() as u64, Relaxed);
+    }
+
+    pub fn acks_sent(&self, counts: [u64; 5]) {
+        for (slot, n) in self.acked.iter().zip(counts) {
+            slot.fetch_add(n, Relaxed);
+        }
+        // Gaps were never handed to the caller.
+        let settled = counts[1] + counts[2] + counts[3];
+        self.records_in_flight.fetch_sub(settled as i64, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let avg_ms = |total: &AtomicU64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                total.load(Relaxed) as f64 / n as f64 / 1000.0
+            }
+        };
+        let fetch_requests = self.fetch_requests.load(Relaxed);
+        let ack_requests = self.ack_requests.load(Relaxed);
+        MetricsSnapshot {
+            records_fetched: self.records_fetched.load(Relaxed),
+            bytes_fetched: self.bytes_fetched.load(Relaxed),
+            gap_acked: self.acked[0].load(Relaxed),
+            accepted: self.acked[1].load(Relaxed),
+            released: self.acked[2].load(Relaxed),
+            rejected: self.acked[3].load(Relaxed),
+            renewed: self.acked[4].load(Relaxed),
+            ack_errors: self.ack_errors.load(Relaxed),
+            fetch_requests,
+            fetch_latency_avg_ms: avg_ms(&self.fetch_latency_us_total, fetch_requests),
+            ack_requests,
+            ack_latency_avg_ms: avg_ms(&self.ack_latency_us_total, ack_requests),
+            records_in_flight: self.records_in_flight.load(Relaxed).max(0) as u64,
+            records_buffered: self.records_buffered.load(Relaxed).max(0) as u64,
+            rejoins: self.rejoins.load(Relaxed),
+            session_resets: self.session_resets.load(Relaxed),
+        }
+    }
+}
+
+/// A point-in-time copy of the engine counters. Acknowledgement counts are records (offsets)
+/// sent to the broker; latencies are request round trips.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsSnapshot {
+    pub records_fetched: u64,
+    /// Key + value bytes of fetched records.
+    pub bytes_fetched: u64,
+    pub gap_acked: u64,
+    pub accepted: u64,
+    pub released: u64,
+    pub rejected: u64,
+    pub renewed: u64,
+    /// Acknowledged ranges the broker (or the engine) refused.
+    pub ack_errors: u64,
+    pub fetch_requests: u64,
+    pub fetch_latency_avg_ms: f64,
+    /// ShareAcknowledge requests (acks on ShareFetch are counted under fetches).
+    pub ack_requests: u64,
+    pub ack_latency_avg_ms: f64,
+    /// Records polled by the caller and not yet accepted/released/rejected.
+    pub records_in_flight: u64,
+    /// Records fetched and waiting for `poll`.
+    pub records_buffered: u64,
+    pub rejoins: u64,
+    pub session_resets: u64,
+}

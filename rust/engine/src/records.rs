@@ -1,0 +1,268 @@
+//! Turns one partition of a ShareFetch response into deliverable records, keeping only offsets
+//! inside the acquired ranges, and works out which acquired offsets have no data record (to be
+//! acknowledged as Gap) and which could not be read (to be released).
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
+use kafka_protocol::records::{self as kr, RecordBatchDecoder};
+
+use crate::batch::{RecordHeader, ShareRecord, TimestampType};
+use crate::error::EngineError;
+
+/// Offsets of a record batch header (magic v2).
+const LENGTH_OFFSET: usize = 8;
+const MAGIC_OFFSET: usize = 16;
+const ATTRIBUTES_OFFSET: usize = 21;
+const LAST_OFFSET_DELTA_OFFSET: usize = 23;
+const BATCH_HEADER_LEN: usize = 61;
+const CONTROL_FLAG: i16 = 1 << 5;
+
+#[derive(Debug, Default)]
+pub struct PartitionRecords {
+    pub records: Vec<ShareRecord>,
+    /// Acquired offsets known to hold no data record (control batches, compaction holes).
+    pub gaps: Vec<(i64, i64)>,
+    /// Acquired offsets past the readable data (truncated response): release, never Gap.
+    pub unread: Vec<(i64, i64)>,
+}
+
+fn peek_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// `acquired` may come in any order; ranges are inclusive.
+pub fn extract(
+    topic: &Arc<str>,
+    partition: i32,
+    records: Option<Bytes>,
+    acquired: &[AcquiredRecords],
+    lock_deadline_ms: i64,
+) -> Result<PartitionRecords, EngineError> {
+    let mut out = PartitionRecords::default();
+    if acquired.is_empty() {
+        return Ok(out);
+    }
+    let mut ranges: Vec<(i64, i64, i16)> = acquired
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect();
+    ranges.sort_unstable_by_key(|r| r.0);
+    let mut next_expected: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+    let mut readable_end = i64::MIN;
+    let mut cursor = 0usize;
+    let mut data = records.unwrap_or_default();
+
+    while data.remaining() >= LENGTH_OFFSET + 4 {
+        let batch_len = peek_i32(&data, LENGTH_OFFSET);
+        if batch_len < 0 || LENGTH_OFFSET + 4 + batch_len as usize > data.len() {
+            break; // partial trailing batch: the rest is unread
+        }
+        let mut batch = data.split_to(LENGTH_OFFSET + 4 + batch_len as usize);
+        if batch.len() < BATCH_HEADER_LEN {
+            return Err(EngineError::protocol(format!(
+                "record batch of {} bytes is shorter than its header",
+                batch.len()
+            )));
+        }
+        if batch[MAGIC_OFFSET] != 2 {
+            return Err(EngineError::protocol(format!(
+                "record batch magic {} is not supported",
+                batch[MAGIC_OFFSET]
+            )));
+        }
+        let base = i64::from_be_bytes(batch[..8].try_into().expect("8 bytes"));
+        let last = base + peek_i32(&batch, LAST_OFFSET_DELTA_OFFSET) as i64;
+        readable_end = readable_end.max(last);
+        let attributes = i16::from_be_bytes(
+            batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
+                .try_into()
+                .expect("2 bytes"),
+        );
+        let overlaps = ranges.iter().any(|r| r.0 <= last && base <= r.1);
+        if attributes & CONTROL_FLAG != 0 || !overlaps {
+            continue; // not deliverable; acquired offsets in it become gaps below
+        }
+        let set = RecordBatchDecoder::decode(&mut batch)
+            .map_err(|e| EngineError::protocol(format!("decoding record batch at {base}: {e}")))?;
+        for record in set.records {
+            let offset = record.offset;
+            while cursor < ranges.len() && ranges[cursor].1 < offset {
+                cursor += 1;
+            }
+            if cursor == ranges.len() || offset < ranges[cursor].0 {
+                continue; // read but not acquired by us
+            }
+            if offset > next_expected[cursor] {
+                out.gaps.push((next_expected[cursor], offset - 1));
+            }
+            next_expected[cursor] = offset + 1;
+            out.records.push(ShareRecord {
+                topic: topic.clone(),
+                partition,
+                offset,
+                timestamp: record.timestamp,
+                timestamp_type: match record.timestamp_type {
+                    kr::TimestampType::Creation => TimestampType::CreateTime,
+                    kr::TimestampType::LogAppend => TimestampType::LogAppendTime,
+                },
+                delivery_count: ranges[cursor].2,
+                lock_deadline_ms,
+                key: record.key,
+                value: record.value,
+                headers: record
+                    .headers
+                    .into_iter()
+                    .map(|(key, value)| RecordHeader { key, value })
+                    .collect(),
+            });
+        }
+    }
+
+    for (i, &(_, last, _)) in ranges.iter().enumerate() {
+        let from = next_expected[i];
+        if from > last {
+            continue;
+        }
+        let gap_end = last.min(readable_end);
+        if from <= gap_end {
+            out.gaps.push((from, gap_end));
+        }
+        let unread_from = from.max(gap_end.saturating_add(1));
+        if unread_from <= last {
+            out.unread.push((unread_from, last));
+        }
+    }
+    out.gaps.sort_unstable();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::indexmap::IndexMap;
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+
+    fn record(offset: i64, control: bool) -> Record {
+        let mut headers = IndexMap::new();
+        headers.insert(
+            StrBytes::from_static_str("h"),
+            Some(Bytes::from_static(b"hv")),
+        );
+        Record {
+            transactional: control,
+            control,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: kr::TimestampType::Creation,
+            offset,
+            sequence: offset as i32, // offset - sequence constant keeps records in one batch
+            timestamp: 1000 + offset,
+            key: Some(Bytes::from(format!("k{offset}"))),
+            value: Some(Bytes::from(format!("v{offset}"))),
+            headers,
+            delete_horizon: false,
+        }
+    }
+
+    fn encode(batches: &[(Vec<Record>, Compression)]) -> Bytes {
+        let mut buf = BytesMut::new();
+        for (records, compression) in batches {
+            let opts = RecordEncodeOptions {
+                version: 2,
+                compression: *compression,
+            };
+            RecordBatchEncoder::encode(&mut buf, records, &opts).unwrap();
+        }
+        buf.freeze()
+    }
+
+    fn acquired(first: i64, last: i64, dc: i16) -> AcquiredRecords {
+        AcquiredRecords::default()
+            .with_first_offset(first)
+            .with_last_offset(last)
+            .with_delivery_count(dc)
+    }
+
+    fn topic() -> Arc<str> {
+        Arc::from("t")
+    }
+
+    #[test]
+    fn keeps_only_acquired_offsets() {
+        let data = encode(&[
+            (
+                (0..5).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+            (
+                (5..10).map(|o| record(o, false)).collect(),
+                Compression::Gzip,
+            ),
+        ]);
+        let out = extract(
+            &topic(),
+            0,
+            Some(data),
+            &[acquired(7, 8, 2), acquired(2, 3, 1)],
+            99,
+        )
+        .unwrap();
+        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![2, 3, 7, 8]);
+        assert_eq!(out.records[0].delivery_count, 1);
+        assert_eq!(out.records[2].delivery_count, 2);
+        assert_eq!(out.records[2].value(), Some(&b"v7"[..]));
+        assert_eq!(out.records[2].key(), Some(&b"k7"[..]));
+        assert_eq!(out.records[2].headers()[0].key(), "h");
+        assert_eq!(out.records[2].headers()[0].value(), Some(&b"hv"[..]));
+        assert_eq!(out.records[0].timestamp, 1002);
+        assert_eq!(out.records[0].lock_deadline_ms, 99);
+        assert!(out.gaps.is_empty() && out.unread.is_empty());
+    }
+
+    #[test]
+    fn control_batches_and_holes_become_gaps() {
+        let data = encode(&[
+            (vec![record(0, false), record(1, false)], Compression::None),
+            (vec![record(2, true)], Compression::None),
+            (
+                vec![record(3, false), record(5, false)],
+                Compression::Snappy,
+            ),
+        ]);
+        let out = extract(&topic(), 1, Some(data), &[acquired(0, 5, 1)], 0).unwrap();
+        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![0, 1, 3, 5]);
+        assert_eq!(out.gaps, vec![(2, 2), (4, 4)]);
+        assert!(out.unread.is_empty());
+    }
+
+    #[test]
+    fn truncated_tail_is_unread_not_gap() {
+        let full = encode(&[
+            ((0..3).map(|o| record(o, false)).collect(), Compression::Lz4),
+            (
+                (3..6).map(|o| record(o, false)).collect(),
+                Compression::Zstd,
+            ),
+        ]);
+        let first_len = 12 + peek_i32(&full, 8) as usize;
+        let truncated = full.slice(..first_len + 20);
+        let out = extract(&topic(), 0, Some(truncated), &[acquired(0, 5, 1)], 0).unwrap();
+        assert_eq!(out.records.len(), 3);
+        assert!(out.gaps.is_empty());
+        assert_eq!(out.unread, vec![(3, 5)]);
+    }
+
+    #[test]
+    fn no_records_at_all() {
+        let out = extract(&topic(), 0, None, &[acquired(10, 12, 1)], 0).unwrap();
+        assert!(out.records.is_empty() && out.gaps.is_empty());
+        assert_eq!(out.unread, vec![(10, 12)]);
+    }
+}
