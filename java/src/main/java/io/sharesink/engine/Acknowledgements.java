@@ -3,11 +3,14 @@ package io.sharesink.engine;
 import java.util.ArrayList;
 import java.util.List;
 
-/** A batch of acknowledgement decisions: inclusive offset ranges of one partition, one type each. */
+/**
+ * A batch of acknowledgement decisions: inclusive offset ranges of one partition, one type each.
+ */
 public final class Acknowledgements {
 
   /** One inclusive range of offsets of one partition, acknowledged with one type. */
-  public record Range(String topic, int partition, long firstOffset, long lastOffset, AckType type) {
+  public record Range(
+      String topic, int partition, long firstOffset, long lastOffset, AckType type) {
     public Range {
       if (firstOffset > lastOffset) {
         throw new IllegalArgumentException(

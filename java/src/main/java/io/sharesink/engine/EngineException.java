@@ -1,8 +1,8 @@
 package io.sharesink.engine;
 
 /**
- * An error from a share consumer engine: a stable kind plus a message. The Connect adapter maps
- * the kind to RetriableException, ConnectException or ConfigException.
+ * An error from a share consumer engine: a stable kind plus a message. The Connect adapter maps the
+ * kind to RetriableException, ConnectException or ConfigException.
  */
 public class EngineException extends RuntimeException {
 
@@ -17,6 +17,8 @@ public class EngineException extends RuntimeException {
     TIMEOUT,
     CLOSED,
     INTERNAL,
+    /** A broker error code that fits none of the kinds above; retriability depends on the code. */
+    BROKER,
     PANIC;
 
     /** Transient conditions: retrying the same operation later may succeed. */
@@ -39,5 +41,10 @@ public class EngineException extends RuntimeException {
 
   public Kind kind() {
     return kind;
+  }
+
+  /** Whether retrying the same operation later may succeed; by default decided by the kind. */
+  public boolean retriable() {
+    return kind.retriable();
   }
 }

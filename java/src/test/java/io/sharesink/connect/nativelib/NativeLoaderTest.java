@@ -1,0 +1,93 @@
+package io.sharesink.connect.nativelib;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.connect.Version;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class NativeLoaderTest {
+
+  private static final String BUILD_VERSION = System.getProperty("sharesink.test.version");
+
+  @TempDir Path workDir;
+
+  @Test
+  void mapsSupportedPlatforms() {
+    assertEquals("linux-x86_64", NativeLoader.platform("Linux", "amd64"));
+    assertEquals("linux-x86_64", NativeLoader.platform("Linux", "x86_64"));
+    assertEquals("linux-aarch_64", NativeLoader.platform("Linux", "aarch64"));
+  }
+
+  @Test
+  void rejectsUnsupportedPlatformsClearly() {
+    NativeLoadException e =
+        assertThrows(NativeLoadException.class, () -> NativeLoader.platform("Mac OS X", "aarch64"));
+    assertTrue(e.getMessage().contains("os.name=Mac OS X, os.arch=aarch64"), e.getMessage());
+    assertThrows(NativeLoadException.class, () -> NativeLoader.platform("Linux", "s390x"));
+  }
+
+  @Test
+  void sharedLoaderLoadsTheBundledLibraryOfThisVersion() {
+    assertEquals(BUILD_VERSION, Version.get());
+    assertEquals(BUILD_VERSION, NativeLoader.ensureLoaded());
+    // Idempotent: the second call answers from the state, without loading again.
+    assertEquals(BUILD_VERSION, NativeLoader.ensureLoaded());
+    assertTrue(NativeLoader.loadFailure().isEmpty());
+  }
+
+  @Test
+  void extractsToTheWorkDirAndDeletesTheFileAfterLoading() throws IOException {
+    Path nested = workDir.resolve("not-yet-created");
+    NativeLoader loader = new NativeLoader(new NativeLoader.Settings(null, nested, BUILD_VERSION));
+    assertEquals(BUILD_VERSION, loader.load());
+    try (Stream<Path> left = Files.list(nested)) {
+      assertEquals(0, left.count(), "the extracted library is deleted once loaded");
+    }
+  }
+
+  @Test
+  void versionMismatchIsAClearError() {
+    NativeLoader loader = new NativeLoader(new NativeLoader.Settings(null, workDir, "0.0.0-other"));
+    NativeLoadException e = assertThrows(NativeLoadException.class, loader::load);
+    assertTrue(
+        e.getMessage().contains("is version " + BUILD_VERSION + " but the plugin jar is version"),
+        e.getMessage());
+  }
+
+  @Test
+  void corruptedOverrideLibraryIsAConnectExceptionNotAnUnsatisfiedLinkError() throws IOException {
+    Path garbage = workDir.resolve("libsharesink_jni.so");
+    Files.write(garbage, "this is not an ELF shared object".getBytes());
+    NativeLoader loader =
+        new NativeLoader(new NativeLoader.Settings(garbage.toString(), workDir, BUILD_VERSION));
+
+    ConnectException first = assertThrows(ConnectException.class, loader::load);
+    assertTrue(first.getMessage().contains(garbage.toString()), first.getMessage());
+    assertTrue(first.getMessage().contains("-Dsharesink.native.library"), first.getMessage());
+    assertTrue(first.getCause() instanceof NativeLoadException);
+    assertTrue(first.getCause().getCause() instanceof UnsatisfiedLinkError);
+
+    // The failure is kept: a later call reports the same first failure.
+    ConnectException second = assertThrows(ConnectException.class, loader::load);
+    assertEquals(first.getMessage(), second.getMessage());
+    assertSame(first.getCause(), second.getCause());
+  }
+
+  @Test
+  void missingOverrideFileIsNamed() {
+    Path missing = workDir.resolve("nowhere.so");
+    NativeLoader loader =
+        new NativeLoader(new NativeLoader.Settings(missing.toString(), workDir, BUILD_VERSION));
+    NativeLoadException e = assertThrows(NativeLoadException.class, loader::load);
+    assertTrue(e.getMessage().contains("does not name a readable library file"), e.getMessage());
+  }
+}
