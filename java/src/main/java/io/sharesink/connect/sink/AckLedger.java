@@ -295,6 +295,18 @@ public final class AckLedger {
     return acks;
   }
 
+  /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */
+  public long nextRenewalAtMs(long minMarginMs) {
+    long next = Long.MAX_VALUE;
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        long margin = Math.max(entry.lockDurationMs / 2, minMarginMs);
+        next = Math.min(next, entry.lockDeadlineMs - margin);
+      }
+    }
+    return next;
+  }
+
   /** The earliest lock deadline among held records, or Long.MAX_VALUE when none is held. */
   public long earliestDeadlineMs() {
     long earliest = Long.MAX_VALUE;

@@ -1,0 +1,143 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
+import io.sharesink.engine.ShareBatch;
+import java.util.function.BooleanSupplier;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.HeaderConverter;
+
+/**
+ * Turns a raw share record into what the sink runtime would have put: key and value converted
+ * with the header-aware three-argument calls, each header through the header converter, a
+ * SinkRecord carrying the original topic/partition/offset, then the transform chain. Each stage
+ * runs under the error handling's retries; a failure leaves as {@link RecordFailedException}.
+ */
+final class RecordPipeline implements AutoCloseable {
+
+  private final Converter keyConverter;
+  private final Converter valueConverter;
+  private final HeaderConverter headerConverter;
+  private final TransformChain transforms;
+  private final ErrorHandling errors;
+  private final boolean internalRecords;
+
+  RecordPipeline(
+      Converter keyConverter,
+      Converter valueConverter,
+      HeaderConverter headerConverter,
+      TransformChain transforms,
+      ErrorHandling errors,
+      boolean internalRecords) {
+    this.keyConverter = keyConverter;
+    this.valueConverter = valueConverter;
+    this.headerConverter = headerConverter;
+    this.transforms = transforms;
+    this.errors = errors;
+    this.internalRecords = internalRecords && InternalSinkRecords.available();
+  }
+
+  boolean buildsInternalRecords() {
+    return internalRecords;
+  }
+
+  /** The record to put, or null when a transform dropped it. */
+  SinkRecord convert(RawRecord raw, BooleanSupplier stopping) {
+    String topic = raw.topic();
+    RecordHeaders kafkaHeaders = raw.kafkaHeaders();
+    SchemaAndValue key =
+        errors.execute(
+            ErrorStage.KEY_CONVERTER,
+            keyConverter.getClass(),
+            () ->
+                LoaderSwap.call(
+                    LoaderSwap.loaderOf(keyConverter),
+                    () -> keyConverter.toConnectData(topic, kafkaHeaders, raw.key())),
+            stopping);
+    SchemaAndValue value =
+        errors.execute(
+            ErrorStage.VALUE_CONVERTER,
+            valueConverter.getClass(),
+            () ->
+                LoaderSwap.call(
+                    LoaderSwap.loaderOf(valueConverter),
+                    () -> valueConverter.toConnectData(topic, kafkaHeaders, raw.value())),
+            stopping);
+    ConnectHeaders headers =
+        errors.execute(
+            ErrorStage.HEADER_CONVERTER,
+            headerConverter.getClass(),
+            () -> LoaderSwap.call(LoaderSwap.loaderOf(headerConverter), () -> headers(raw)),
+            stopping);
+    // -1 means "no timestamp" (null in Connect); brokers accept no other negative timestamp.
+    Long timestamp = raw.timestamp() < 0 ? null : raw.timestamp();
+    SinkRecord record =
+        new SinkRecord(
+            topic,
+            raw.partition(),
+            key.schema(),
+            key.value(),
+            value.schema(),
+            value.value(),
+            raw.offset(),
+            timestamp,
+            raw.timestampType(),
+            headers,
+            topic,
+            raw.partition(),
+            raw.offset());
+    for (TransformChain.Stage stage : transforms.stages()) {
+      SinkRecord input = record;
+      record =
+          errors.execute(
+              ErrorStage.TRANSFORMATION,
+              stage.transformationClass(),
+              () -> stage.apply(input),
+              stopping);
+      if (record == null) {
+        return null;
+      }
+    }
+    return internalRecords ? InternalSinkRecords.wrap(raw, record) : record;
+  }
+
+  private ConnectHeaders headers(RawRecord raw) {
+    ConnectHeaders headers = new ConnectHeaders();
+    for (ShareBatch.Header header : raw.headers()) {
+      SchemaAndValue converted =
+          headerConverter.toConnectHeader(raw.topic(), header.key(), header.value());
+      headers.add(header.key(), converted);
+    }
+    return headers;
+  }
+
+  @Override
+  public void close() {
+    transforms.close();
+    closeQuietly(keyConverter);
+    closeQuietly(valueConverter);
+    closeQuietly(headerConverter);
+  }
+
+  private static void closeQuietly(Object plugin) {
+    if (plugin instanceof AutoCloseable closeable) {
+      try {
+        LoaderSwap.run(
+            LoaderSwap.loaderOf(plugin),
+            () -> {
+              try {
+                closeable.close();
+              } catch (Exception e) {
+                throw new RuntimeException(e);
+              }
+            });
+      } catch (RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(RecordPipeline.class)
+            .warn("Failed to close {}", plugin.getClass().getName(), e);
+      }
+    }
+  }
+}

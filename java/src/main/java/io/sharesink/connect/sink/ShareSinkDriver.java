@@ -1,0 +1,589 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.connect.sink.AckLedger.Entry;
+import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
+import io.sharesink.connect.sink.ShareSinkTaskContext.ErrantReport;
+import io.sharesink.connect.sink.ShareSinkTaskContext.RecordId;
+import io.sharesink.engine.AckResult;
+import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
+import io.sharesink.engine.ShareBatch;
+import io.sharesink.engine.ShareConsumerEngine;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.sink.SinkTask;
+import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.HeaderConverter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Drives an unmodified legacy {@link SinkTask} from a share group, one bounded cycle per {@link
+ * #runCycle} call, reproducing what the sink runtime does for the task (see DESIGN.md, "Mapping
+ * the sink contract onto a share group"):
+ *
+ * <ul>
+ *   <li>poll a batch, convert and transform each record, {@code put} them (or {@code put(empty)}
+ *       on idle cycles, since some sinks flush on those), opening new original partitions lazily
+ *       before the first put that holds one;
+ *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()} and on stop, call
+ *       {@code preCommit} with the highest put offset + 1 per original partition, and ACCEPT the
+ *       put records below what it returns, but only once a later put has returned without
+ *       throwing (a sink may report a write failure on the next put: Debezium JDBC does);
+ *   <li>RENEW every held record before its lock runs out (buffered by the sink, held back by a
+ *       pause, or waiting for a put retry), so no delivery attempt is burnt while we hold it;
+ *   <li>REJECT records that fail conversion or transformation under {@code
+ *       errors.tolerance=all}, or that the task reports as errant, after their DLQ write is
+ *       acknowledged; RELEASE what is left at stop.
+ * </ul>
+ *
+ * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine
+ * (the Connect task thread); {@link #wakeup} may be called from any thread.
+ */
+public final class ShareSinkDriver {
+
+  private static final Logger log = LoggerFactory.getLogger(ShareSinkDriver.class);
+
+  /** How long stop() waits for DLQ writes and synchronous acknowledgements. */
+  private static final Duration STOP_TIMEOUT = Duration.ofSeconds(5);
+
+  /** An acquired, converted record waiting for a put; {@code record} null = dropped by an SMT. */
+  private record Pending(Entry entry, SinkRecord record) {}
+
+  /** A put that threw RetriableException: the same records go again at {@code retryAtMs}. */
+  private record RetryBatch(List<Pending> items, List<SinkRecord> records, long retryAtMs) {}
+
+  /** A record waiting for its DLQ write before it is REJECTed. */
+  private record ErrantWait(Entry entry, CompletableFuture<Void> written) {}
+
+  private final SinkTask task;
+  private final ClassLoader taskLoader;
+  private final ShareSinkTaskContext context;
+  private final ShareConsumerEngine engine;
+  private final RecordPipeline pipeline;
+  private final ErrorHandling errors;
+  private final SinkDriverConfig config;
+  private final String taskName;
+
+  private final AckLedger ledger = new AckLedger();
+  private final List<Pending> ready = new ArrayList<>();
+  private final Map<TopicPartition, List<ErrantWait>> errantWaits = new LinkedHashMap<>();
+  private final SinkDriverMetrics metrics = new SinkDriverMetrics();
+
+  private RetryBatch retry;
+  private long putSequence;
+  private long nextCommitAtMs;
+  private long renewMarginMs;
+  private ConnectException failure;
+  private boolean stopped;
+  private volatile boolean stopping;
+
+  /**
+   * @param task a started legacy task, initialized with {@code context}
+   * @param context the context the task was initialized with
+   * @param engine one share-group member, subscribed; owned (and closed) by the caller
+   * @param keyConverter configured key converter
+   * @param valueConverter configured value converter
+   * @param headerConverter configured header converter
+   * @param transforms the sink's SMTs and predicates; the driver closes them, and the converters,
+   *     at stop
+   * @param config share.* and errors.* settings
+   * @param errors error logging and DLQ (the same instance the context was built with)
+   * @param internalRecords hand the task the runtime's InternalSinkRecord when it is reachable
+   * @param taskName for logs, e.g. {@code orders-to-pg-3}
+   */
+  public ShareSinkDriver(
+      SinkTask task,
+      ShareSinkTaskContext context,
+      ShareConsumerEngine engine,
+      Converter keyConverter,
+      Converter valueConverter,
+      HeaderConverter headerConverter,
+      TransformChain transforms,
+      SinkDriverConfig config,
+      ErrorHandling errors,
+      boolean internalRecords,
+      String taskName) {
+    this.task = Objects.requireNonNull(task, "task");
+    this.taskLoader = LoaderSwap.loaderOf(task);
+    this.context = Objects.requireNonNull(context, "context");
+    this.engine = Objects.requireNonNull(engine, "engine");
+    this.pipeline =
+        new RecordPipeline(
+            keyConverter, valueConverter, headerConverter, transforms, errors, internalRecords);
+    this.errors = errors;
+    this.config = config;
+    this.taskName = taskName;
+    this.nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
+    context.taskClass = task.getClass();
+    log.info(
+        "{}: driving {} from a share group (commit every {} ms, {} records)",
+        taskName,
+        task.getClass().getName(),
+        config.commitIntervalMs(),
+        pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord");
+  }
+
+  public SinkDriverMetrics metrics() {
+    return metrics;
+  }
+
+  /** Records held (acquired and not yet acknowledged). */
+  public int inFlight() {
+    return ledger.size();
+  }
+
+  /**
+   * Runs one bounded cycle: poll for up to {@code maxPoll} (less when a commit, a put retry or a
+   * lock renewal is due sooner), convert, put, maybe commit, acknowledge. Throws {@link
+   * ConnectException} when the task has failed; the caller should then stop the driver and close
+   * the engine, which releases every unacknowledged record at once.
+   */
+  public void runCycle(Duration maxPoll) {
+    if (failure != null) {
+      throw failure;
+    }
+    if (stopped) {
+      throw new IllegalStateException(taskName + ": driver is stopped");
+    }
+    // A cycle can take up to maxPoll plus a put; renew with at least twice that to spare.
+    renewMarginMs = Math.max(renewMarginMs, 2 * maxPoll.toMillis());
+    try {
+      collectErrantReports();
+      ShareBatch batch = engine.poll(Duration.ofMillis(pollTimeoutMs(maxPoll.toMillis())));
+      acquire(batch);
+      deliver();
+      long now = System.currentTimeMillis();
+      if (context.takeCommitRequest() || now >= nextCommitAtMs) {
+        commit(false);
+      }
+      collectErrantReports();
+      acknowledge(false);
+    } catch (ConnectException e) {
+      throw fail(e);
+    } catch (RuntimeException e) {
+      throw fail(new ConnectException(taskName + ": share sink cycle failed", e));
+    }
+  }
+
+  /** Makes a blocked {@link #runCycle} return soon; callable from any thread. */
+  public void wakeup() {
+    stopping = true;
+    engine.wakeup();
+  }
+
+  /**
+   * Stops the task as the runtime would: confirm the last put with a {@code put(empty)} (unless
+   * the task failed or a put retry is pending), a final commit cycle, {@code close(opened)},
+   * RELEASE of everything not ACCEPTed or REJECTed, then {@code task.stop()}. Closes the
+   * transforms, converters and the DLQ producer; leaves the engine to the caller. Idempotent.
+   */
+  public void stop() {
+    if (stopped) {
+      return;
+    }
+    stopped = true;
+    stopping = true;
+    try {
+      collectErrantReports();
+      if (failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
+        try {
+          put(List.of(), List.of());
+        } catch (RuntimeException e) {
+          log.warn("{}: the final put(empty) failed; its predecessor is released", taskName, e);
+        }
+      }
+      commit(true);
+      awaitErrantWrites(STOP_TIMEOUT);
+      collectErrantReports();
+      acknowledge(true);
+    } catch (RuntimeException e) {
+      log.error("{}: final commit failed", taskName, e);
+    } finally {
+      closePartitions();
+      releaseAll();
+      try {
+        LoaderSwap.run(taskLoader, task::stop);
+      } catch (RuntimeException e) {
+        log.error("{}: task stop failed", taskName, e);
+      }
+      pipeline.close();
+      errors.close();
+    }
+  }
+
+  private long pollTimeoutMs(long maxPollMs) {
+    long now = System.currentTimeMillis();
+    long until = Math.min(maxPollMs, nextCommitAtMs - now);
+    if (retry != null) {
+      until = Math.min(until, retry.retryAtMs - now);
+    }
+    until = Math.min(until, ledger.nextRenewalAtMs(renewMarginMs) - now);
+    if (!errantWaits.isEmpty()) {
+      until = Math.min(until, 100); // check DLQ writes soon
+    }
+    return Math.max(0, until);
+  }
+
+  private void acquire(ShareBatch batch) {
+    long now = System.currentTimeMillis();
+    for (int i = 0; i < batch.size(); i++) {
+      RawRecord raw = RawRecord.from(batch, i);
+      TopicPartition tp = raw.topicPartition();
+      Entry entry =
+          ledger.acquire(tp, raw.offset(), raw.deliveryCount(), now, batch.lockDeadlineMs(i));
+      if (entry == null) {
+        metrics.duplicatesIgnored.incrementAndGet();
+        log.debug("{}: {} is already held; ignored", taskName, raw);
+        continue;
+      }
+      metrics.recordsPolled.incrementAndGet();
+      if (raw.deliveryCount() > 1) {
+        metrics.redeliveries.incrementAndGet();
+      }
+      entry.attachment = raw;
+      context.held.put(new RecordId(tp, raw.offset()), raw);
+      SinkRecord record;
+      try {
+        record = pipeline.convert(raw, () -> stopping);
+      } catch (RecordFailedException e) {
+        handleConversionFailure(entry, raw, e);
+        continue;
+      }
+      ready.add(new Pending(entry, record));
+    }
+    metrics.recordsInFlight.set(ledger.size());
+  }
+
+  private void handleConversionFailure(Entry entry, RawRecord raw, RecordFailedException e) {
+    Throwable cause = e.getCause();
+    if (errors.toleranceAll()) {
+      CompletableFuture<Void> written = errors.report(raw, e.stage(), e.executingClass(), cause);
+      ledger.rejecting(entry);
+      errantWaits.computeIfAbsent(entry.partition(), p -> new ArrayList<>())
+          .add(new ErrantWait(entry, written));
+      return;
+    }
+    errors.logFailure(raw, e.stage(), e.executingClass(), cause);
+    // RELEASE, not REJECT: the failure may be ours (a converter misconfigured), and the broker's
+    // delivery count limit still archives a record that fails everywhere.
+    Acknowledgements release = ledger.take(List.of(entry), AckType.RELEASE);
+    send(release, false);
+    throw new ConnectException(
+        "Tolerance exceeded in error handler: "
+            + e.stage()
+            + " failed for record topic="
+            + raw.topic()
+            + " partition="
+            + raw.partition()
+            + " offset="
+            + raw.offset()
+            + " (released for another delivery attempt)",
+        cause);
+  }
+
+  private void deliver() {
+    if (retry != null) {
+      if (System.currentTimeMillis() < retry.retryAtMs) {
+        return; // the backoff: no put, and no put(empty) while the task expects its batch again
+      }
+      metrics.putRetries.incrementAndGet();
+      put(retry.items, retry.records);
+      return;
+    }
+    List<Pending> items = new ArrayList<>();
+    if (context.anyPaused()) {
+      Iterator<Pending> it = ready.iterator();
+      while (it.hasNext()) {
+        Pending pending = it.next();
+        if (!context.isPaused(pending.entry.partition())) {
+          items.add(pending);
+          it.remove();
+        }
+      }
+    } else {
+      items.addAll(ready);
+      ready.clear();
+    }
+    List<SinkRecord> records = new ArrayList<>(items.size());
+    for (Pending pending : items) {
+      if (pending.record != null) {
+        records.add(pending.record);
+      }
+    }
+    openNewPartitions(items);
+    put(items, records);
+  }
+
+  private void openNewPartitions(List<Pending> items) {
+    Set<TopicPartition> opened = context.opened();
+    Set<TopicPartition> fresh = new LinkedHashSet<>();
+    for (Pending pending : items) {
+      if (!opened.contains(pending.entry.partition())) {
+        fresh.add(pending.entry.partition());
+      }
+    }
+    if (fresh.isEmpty()) {
+      return;
+    }
+    log.debug("{}: opening {}", taskName, fresh);
+    LoaderSwap.run(taskLoader, () -> task.open(new ArrayList<>(fresh)));
+    opened.addAll(fresh);
+  }
+
+  private void put(List<Pending> items, List<SinkRecord> records) {
+    long sequence = ++putSequence;
+    long start = System.nanoTime();
+    try {
+      LoaderSwap.run(taskLoader, () -> task.put(new ArrayList<>(records)));
+    } catch (RetriableException e) {
+      // As the runtime: keep the same SinkRecords, try again after the task's one-shot timeout
+      // (or at the next commit when it set none). Their locks are renewed meanwhile.
+      long backoff = context.takeTimeout();
+      long now = System.currentTimeMillis();
+      if (backoff < 0) {
+        backoff = Math.max(0, nextCommitAtMs - now);
+      }
+      retry = new RetryBatch(items, records, now + backoff);
+      log.warn(
+          "{}: put of {} records failed with a retriable exception; retrying in {} ms",
+          taskName,
+          records.size(),
+          backoff,
+          e);
+      return;
+    } catch (RuntimeException e) {
+      throw new ConnectException(
+          taskName + ": the task threw an unrecoverable exception from put; stopping", e);
+    } finally {
+      metrics.recordPut(System.nanoTime() - start);
+    }
+    retry = null;
+    List<Entry> entries = new ArrayList<>(items.size());
+    for (Pending pending : items) {
+      entries.add(pending.entry);
+    }
+    ledger.putReturned(entries, sequence);
+    metrics.recordsPut.addAndGet(records.size());
+  }
+
+  private void commit(boolean closing) {
+    long start = System.nanoTime();
+    nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(context.opened());
+    Map<TopicPartition, OffsetAndMetadata> given = new HashMap<>();
+    passed.forEach((tp, offset) -> given.put(tp, new OffsetAndMetadata(offset)));
+    Map<TopicPartition, OffsetAndMetadata> returned;
+    try {
+      returned = LoaderSwap.call(taskLoader, () -> task.preCommit(given));
+    } catch (RuntimeException e) {
+      // The runtime seeks back to the last commit and redelivers; the share equivalent is to
+      // RELEASE what was put and not yet ACCEPTed, so it is delivered again (maybe elsewhere).
+      log.error("{}: preCommit failed; releasing records put since the last commit", taskName, e);
+      if (!closing) {
+        Acknowledgements release =
+            ledger.takeAll(
+                entry ->
+                    entry.state() == AckLedger.State.PUT
+                        || entry.state() == AckLedger.State.CONFIRMED,
+                AckType.RELEASE);
+        send(release, false);
+      }
+      return;
+    } finally {
+      metrics.recordCommit(System.nanoTime() - start);
+    }
+    if (returned == null || returned.isEmpty()) {
+      if (config.acceptOnEmptyPreCommit()) {
+        ledger.committed(passed, passed);
+      }
+    } else {
+      Map<TopicPartition, Long> returnedOffsets = new HashMap<>();
+      returned.forEach(
+          (tp, offset) -> {
+            if (tp != null && offset != null) {
+              returnedOffsets.put(tp, offset.offset());
+            }
+          });
+      List<TopicPartition> ignored = ledger.committed(passed, returnedOffsets);
+      if (!ignored.isEmpty()) {
+        log.warn(
+            "{}: preCommit returned offsets above those consumed for {}; ignored",
+            taskName,
+            ignored);
+      }
+    }
+    ledger.pruneEmptyPartitions(context.opened());
+  }
+
+  /** Moves reports made by the task (possibly on its own threads) into the ledger. */
+  private void collectErrantReports() {
+    ErrantReport report;
+    while ((report = context.reports.poll()) != null) {
+      Entry entry = ledger.get(report.partition(), report.offset());
+      if (entry == null || entry.state() == AckLedger.State.REJECTING) {
+        continue; // already acknowledged, or reported twice
+      }
+      ledger.rejecting(entry);
+      errantWaits.computeIfAbsent(entry.partition(), p -> new ArrayList<>())
+          .add(new ErrantWait(entry, report.written()));
+    }
+  }
+
+  private void awaitErrantWrites(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    for (List<ErrantWait> waits : errantWaits.values()) {
+      for (ErrantWait wait : waits) {
+        try {
+          wait.written.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (ExecutionException | TimeoutException e) {
+          // Left for acknowledge(): failed writes are released, pending ones too at stop.
+        }
+      }
+    }
+  }
+
+  /**
+   * Sends what has been decided: REJECTs whose DLQ write is done, ACCEPTs of partitions with no
+   * DLQ write outstanding (the runtime's promise: errant records reach the DLQ before the
+   * framework commits their partition), and RENEWs of locks due.
+   */
+  private void acknowledge(boolean sync) {
+    List<Entry> rejects = new ArrayList<>();
+    List<Entry> failedWrites = new ArrayList<>();
+    Throwable writeFailure = null;
+    for (Iterator<List<ErrantWait>> it = errantWaits.values().iterator(); it.hasNext(); ) {
+      List<ErrantWait> waits = it.next();
+      for (Iterator<ErrantWait> wit = waits.iterator(); wit.hasNext(); ) {
+        ErrantWait wait = wit.next();
+        if (!wait.written.isDone()) {
+          continue;
+        }
+        wit.remove();
+        try {
+          wait.written.join();
+          rejects.add(wait.entry);
+        } catch (RuntimeException e) {
+          failedWrites.add(wait.entry);
+          writeFailure = e.getCause() != null ? e.getCause() : e;
+        }
+      }
+      if (waits.isEmpty()) {
+        it.remove();
+      }
+    }
+    Acknowledgements acks = new Acknowledgements();
+    merge(acks, ledger.take(rejects, AckType.REJECT));
+    merge(acks, ledger.take(failedWrites, AckType.RELEASE));
+    merge(acks, ledger.takeAccepted(errantWaits::containsKey));
+    if (!sync) {
+      merge(acks, ledger.renewDue(System.currentTimeMillis(), renewMarginMs));
+    }
+    send(acks, sync);
+    if (writeFailure != null) {
+      throw new ConnectException(
+          taskName + ": could not write errant records to the dead letter queue", writeFailure);
+    }
+  }
+
+  private void send(Acknowledgements acks, boolean sync) {
+    if (acks.isEmpty()) {
+      return;
+    }
+    for (Acknowledgements.Range range : acks.ranges()) {
+      long count = range.lastOffset() - range.firstOffset() + 1;
+      switch (range.type()) {
+        case ACCEPT -> metrics.recordsAccepted.addAndGet(count);
+        case RELEASE -> metrics.recordsReleased.addAndGet(count);
+        case REJECT -> metrics.recordsRejected.addAndGet(count);
+        case RENEW -> metrics.recordsRenewed.addAndGet(count);
+      }
+      if (range.type() != AckType.RENEW) {
+        TopicPartition tp = new TopicPartition(range.topic(), range.partition());
+        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+          context.held.remove(new RecordId(tp, offset));
+        }
+      }
+    }
+    metrics.recordsInFlight.set(ledger.size());
+    if (sync) {
+      for (AckResult result : engine.acknowledgeSync(acks, STOP_TIMEOUT)) {
+        if (!result.ok()) {
+          log.warn(
+              "{}: acknowledgement {} failed: {} {}",
+              taskName,
+              result.range(),
+              result.errorCode(),
+              result.errorMessage());
+        }
+      }
+    } else {
+      engine.acknowledge(acks);
+    }
+  }
+
+  private static void merge(Acknowledgements into, Acknowledgements from) {
+    for (Acknowledgements.Range r : from.ranges()) {
+      into.add(r.topic(), r.partition(), r.firstOffset(), r.lastOffset(), r.type());
+    }
+  }
+
+  /** Records the failure, sends what was already decided, and returns it for throwing. */
+  private ConnectException fail(ConnectException e) {
+    failure = e;
+    try {
+      collectErrantReports();
+      acknowledge(false);
+    } catch (RuntimeException suppressed) {
+      e.addSuppressed(suppressed);
+    }
+    log.error("{}: task failed", taskName, e);
+    return e;
+  }
+
+  private void closePartitions() {
+    Set<TopicPartition> opened = context.opened();
+    if (opened.isEmpty()) {
+      return;
+    }
+    try {
+      LoaderSwap.run(taskLoader, () -> task.close(new ArrayList<>(opened)));
+    } catch (RuntimeException e) {
+      log.error("{}: task close({}) failed", taskName, opened, e);
+    }
+    opened.clear();
+  }
+
+  private void releaseAll() {
+    ready.clear();
+    retry = null;
+    errantWaits.clear();
+    Acknowledgements release = ledger.takeAll(entry -> true, AckType.RELEASE);
+    try {
+      send(release, true);
+    } catch (RuntimeException e) {
+      // The engine's close releases them as well.
+      log.warn("{}: could not release {} records", taskName, release.size(), e);
+    }
+  }
+}

@@ -1,0 +1,207 @@
+package io.sharesink.connect.sink;
+
+import java.util.Locale;
+import java.util.Map;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigDef.Width;
+
+/**
+ * The settings the sink driver reads: sharesink's commit cadence and policy, plus Connect's own
+ * {@code errors.*} keys with the runtime's names and defaults, so a legacy sink's configuration
+ * means what it meant under the sink runtime. Unknown keys are ignored (the same map carries the
+ * legacy connector's settings).
+ */
+public final class SinkDriverConfig extends AbstractConfig {
+
+  public static final String COMMIT_INTERVAL_MS = "share.commit.interval.ms";
+  public static final long COMMIT_INTERVAL_MS_DEFAULT = 5_000;
+
+  public static final String EMPTY_PRECOMMIT = "share.commit.empty.precommit";
+  public static final String EMPTY_PRECOMMIT_ACCEPT = "accept";
+  public static final String EMPTY_PRECOMMIT_HOLD = "hold";
+
+  public static final String ERRORS_TOLERANCE = "errors.tolerance";
+  public static final String ERRORS_RETRY_TIMEOUT = "errors.retry.timeout";
+  public static final String ERRORS_RETRY_MAX_DELAY = "errors.retry.delay.max.ms";
+  public static final String ERRORS_LOG_ENABLE = "errors.log.enable";
+  public static final String ERRORS_LOG_INCLUDE_MESSAGES = "errors.log.include.messages";
+  public static final String DLQ_TOPIC = "errors.deadletterqueue.topic.name";
+  public static final String DLQ_CONTEXT_HEADERS = "errors.deadletterqueue.context.headers.enable";
+
+  private static final String SHARE_GROUP = "Share commit";
+  private static final String ERROR_GROUP = "Error Handling";
+
+  public static final ConfigDef CONFIG_DEF =
+      new ConfigDef()
+          .define(
+              COMMIT_INTERVAL_MS,
+              Type.LONG,
+              COMMIT_INTERVAL_MS_DEFAULT,
+              ConfigDef.Range.atLeast(10),
+              Importance.MEDIUM,
+              "How often the legacy task's preCommit (hence flush) runs and the records it "
+                  + "reports flushed are ACCEPTed. Must be well below the group's "
+                  + "share.record.lock.duration.ms (30 s by default): records still buffered by the "
+                  + "sink are RENEWed meanwhile, but a shorter interval means fewer renewals and "
+                  + "less work redelivered after a crash.",
+              SHARE_GROUP,
+              1,
+              Width.SHORT,
+              "Commit interval (ms)")
+          .define(
+              EMPTY_PRECOMMIT,
+              Type.STRING,
+              EMPTY_PRECOMMIT_ACCEPT,
+              ConfigDef.CaseInsensitiveValidString.in(EMPTY_PRECOMMIT_ACCEPT, EMPTY_PRECOMMIT_HOLD),
+              Importance.LOW,
+              "What an empty map from preCommit means. Under the sink runtime it means 'the task "
+                  + "manages its own offsets': nothing is committed, and the task rewinds with "
+                  + "context.offset() after a restart. Share groups cannot rewind, so that "
+                  + "recovery is gone either way. 'accept' (default): ACCEPT every record whose "
+                  + "put was confirmed by a later put, treating the task as having taken "
+                  + "responsibility for it. 'hold': ACCEPT nothing until preCommit returns "
+                  + "offsets covering the records, renewing their locks meanwhile; for tasks that "
+                  + "return an empty map until they have written their buffer. With 'hold', a "
+                  + "task that always returns an empty map stalls once the broker's in-flight "
+                  + "limit is reached.",
+              SHARE_GROUP,
+              2,
+              Width.SHORT,
+              "Empty preCommit policy")
+          .define(
+              ERRORS_RETRY_TIMEOUT,
+              Type.LONG,
+              0L,
+              Importance.MEDIUM,
+              "As in Connect: how long a retriable converter, header converter or transformation "
+                  + "failure is retried (0 = no retries, -1 = forever). Not used for put().",
+              ERROR_GROUP,
+              1,
+              Width.MEDIUM,
+              "Retry timeout for errors")
+          .define(
+              ERRORS_RETRY_MAX_DELAY,
+              Type.LONG,
+              60_000L,
+              ConfigDef.Range.atLeast(1),
+              Importance.MEDIUM,
+              "As in Connect: the largest delay between two retries of a failed operation.",
+              ERROR_GROUP,
+              2,
+              Width.MEDIUM,
+              "Maximum delay between retries")
+          .define(
+              ERRORS_TOLERANCE,
+              Type.STRING,
+              "none",
+              ConfigDef.CaseInsensitiveValidString.in("none", "all"),
+              Importance.MEDIUM,
+              "As in Connect: 'none' fails the task at the first conversion or transformation "
+                  + "error (the record is RELEASEd for another attempt), 'all' REJECTs the record "
+                  + "(after writing it to the dead letter queue when one is set) and goes on.",
+              ERROR_GROUP,
+              3,
+              Width.SHORT,
+              "Error tolerance")
+          .define(
+              ERRORS_LOG_ENABLE,
+              Type.BOOLEAN,
+              false,
+              Importance.MEDIUM,
+              "As in Connect: log each failed operation and record. Also makes an errant record "
+                  + "reporter available to the task.",
+              ERROR_GROUP,
+              4,
+              Width.SHORT,
+              "Log errors")
+          .define(
+              ERRORS_LOG_INCLUDE_MESSAGES,
+              Type.BOOLEAN,
+              false,
+              Importance.MEDIUM,
+              "As in Connect: include the failed record's topic, partition, offset and timestamp "
+                  + "in the error log.",
+              ERROR_GROUP,
+              5,
+              Width.SHORT,
+              "Log error context")
+          .define(
+              DLQ_TOPIC,
+              Type.STRING,
+              "",
+              Importance.MEDIUM,
+              "As in Connect: the topic failed records are written to (raw original bytes) before "
+                  + "they are REJECTed. Also makes an errant record reporter available.",
+              ERROR_GROUP,
+              6,
+              Width.MEDIUM,
+              "Dead letter queue topic name")
+          .define(
+              DLQ_CONTEXT_HEADERS,
+              Type.BOOLEAN,
+              false,
+              Importance.MEDIUM,
+              "As in Connect: add __connect.errors.* headers describing the failure to each "
+                  + "dead letter queue record.",
+              ERROR_GROUP,
+              7,
+              Width.SHORT,
+              "Enable error context headers");
+
+  public SinkDriverConfig(Map<?, ?> props) {
+    super(CONFIG_DEF, props, false);
+  }
+
+  public long commitIntervalMs() {
+    return getLong(COMMIT_INTERVAL_MS);
+  }
+
+  /** True when an empty preCommit result ACCEPTs everything confirmed. */
+  public boolean acceptOnEmptyPreCommit() {
+    return EMPTY_PRECOMMIT_ACCEPT.equals(getString(EMPTY_PRECOMMIT).toLowerCase(Locale.ROOT));
+  }
+
+  public boolean toleranceAll() {
+    return "all".equals(getString(ERRORS_TOLERANCE).toLowerCase(Locale.ROOT));
+  }
+
+  public long retryTimeoutMs() {
+    return getLong(ERRORS_RETRY_TIMEOUT);
+  }
+
+  public long retryMaxDelayMs() {
+    return getLong(ERRORS_RETRY_MAX_DELAY);
+  }
+
+  public boolean logErrors() {
+    return getBoolean(ERRORS_LOG_ENABLE);
+  }
+
+  public boolean logIncludeMessages() {
+    return getBoolean(ERRORS_LOG_INCLUDE_MESSAGES);
+  }
+
+  /** The DLQ topic, or the empty string. */
+  public String dlqTopic() {
+    return getString(DLQ_TOPIC).trim();
+  }
+
+  public boolean dlqContextHeaders() {
+    return getBoolean(DLQ_CONTEXT_HEADERS);
+  }
+
+  /**
+   * Whether the task gets an errant record reporter: as in the runtime, when a DLQ topic is set
+   * or error logging is on; {@code errors.tolerance=all} alone gives none.
+   */
+  public boolean offersErrantRecordReporter() {
+    return !dlqTopic().isEmpty() || logErrors();
+  }
+
+  public static void main(String[] args) {
+    System.out.println(CONFIG_DEF.toEnrichedRst());
+  }
+}
