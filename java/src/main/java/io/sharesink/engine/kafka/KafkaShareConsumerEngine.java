@@ -1,0 +1,390 @@
+package io.sharesink.engine.kafka;
+
+import io.sharesink.engine.AckResult;
+import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
+import io.sharesink.engine.EngineException;
+import io.sharesink.engine.EngineMetrics;
+import io.sharesink.engine.ShareBatch;
+import io.sharesink.engine.ShareConsumerEngine;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.consumer.ShareConsumer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link ShareConsumerEngine} over the worker's own {@link KafkaShareConsumer}: the fallback on
+ * platforms without the native library, and a second engine to test the adapter against.
+ *
+ * <p>The Java client runs in explicit acknowledgement mode, which has two rules that the engine
+ * interface does not: every record of a poll must be acknowledged before the next poll, and only
+ * records of the last poll can be acknowledged. The driver, though, holds records across many
+ * polls (a sink buffers until its flush). So before each poll, every record of the last poll that
+ * the driver has not decided on is acknowledged with RENEW (KIP-1222); a renewed record comes back
+ * from a later poll, is recognised as still held and not handed out again, and is renewed again
+ * or gets the driver's decision then. A decision the driver makes while its record is away (renewed,
+ * not yet returned) is kept and applied when the record comes back. RENEWs requested by the driver
+ * are therefore redundant here and ignored. The cost: every held record is renewed on every poll.
+ */
+public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
+
+  private static final Logger log = LoggerFactory.getLogger(KafkaShareConsumerEngine.class);
+
+  /** The broker's group default for share.record.lock.duration.ms. */
+  private static final int DEFAULT_LOCK_MS = 30_000;
+
+  private record Key(String topic, int partition, long offset) {}
+
+  /** A decision made while its record was away being renewed. */
+  private record Deferred(AckType type, long decidedAtMs) {}
+
+  private final ShareConsumer<byte[], byte[]> consumer;
+  private final String name;
+
+  /** Records of the last consumer poll not acknowledged yet (all must be before the next). */
+  private final Set<Key> lastPollUnacknowledged = new LinkedHashSet<>();
+
+  /** Records handed to the driver and not decided on by it. */
+  private final Set<Key> heldByDriver = new java.util.HashSet<>();
+
+  private final Map<Key, Deferred> deferred = new LinkedHashMap<>();
+
+  /** Records polled while draining for acknowledgeSync, handed out by the next poll. */
+  private final List<ConsumerRecord<byte[], byte[]>> undelivered = new ArrayList<>();
+
+  private final AtomicLong recordsFetched = new AtomicLong();
+  private final AtomicLong bytesFetched = new AtomicLong();
+  private final AtomicLong accepted = new AtomicLong();
+  private final AtomicLong released = new AtomicLong();
+  private final AtomicLong rejected = new AtomicLong();
+  private final AtomicLong renewed = new AtomicLong();
+  private final AtomicLong ackErrors = new AtomicLong();
+  private final AtomicLong polls = new AtomicLong();
+  private final AtomicLong pollNanos = new AtomicLong();
+  private final AtomicLong commits = new AtomicLong();
+  private final AtomicLong commitNanos = new AtomicLong();
+  private volatile boolean closed;
+
+  /**
+   * Creates a member of share group {@code group.id} subscribed to {@code topics}.
+   *
+   * @param consumerConfig client settings: {@code bootstrap.servers}, {@code group.id}, security;
+   *     deserializers and the acknowledgement mode are set here
+   */
+  public KafkaShareConsumerEngine(Map<String, Object> consumerConfig, Collection<String> topics) {
+    Map<String, Object> config = new HashMap<>(consumerConfig);
+    config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    config.put("share.acknowledgement.mode", "explicit");
+    if (!config.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
+      throw new EngineException(EngineException.Kind.CONFIG, "group.id is required");
+    }
+    this.name = config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, config.get("group.id")).toString();
+    try {
+      this.consumer = new KafkaShareConsumer<>(config);
+    } catch (KafkaException e) {
+      throw translate("creating the share consumer", e);
+    }
+    consumer.setAcknowledgementCommitCallback(
+        (offsets, exception) -> {
+          if (exception != null) {
+            long count = offsets.values().stream().mapToLong(Set::size).sum();
+            ackErrors.addAndGet(count);
+            log.debug("{}: acknowledgement of {} records failed", name, count, exception);
+          }
+        });
+    consumer.subscribe(List.copyOf(topics));
+  }
+
+  @Override
+  public ShareBatch poll(Duration timeout) {
+    ensureOpen();
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>(undelivered);
+    List<Long> deadlines = new ArrayList<>();
+    long lockMs = lockDurationMs();
+    long now = System.currentTimeMillis();
+    for (int i = 0; i < out.size(); i++) {
+      deadlines.add(now + lockMs); // renewed at the poll that moved them here
+    }
+    undelivered.clear();
+    if (out.isEmpty()) {
+      ConsumerRecords<byte[], byte[]> records = pollConsumer(timeout);
+      now = System.currentTimeMillis();
+      lockMs = lockDurationMs();
+      for (ConsumerRecord<byte[], byte[]> record : records) {
+        if (takeIn(record)) {
+          out.add(record);
+          deadlines.add(now + lockMs);
+        }
+      }
+    }
+    return new RecordListBatch(out, deadlines);
+  }
+
+  /**
+   * Registers one polled record. Returns true when it is new to the driver; a record the driver
+   * still holds (a renewal coming back) or one with a deferred decision is not handed out.
+   */
+  private boolean takeIn(ConsumerRecord<byte[], byte[]> record) {
+    Key key = new Key(record.topic(), record.partition(), record.offset());
+    Deferred decision = deferred.remove(key);
+    if (decision != null) {
+      heldByDriver.remove(key);
+      lastPollUnacknowledged.remove(key);
+      acknowledgeNow(key, decision.type);
+      return false;
+    }
+    if (heldByDriver.contains(key)) {
+      return false; // renewed and returned: the driver already has it
+    }
+    heldByDriver.add(key);
+    recordsFetched.incrementAndGet();
+    bytesFetched.addAndGet(
+        Math.max(0, record.serializedKeySize()) + Math.max(0, record.serializedValueSize()));
+    return true;
+  }
+
+  private ConsumerRecords<byte[], byte[]> pollConsumer(Duration timeout) {
+    // Explicit mode: everything of the last poll must be acknowledged first. What the driver has
+    // not decided on is renewed and will come back.
+    for (Key key : lastPollUnacknowledged) {
+      consumer.acknowledge(key.topic, key.partition, key.offset, AcknowledgeType.RENEW);
+      renewed.incrementAndGet();
+    }
+    lastPollUnacknowledged.clear();
+    pruneDeferred();
+    long start = System.nanoTime();
+    ConsumerRecords<byte[], byte[]> records;
+    try {
+      records = consumer.poll(timeout);
+    } catch (WakeupException e) {
+      return ConsumerRecords.empty();
+    } catch (KafkaException e) {
+      throw translate("poll", e);
+    } finally {
+      polls.incrementAndGet();
+      pollNanos.addAndGet(System.nanoTime() - start);
+    }
+    for (ConsumerRecord<byte[], byte[]> record : records) {
+      lastPollUnacknowledged.add(new Key(record.topic(), record.partition(), record.offset()));
+    }
+    return records;
+  }
+
+  /** Forgets decisions whose record has not come back for two lock durations: it never will. */
+  private void pruneDeferred() {
+    long cutoff = System.currentTimeMillis() - 2L * lockDurationMs();
+    for (Iterator<Deferred> it = deferred.values().iterator(); it.hasNext(); ) {
+      if (it.next().decidedAtMs < cutoff) {
+        it.remove();
+      }
+    }
+  }
+
+  private long lockDurationMs() {
+    try {
+      return consumer.acquisitionLockTimeoutMs().orElse(DEFAULT_LOCK_MS);
+    } catch (RuntimeException e) {
+      return DEFAULT_LOCK_MS;
+    }
+  }
+
+  @Override
+  public void acknowledge(Acknowledgements acks) {
+    ensureOpen();
+    for (Acknowledgements.Range range : acks.ranges()) {
+      if (range.type() == AckType.RENEW) {
+        continue; // every undecided record is renewed at each poll anyway
+      }
+      for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+        Key key = new Key(range.topic(), range.partition(), offset);
+        heldByDriver.remove(key);
+        if (lastPollUnacknowledged.remove(key)) {
+          acknowledgeNow(key, range.type());
+        } else {
+          deferred.put(key, new Deferred(range.type(), System.currentTimeMillis()));
+        }
+      }
+    }
+  }
+
+  private void acknowledgeNow(Key key, AckType type) {
+    consumer.acknowledge(key.topic, key.partition, key.offset, toKafka(type));
+    switch (type) {
+      case ACCEPT -> accepted.incrementAndGet();
+      case RELEASE -> released.incrementAndGet();
+      case REJECT -> rejected.incrementAndGet();
+      case RENEW -> renewed.incrementAndGet();
+    }
+  }
+
+  private static AcknowledgeType toKafka(AckType type) {
+    return switch (type) {
+      case ACCEPT -> AcknowledgeType.ACCEPT;
+      case RELEASE -> AcknowledgeType.RELEASE;
+      case REJECT -> AcknowledgeType.REJECT;
+      case RENEW -> AcknowledgeType.RENEW;
+    };
+  }
+
+  @Override
+  public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+    ensureOpen();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    acknowledge(acks);
+    // Decisions on records away being renewed can only be sent once they come back: poll until
+    // they have (new records met meanwhile are kept for the next poll).
+    while (hasDeferred(acks) && System.nanoTime() < deadline) {
+      long leftMs = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+      for (ConsumerRecord<byte[], byte[]> record :
+          pollConsumer(Duration.ofMillis(Math.min(leftMs, 200)))) {
+        if (takeIn(record)) {
+          undelivered.add(record);
+        }
+      }
+    }
+    Map<TopicIdPartition, Optional<KafkaException>> results;
+    long start = System.nanoTime();
+    try {
+      results =
+          consumer.commitSync(Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime())));
+    } catch (WakeupException e) {
+      results = Map.of();
+    } catch (KafkaException e) {
+      throw translate("commitSync", e);
+    } finally {
+      commits.incrementAndGet();
+      commitNanos.addAndGet(System.nanoTime() - start);
+    }
+    Map<TopicPartition, KafkaException> failures = new HashMap<>();
+    results.forEach(
+        (tip, error) -> error.ifPresent(e -> failures.put(tip.topicPartition(), e)));
+    List<AckResult> out = new ArrayList<>(acks.size());
+    for (Acknowledgements.Range range : acks.ranges()) {
+      if (range.type() == AckType.RENEW) {
+        out.add(new AckResult(range, (short) 0, null));
+        continue;
+      }
+      KafkaException failure = failures.get(new TopicPartition(range.topic(), range.partition()));
+      if (failure != null) {
+        out.add(new AckResult(range, Errors.forException(failure).code(), failure.getMessage()));
+      } else if (isDeferred(range)) {
+        out.add(
+            new AckResult(
+                range,
+                Errors.INVALID_RECORD_STATE.code(),
+                "renewed record did not come back in time; its lock will expire"));
+      } else {
+        out.add(new AckResult(range, (short) 0, null));
+      }
+    }
+    return out;
+  }
+
+  private boolean hasDeferred(Acknowledgements acks) {
+    for (Acknowledgements.Range range : acks.ranges()) {
+      if (range.type() != AckType.RENEW && isDeferred(range)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private boolean isDeferred(Acknowledgements.Range range) {
+    for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+      if (deferred.containsKey(new Key(range.topic(), range.partition(), offset))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public void wakeup() {
+    consumer.wakeup();
+  }
+
+  @Override
+  public EngineMetrics metrics() {
+    long pollCount = polls.get();
+    long commitCount = commits.get();
+    return new EngineMetrics(
+        recordsFetched.get(),
+        bytesFetched.get(),
+        accepted.get(),
+        released.get(),
+        rejected.get(),
+        renewed.get(),
+        ackErrors.get(),
+        pollCount,
+        pollCount == 0 ? 0 : pollNanos.get() / 1e6 / pollCount,
+        commitCount == 0 ? 0 : commitNanos.get() / 1e6 / commitCount,
+        heldByDriver.size());
+  }
+
+  /**
+   * Closes the consumer: pending acknowledgements are sent and every record still acquired
+   * (everything the driver did not decide on) is released at once.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      consumer.close(Duration.ofSeconds(5));
+    } catch (RuntimeException e) {
+      log.warn("{}: closing the share consumer failed", name, e);
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new EngineException(EngineException.Kind.CLOSED, name + " is closed");
+    }
+  }
+
+  private static EngineException translate(String what, KafkaException e) {
+    EngineException.Kind kind;
+    if (e instanceof AuthenticationException) {
+      kind = EngineException.Kind.AUTHENTICATION;
+    } else if (e instanceof AuthorizationException) {
+      kind = EngineException.Kind.AUTHORIZATION;
+    } else if (e instanceof InterruptException) {
+      kind = EngineException.Kind.CLOSED;
+    } else if (e instanceof org.apache.kafka.common.errors.RetriableException) {
+      kind = EngineException.Kind.CONNECTION;
+    } else if (e instanceof org.apache.kafka.common.config.ConfigException) {
+      kind = EngineException.Kind.CONFIG;
+    } else {
+      kind = EngineException.Kind.INTERNAL;
+    }
+    return new EngineException(kind, what + ": " + e.getMessage(), e);
+  }
+}
