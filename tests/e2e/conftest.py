@@ -1,0 +1,82 @@
+"""Session fixtures for the end-to-end tests: one real Kafka 4.4 broker per session, Connect
+worker 0 with the sharesink plugin archive, PostgreSQL on demand.
+
+Environment:
+  SHARESINK_KEEP_CLUSTER=1     leave everything running after the session (inspect with
+                               `python3 tests/harness/cluster.py status`, stop with `down`)
+  SHARESINK_REUSE_CLUSTER=1    reuse a broker that is already running in the state dir
+                               (instead of starting a clean one)
+  SHARESINK_PLUGIN_ARCHIVE     the sharesink plugin zip (default: newest
+                               java/target/sharesink-*-plugin.zip)
+  SHARESINK_CLUSTER_DIR, SHARESINK_PORT_BASE, SHARESINK_CACHE: see tests/harness/cluster.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent.parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+from harness.cluster import REPO_ROOT, Cluster, HarnessError, default_plugin_archive  # noqa: E402
+
+
+def _keep() -> bool:
+    return os.environ.get("SHARESINK_KEEP_CLUSTER") == "1"
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A running broker (PLAINTEXT on c.bootstrap); torn down at session end."""
+    c = Cluster()
+    try:
+        if os.environ.get("SHARESINK_REUSE_CLUSTER") == "1" and c.is_running("broker"):
+            pass
+        else:
+            c.up()
+    except HarnessError as e:
+        pytest.fail(f"could not start the local Kafka broker: {e}", pytrace=False)
+    yield c
+    if _keep():
+        print(f"\nSHARESINK_KEEP_CLUSTER=1: cluster left running in {c.state_dir} "
+              f"(stop: python3 tests/harness/cluster.py down)")
+        return
+    c.down()
+
+
+@pytest.fixture(scope="session")
+def worker(cluster):
+    """Connect worker 0 with the sharesink plugin archive; a `Rest` client for it
+    (`worker.base_url` is its URL)."""
+    archive = default_plugin_archive()
+    if archive is None or not archive.is_file():
+        pytest.fail(
+            "no sharesink plugin archive: build it first with `mvn -q -DskipTests package` in "
+            f"{REPO_ROOT} (it produces java/target/sharesink-<version>-plugin.zip), "
+            "or point SHARESINK_PLUGIN_ARCHIVE at one" + (f" ({archive} does not exist)" if archive else ""),
+            pytrace=False)
+    if not cluster.is_running("worker-0"):
+        try:
+            cluster.start_worker(0, plugin_archive=archive)
+        except HarnessError as e:
+            pytest.fail(f"could not start Connect worker 0: {e}", pytrace=False)
+    yield cluster.rest(0)
+    if not _keep():
+        cluster.stop_worker(0)
+
+
+@pytest.fixture(scope="session")
+def postgres(cluster):
+    """PostgreSQL on 127.0.0.1: dict(host, port, db, user, password, jdbc_url, url)."""
+    try:
+        info = cluster.start_postgres()
+    except HarnessError as e:
+        pytest.fail(f"could not start PostgreSQL: {e}", pytrace=False)
+    yield info
+    if not _keep():
+        cluster.stop_postgres()

@@ -1,0 +1,123 @@
+"""Tests of the local cluster harness itself: the broker really has share groups at
+share.version 2, a share group really delivers, the worker loads third-party plugins from
+their own plugin directories, PostgreSQL takes password logins and keeps data across a stop."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+from harness.cluster import Cluster
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_share_version_is_at_least_2(cluster: Cluster):
+    features = cluster.features()
+    assert "share.version" in features, f"no share.version feature in {features}"
+    assert isinstance(features["share.version"], int) and features["share.version"] >= 2, features
+    assert str(features["metadata.version"]).startswith("4.4"), features
+
+
+def test_broker_single_node_share_settings(cluster: Cluster):
+    broker = cluster.describe_configs("brokers", "1")
+    assert broker["share.coordinator.state.topic.replication.factor"] == "1"
+    assert broker["share.coordinator.state.topic.min.isr"] == "1"
+    assert broker["group.initial.rebalance.delay.ms"] == "0"
+
+
+def test_share_group_consumes_everything_produced(cluster: Cluster):
+    topic, group = _name("harness-share"), _name("harness-share-g")
+    n = 3000
+    cluster.create_topic(topic, partitions=3)
+    assert cluster.produce(topic, n) == n
+    cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
+    assert cluster.describe_configs("groups", group)["share.auto.offset.reset"] == "earliest"
+    res = cluster.share_consume(topic, group, n, timeout_ms=30000)
+    assert res["records"] == n, res["stdout"]
+
+
+def test_share_group_default_reset_is_latest(cluster: Cluster):
+    """Without share.auto.offset.reset=earliest a new share group skips existing records."""
+    topic, group = _name("harness-latest"), _name("harness-latest-g")
+    cluster.create_topic(topic, partitions=1)
+    cluster.produce(topic, [f"v{i}" for i in range(10)])
+    res = cluster.share_consume(topic, group, 10, timeout_ms=4000, check=False)
+    assert res["records"] == 0, res["stdout"]
+
+
+def test_produce_given_records_keys_headers(cluster: Cluster):
+    topic = _name("harness-produce")
+    cluster.create_topic(topic)
+    values = ["a", "b b", None, '{"x": 1}']
+    keys = ["k1", None, "k3", "k4"]
+    headers = [{"h": "1"}, None, {"h": "3", "g": "x"}, {}]
+    assert cluster.produce(topic, values, keys=keys, headers=headers) == 4
+    got = cluster.consume(topic, 4, print_key=True, print_headers=True)
+    assert got == ["h:1\tk1\ta", "NO_HEADERS\tnull\tb b", "h:3,g:x\tk3\tnull",
+                   'NO_HEADERS\tk4\t{"x": 1}'], got
+
+
+def test_worker_loads_filestream_sink_from_own_plugin_dir(cluster: Cluster, worker):
+    plugins = {p["class"]: p for p in worker.plugins()}
+    assert "org.apache.kafka.connect.file.FileStreamSinkConnector" in plugins, plugins
+    assert plugins["org.apache.kafka.connect.file.FileStreamSinkConnector"]["type"] == "sink"
+    assert "io.debezium.connector.jdbc.JdbcSinkConnector" in plugins, plugins
+    # not on the worker's own classpath ...
+    assert not list(cluster.kafka_lib.glob("connect-file-*.jar"))
+    # ... but registered from its own plugin directory
+    log = cluster.current_log("worker-0")
+    plugin_dir = cluster.state_dir / "plugins" / "connect-file"
+    assert f"Registered loader: PluginClassLoader{{pluginLocation=file:{plugin_dir}/}}" in log
+
+
+def test_filestream_sink_runs(cluster: Cluster, worker, tmp_path):
+    topic, name = _name("harness-fs"), _name("harness-fs-conn")
+    out = tmp_path / "out.txt"
+    cluster.create_topic(topic, partitions=2)
+    cluster.produce(topic, [f"line-{i}" for i in range(200)])
+    worker.put_connector(name, {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "topics": topic, "file": str(out), "tasks.max": 1,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    })
+    try:
+        worker.wait_connector_running(name, tasks=1, timeout=60)
+        deadline = time.monotonic() + 60
+        lines = []
+        while time.monotonic() < deadline:
+            lines = out.read_text().splitlines() if out.exists() else []
+            if len(lines) >= 200:
+                break
+            time.sleep(0.5)
+        assert sorted(lines) == sorted(f"line-{i}" for i in range(200))
+    finally:
+        worker.delete_connector(name)
+
+
+def test_postgres_password_login_and_restart_keeps_data(cluster: Cluster, postgres):
+    psql = str(cluster._pg_bindir() / "psql")
+    env = dict(os.environ, PGPASSWORD=postgres["password"])
+
+    def sql(q: str) -> str:
+        p = subprocess.run([psql, "-X", "-At", "-h", postgres["host"], "-p", str(postgres["port"]),
+                            "-U", postgres["user"], "-d", postgres["db"], "-c", q],
+                           env=env, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+
+    table = _name("t").replace("-", "_")
+    sql(f"CREATE TABLE {table} (id int primary key)")
+    sql(f"INSERT INTO {table} VALUES (1), (2)")
+    cluster.pg_stop_for(1)
+    assert sql(f"SELECT count(*) FROM {table}") == "2"
+    bad = subprocess.run([psql, "-X", "-h", postgres["host"], "-p", str(postgres["port"]),
+                          "-U", postgres["user"], "-d", postgres["db"], "-c", "select 1"],
+                         env=dict(os.environ, PGPASSWORD="wrong"), capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode != 0 and "password authentication failed" in bad.stderr

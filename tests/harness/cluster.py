@@ -1,0 +1,1612 @@
+#!/usr/bin/env python3
+"""Local test cluster for sharesink: a real Apache Kafka 4.4.0 KRaft broker, Connect workers
+(distributed mode) and PostgreSQL, all on 127.0.0.1, started from Maven-resolved jars.
+
+Python standard library only. Library use (tests put ``tests/`` on ``sys.path``)::
+
+    from harness.cluster import Cluster
+    c = Cluster()
+    c.start_broker()
+    url = c.start_worker(0)
+    ...
+    c.down()
+
+Command line::
+
+    python3 tests/harness/cluster.py up [--workers N] [--postgres] [--sasl-ssl] [--plugin-archive P]
+    python3 tests/harness/cluster.py down | status | env
+
+State and logs live in ``build/cluster/`` (``SHARESINK_CLUSTER_DIR``); ports derive from
+``SHARESINK_PORT_BASE`` (default 39000); downloads are cached in ``~/.cache/sharesink/``
+(``SHARESINK_CACHE``). Every process started is recorded with its PID under ``<state>/pids/``
+and ``down()`` stops exactly those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+HARNESS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = HARNESS_DIR.parent.parent
+KAFKA_DEPS_POM = HARNESS_DIR / "kafka-deps" / "pom.xml"
+
+KAFKA_VERSION = "4.4.0"
+# Third-party Connect plugins, each in its own plugin directory. The first version that Maven
+# Central serves is used (connect-file 4.4.0 and Debezium 3.6.1.Final are not served by the
+# registry reachable here; see README/report).
+CONNECT_FILE_VERSIONS = ("4.4.0", "4.3.1")
+DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
+
+# Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
+BROKER_MAIN = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+SHARE_CONSUMER_PERF = "org.apache.kafka.tools.ShareConsumerPerformance"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+CONNECT_DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
+
+SCRAM_USER = "sharesink"
+SCRAM_PASSWORD = "sharesink-secret"
+TLS_PASSWORD = "sharesink-tls"
+
+PG_DB = "sharesink"
+PG_USER = "sharesink"
+PG_PASSWORD = "sharesink"
+
+# Port offsets from SHARESINK_PORT_BASE (DEVELOPING.md).
+OFF_BROKER = 92
+OFF_CONTROLLER = 93
+OFF_SASL_SSL = 94
+OFF_WORKERS = (83, 84)
+OFF_POSTGRES = 32
+
+
+class HarnessError(RuntimeError):
+    """A cluster component could not be set up; the message points at the log to read."""
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    for cand in ([Path(home) / "bin" / "java"] if home else []) + [
+        Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java")
+    ]:
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    found = shutil.which("java")
+    if not found:
+        raise HarnessError("no java found (set JAVA_HOME; JDK 17 expected)")
+    return found
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+        return "\n".join(data.splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _proc_start_time(pid: int) -> Optional[str]:
+    """Kernel start time of a process (field 22 of /proc/PID/stat), to tell a recycled PID."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _proc_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat[stat.rfind(")") + 2 :].split()[0]
+    return state not in ("Z", "X")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _props(d: Mapping[str, Any]) -> str:
+    out = []
+    for k, v in d.items():
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        out.append(f"{k}={v}")
+    return "\n".join(out) + "\n"
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _run(cmd: Sequence[str], *, timeout: float = 600, cwd: Optional[Path] = None,
+         env: Optional[Mapping[str, str]] = None, what: str = "") -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise HarnessError(f"{what or cmd[0]} timed out after {timeout}s: {shlex.join(cmd)}") from e
+    return proc
+
+
+# --------------------------------------------------------------------------------------------
+# jar and plugin resolution (Maven Central -> ~/.m2 -> ~/.cache/sharesink)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("SHARESINK_CACHE") or Path.home() / ".cache" / "sharesink")
+
+
+def _mvn(args: Sequence[str], what: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise HarnessError("mvn not found: install Maven (apt-get install -y maven)")
+    cmd = [mvn, "-q", "-B", "-f", str(KAFKA_DEPS_POM)] + list(args)
+    return _run(cmd, timeout=timeout, what=what)
+
+
+def _marker_ok(marker: Path, key: str) -> bool:
+    try:
+        return json.loads(marker.read_text()).get("key") == key
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_kafka_lib() -> Path:
+    """The directory with every jar of the broker, tools and Connect runtime (resolved once)."""
+    root = cache_dir() / f"kafka-{KAFKA_VERSION}"
+    lib = root / "lib"
+    marker = root / ".complete"
+    key = hashlib.sha256(KAFKA_DEPS_POM.read_bytes()).hexdigest()
+    if _marker_ok(marker, key) and lib.is_dir():
+        return lib
+    with _file_lock(cache_dir() / ".lock"):
+        if _marker_ok(marker, key) and lib.is_dir():
+            return lib
+        _log(f"resolving Kafka {KAFKA_VERSION} jars into {lib} (Maven Central, cached in ~/.m2)")
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="lib.", dir=root))
+        proc = _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
+                     "-DincludeScope=runtime"], what="resolving Kafka jars")
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise HarnessError(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-4000:]}")
+        jars = sorted(p.name for p in tmp.glob("*.jar"))
+        needed = [f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar",
+                  f"connect-runtime-{KAFKA_VERSION}.jar", "log4j-slf4j2-impl-"]
+        missing = [n for n in needed if not any(j.startswith(n) for j in jars)]
+        if missing:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise HarnessError(f"resolved Kafka lib lacks {missing}")
+        if any(j.startswith("connect-file-") for j in jars):
+            raise HarnessError("connect-file must not be on the worker classpath")
+        if lib.exists():
+            shutil.rmtree(lib)
+        os.replace(tmp, lib)
+        _write_atomic(marker, json.dumps({"key": key, "jars": jars}, indent=1))
+        return lib
+
+
+def _copy_artifact(coords: str, outdir: Path) -> bool:
+    proc = _mvn(["dependency:copy", f"-Dartifact={coords}", f"-DoutputDirectory={outdir}",
+                 "-Dmdep.overWriteReleases=true"], what=f"resolving {coords}")
+    return proc.returncode == 0
+
+
+def ensure_plugin(name: str) -> Path:
+    """Own plugin directory of a third-party plugin: 'connect-file' or 'debezium-jdbc'."""
+    base = cache_dir() / "plugins"
+    target = base / name
+    marker = base / f".{name}.complete"
+    key = {"connect-file": ",".join(CONNECT_FILE_VERSIONS) + "+shim1",
+           "debezium-jdbc": ",".join(DEBEZIUM_JDBC_VERSIONS)}.get(name)
+    if key is None:
+        raise HarnessError(f"unknown plugin {name!r}")
+    if _marker_ok(marker, key) and target.is_dir():
+        return target
+    with _file_lock(cache_dir() / ".lock"):
+        if _marker_ok(marker, key) and target.is_dir():
+            return target
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=base))
+        chosen = None
+        try:
+            if name == "connect-file":
+                for v in CONNECT_FILE_VERSIONS:
+                    if _copy_artifact(f"org.apache.kafka:connect-file:{v}", tmp):
+                        chosen = v
+                        break
+            else:
+                dl = Path(tempfile.mkdtemp(prefix=".dl.", dir=base))
+                try:
+                    for v in DEBEZIUM_JDBC_VERSIONS:
+                        if _copy_artifact(f"io.debezium:debezium-connector-jdbc:{v}:tar.gz:plugin", dl):
+                            (archive,) = list(dl.glob("*.tar.gz"))
+                            with tarfile.open(archive) as tf:
+                                for m in tf.getmembers():
+                                    if m.name.startswith("/") or ".." in Path(m.name).parts:
+                                        raise HarnessError(f"unsafe path in {archive}: {m.name}")
+                                tf.extractall(tmp)
+                            chosen = v
+                            break
+                finally:
+                    shutil.rmtree(dl, ignore_errors=True)
+            if chosen is None:
+                raise HarnessError(f"no version of plugin {name} resolves from Maven Central")
+            if name == "connect-file" and chosen != KAFKA_VERSION:
+                _build_appinfo_shim(tmp)
+            if chosen != (CONNECT_FILE_VERSIONS if name == "connect-file" else DEBEZIUM_JDBC_VERSIONS)[0]:
+                _log(f"plugin {name}: using version {chosen} (preferred version not served)")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        _write_atomic(marker, json.dumps({"key": key, "version": chosen}))
+        return target
+
+
+_APPINFO_SHIM = """package org.apache.kafka.common.utils;
+
+/** Compatibility shim (sharesink test harness): Kafka 4.4 moved AppInfoParser to
+ *  org.apache.kafka.common.utils.internals; connect-file < 4.4 still calls the old class from
+ *  version(). Only used in the connect-file plugin directory when connect-file 4.4.0 is not served. */
+public final class AppInfoParser {
+    private AppInfoParser() { }
+    public static String getVersion() {
+        return org.apache.kafka.common.utils.internals.AppInfoParser.getVersion();
+    }
+    public static String getCommitId() {
+        return org.apache.kafka.common.utils.internals.AppInfoParser.getCommitId();
+    }
+}
+"""
+
+
+def _build_appinfo_shim(plugin_dir: Path) -> None:
+    """connect-file from Kafka < 4.4 calls org.apache.kafka.common.utils.AppInfoParser, which
+    Kafka 4.4 moved to ...utils.internals. A plugin class loader looks in its own jars after the
+    parent misses, so a one-class shim jar in the plugin's own directory bridges the move."""
+    javac = Path(_java()).resolve().parent / "javac"
+    if not javac.exists():
+        javac = Path(shutil.which("javac") or "javac")
+    work = Path(tempfile.mkdtemp(prefix=".shim.", dir=plugin_dir.parent))
+    try:
+        src = work / "src" / "org" / "apache" / "kafka" / "common" / "utils" / "AppInfoParser.java"
+        src.parent.mkdir(parents=True)
+        src.write_text(_APPINFO_SHIM)
+        out = work / "classes"
+        p = _run([str(javac), "--release", "11", "-nowarn", "-cp", str(ensure_kafka_lib() / "*"),
+                  "-d", str(out), str(src)], timeout=300, what="javac (AppInfoParser shim)")
+        if p.returncode != 0:
+            raise HarnessError(f"compiling the AppInfoParser shim failed:\n{p.stdout}")
+        with zipfile.ZipFile(plugin_dir / "kafka-appinfo-shim.jar", "w") as zf:
+            for f in sorted(out.rglob("*.class")):
+                zf.write(f, f.relative_to(out).as_posix())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def plugin_version(name: str) -> Optional[str]:
+    try:
+        return json.loads((cache_dir() / "plugins" / f".{name}.complete").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def default_plugin_archive() -> Optional[Path]:
+    """SHARESINK_PLUGIN_ARCHIVE, else the newest java/target/sharesink-*-plugin.zip."""
+    env = os.environ.get("SHARESINK_PLUGIN_ARCHIVE")
+    if env:
+        return Path(env)
+    cands = sorted(glob.glob(str(REPO_ROOT / "java" / "target" / "sharesink-*-plugin.zip")),
+                   key=lambda p: os.path.getmtime(p))
+    return Path(cands[-1]) if cands else None
+
+
+# --------------------------------------------------------------------------------------------
+# log4j2 configurations
+
+_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <Console name="STDOUT" target="SYSTEM_OUT">
+      <PatternLayout pattern="{pattern}"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="{root}"><AppenderRef ref="STDOUT"/></Root>
+{loggers}
+  </Loggers>
+</Configuration>
+"""
+
+
+def _log4j2(pattern: str, root: str, loggers: Mapping[str, str]) -> str:
+    ls = "\n".join(f'    <Logger name="{k}" level="{v}"/>' for k, v in loggers.items())
+    return _LOG4J2.format(pattern=pattern.replace("&", "&amp;").replace("<", "&lt;"),
+                          root=root, loggers=ls)
+
+
+BROKER_LOG4J2 = _log4j2("[%d] %p %m (%c)%n", "INFO", {
+    "kafka.request.logger": "WARN",
+    "kafka.log.LogCleaner": "WARN",
+    "org.apache.kafka.storage.internals.log": "WARN",
+    "kafka.log": "WARN",
+    "state.change.logger": "WARN",
+    "org.apache.kafka.controller": "INFO",
+    "kafka.controller": "INFO",
+})
+# Connect's own pattern (config/connect-log4j2.yaml): shows the connector context.
+WORKER_LOG4J2 = _log4j2("[%d] %p %X{connector.context}%m (%c:%L)%n", "INFO", {
+    "org.reflections": "ERROR",
+    "org.apache.kafka.clients.consumer.internals": "WARN",
+    "org.apache.kafka.clients.producer.internals": "WARN",
+    "org.apache.kafka.common.utils.AppInfoParser": "WARN",
+    "org.apache.kafka.clients.admin.AdminClientConfig": "WARN",
+    "org.apache.kafka.clients.producer.ProducerConfig": "WARN",
+    "org.apache.kafka.clients.consumer.ConsumerConfig": "WARN",
+    "org.apache.kafka.common.config.AbstractConfig": "WARN",
+    "io.sharesink": "DEBUG",
+})
+TOOLS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <Console name="STDERR" target="SYSTEM_ERR">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="WARN"><AppenderRef ref="STDERR"/></Root>
+  </Loggers>
+</Configuration>
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# REST client for a Connect worker
+
+
+class RestError(HarnessError):
+    def __init__(self, method: str, url: str, status: int, body: Any):
+        super().__init__(f"{method} {url} -> HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+class Rest:
+    """Tiny JSON client for the Connect REST API."""
+
+    def __init__(self, base_url: str, log_path: Optional[Path] = None):
+        self.base_url = base_url.rstrip("/")
+        self.log_path = log_path
+
+    def request(self, method: str, path: str, body: Any = None, *, timeout: float = 60,
+                check: bool = True) -> Any:
+        url = self.base_url + (path if path.startswith("/") else "/" + path)
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                raw = resp.read()
+                status = resp.status
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            status = e.code
+        text = raw.decode("utf-8", "replace")
+        try:
+            parsed = json.loads(text) if text.strip() else None
+        except ValueError:
+            parsed = text
+        if status >= 400 and check:
+            raise RestError(method, url, status, parsed)
+        return parsed
+
+    def get(self, path: str, **kw) -> Any:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw) -> Any:
+        return self.request("POST", path, body if body is not None else {}, **kw)
+
+    def put(self, path: str, body: Any = None, **kw) -> Any:
+        return self.request("PUT", path, body if body is not None else {}, **kw)
+
+    def delete(self, path: str, **kw) -> Any:
+        return self.request("DELETE", path, **kw)
+
+    # -- Connect helpers
+
+    def _retry_busy(self, fn, timeout: float = 60):
+        """Retry while the worker answers 409 (rebalance) or 5xx (starting)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return fn()
+            except RestError as e:
+                if e.status in (409, 500, 503) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                raise
+
+    def plugins(self, connectors_only: bool = True) -> List[dict]:
+        q = "" if connectors_only else "?connectorsOnly=false"
+        return self.get("/connector-plugins" + q)
+
+    def connectors(self) -> List[str]:
+        return self.get("/connectors")
+
+    def put_connector(self, name: str, config: Mapping[str, Any]) -> dict:
+        cfg = {k: str(v) if not isinstance(v, str) else v for k, v in config.items()}
+        q = urllib.parse.quote(name, safe="")
+        return self._retry_busy(lambda: self.put(f"/connectors/{q}/config", cfg))
+
+    def delete_connector(self, name: str, missing_ok: bool = True) -> None:
+        q = urllib.parse.quote(name, safe="")
+        try:
+            self._retry_busy(lambda: self.delete(f"/connectors/{q}"))
+        except RestError as e:
+            if not (missing_ok and e.status == 404):
+                raise
+
+    def connector_status(self, name: str) -> dict:
+        q = urllib.parse.quote(name, safe="")
+        return self.get(f"/connectors/{q}/status")
+
+    def wait_connector_running(self, name: str, tasks: Optional[int] = None,
+                               timeout: float = 60) -> dict:
+        """Wait until the connector and its tasks (exactly `tasks` of them if given, else at
+        least one) are RUNNING; a FAILED connector or task fails at once with its trace."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                st = self.connector_status(name)
+            except RestError as e:
+                last = e
+                time.sleep(0.5)
+                continue
+            last = st
+            conn_state = st.get("connector", {}).get("state")
+            ts = st.get("tasks", [])
+            if conn_state == "FAILED":
+                raise HarnessError(f"connector {name} FAILED:\n{st['connector'].get('trace')}"
+                                   + self._hint())
+            for t in ts:
+                if t.get("state") == "FAILED":
+                    raise HarnessError(f"connector {name} task {t.get('id')} FAILED:\n"
+                                       f"{t.get('trace')}" + self._hint())
+            if conn_state == "RUNNING" and ts and all(t.get("state") == "RUNNING" for t in ts):
+                if tasks is None or len(ts) == tasks:
+                    return st
+            time.sleep(0.5)
+        raise HarnessError(f"connector {name} not RUNNING (tasks={tasks}) within {timeout}s; "
+                           f"last status: {last}" + self._hint())
+
+    def validate(self, connector_class: str, config: Mapping[str, Any]) -> dict:
+        cfg = {k: str(v) for k, v in config.items()}
+        cfg.setdefault("connector.class", connector_class)
+        q = urllib.parse.quote(connector_class, safe="")
+        return self._retry_busy(lambda: self.put(f"/connector-plugins/{q}/config/validate", cfg))
+
+    @staticmethod
+    def validation_errors(result: Mapping[str, Any]) -> Dict[str, List[str]]:
+        """{config name: [errors]} from a validate() result (only names with errors)."""
+        return {c["value"]["name"]: c["value"]["errors"] for c in result.get("configs", [])
+                if c.get("value", {}).get("errors")}
+
+    def _hint(self) -> str:
+        return f"\n(worker log: {self.log_path})" if self.log_path else ""
+
+
+# --------------------------------------------------------------------------------------------
+# the cluster
+
+
+class Cluster:
+    def __init__(self, state_dir: Union[str, Path, None] = None, port_base: Optional[int] = None):
+        self.state_dir = Path(state_dir or os.environ.get("SHARESINK_CLUSTER_DIR")
+                              or REPO_ROOT / "build" / "cluster").resolve()
+        self.port_base = int(port_base if port_base is not None
+                             else os.environ.get("SHARESINK_PORT_BASE", "39000"))
+        self.broker_port = self.port_base + OFF_BROKER
+        self.controller_port = self.port_base + OFF_CONTROLLER
+        self.sasl_ssl_port = self.port_base + OFF_SASL_SSL
+        self.postgres_port = self.port_base + OFF_POSTGRES
+        self.bootstrap = f"127.0.0.1:{self.broker_port}"
+        self.sasl_ssl_bootstrap = f"127.0.0.1:{self.sasl_ssl_port}"
+        self.logs_dir = self.state_dir / "logs"
+        self.pids_dir = self.state_dir / "pids"
+        self.tls_dir = self.state_dir / "tls"
+        self._popen: Dict[str, subprocess.Popen] = {}
+        self._kafka_lib: Optional[Path] = None
+        self._pg_bin: Optional[Path] = None
+        self.sasl_ssl = self._load_broker_meta().get("sasl_ssl", False)
+
+    # ---- basic properties
+
+    @property
+    def kafka_lib(self) -> Path:
+        if self._kafka_lib is None:
+            self._kafka_lib = ensure_kafka_lib()
+        return self._kafka_lib
+
+    @property
+    def classpath(self) -> str:
+        return str(self.kafka_lib / "*")
+
+    def worker_port(self, index: int) -> int:
+        if index < 0 or index >= len(OFF_WORKERS):
+            raise HarnessError(f"worker index {index} out of range (0..{len(OFF_WORKERS) - 1})")
+        return self.port_base + OFF_WORKERS[index]
+
+    def worker_url(self, index: int = 0) -> str:
+        return f"http://127.0.0.1:{self.worker_port(index)}"
+
+    def rest(self, index: int = 0) -> Rest:
+        return Rest(self.worker_url(index), self.logs_dir / f"worker-{index}.log")
+
+    # TLS material (valid after start_broker(sasl_ssl=True))
+    @property
+    def ca_pem(self) -> Path:
+        return self.tls_dir / "ca.pem"
+
+    @property
+    def truststore_jks(self) -> Path:
+        return self.tls_dir / "truststore.jks"
+
+    @property
+    def truststore_p12(self) -> Path:
+        return self.tls_dir / "truststore.p12"
+
+    truststore = truststore_p12
+    truststore_password = TLS_PASSWORD
+    scram_user = SCRAM_USER
+    scram_password = SCRAM_PASSWORD
+
+    @property
+    def sasl_ssl_client_properties(self) -> Path:
+        """Client config file (SCRAM-SHA-512 over TLS) for Kafka tools and tests."""
+        return self.tls_dir / "client-sasl-ssl.properties"
+
+    def sasl_ssl_client_config(self, mechanism: str = "SCRAM-SHA-512") -> Dict[str, str]:
+        return {
+            "bootstrap.servers": self.sasl_ssl_bootstrap,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+            "ssl.truststore.location": str(self.truststore_p12),
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.password": TLS_PASSWORD,
+        }
+
+    # ---- process bookkeeping
+
+    def _pidfile(self, name: str) -> Path:
+        return self.pids_dir / f"{name}.pid"
+
+    def _record(self, name: str, proc: subprocess.Popen, stop_signal: int) -> None:
+        self._popen[name] = proc
+        _write_atomic(self._pidfile(name), json.dumps({
+            "pid": proc.pid, "start": _proc_start_time(proc.pid), "name": name,
+            "stop_signal": int(stop_signal), "state_dir": str(self.state_dir),
+        }))
+
+    def _recorded(self, name: str) -> Optional[dict]:
+        try:
+            info = json.loads(self._pidfile(name).read_text())
+        except (OSError, ValueError):
+            return None
+        return info
+
+    def is_running(self, name: str) -> bool:
+        p = self._popen.get(name)
+        if p is not None:
+            return p.poll() is None
+        info = self._recorded(name)
+        if not info:
+            return False
+        pid = info["pid"]
+        return _proc_alive(pid) and _proc_start_time(pid) == info.get("start")
+
+    def _signal(self, name: str, sig: int) -> Optional[int]:
+        p = self._popen.get(name)
+        if p is not None:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, sig)
+                return p.pid
+            return None
+        info = self._recorded(name)
+        if not info:
+            return None
+        pid = info["pid"]
+        if not _proc_alive(pid) or _proc_start_time(pid) != info.get("start"):
+            return None  # gone, or the PID now belongs to somebody else
+        with contextlib.suppress(ProcessLookupError):
+            try:
+                os.killpg(pid, sig)
+            except PermissionError:
+                os.kill(pid, sig)
+        return pid
+
+    def _wait_gone(self, name: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        p = self._popen.get(name)
+        while time.monotonic() < deadline:
+            if p is not None:
+                if p.poll() is not None:
+                    return True
+            elif not self.is_running(name):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _stop(self, name: str, timeout: float = 30, kill: bool = False) -> None:
+        info = self._recorded(name) or {}
+        sig = signal.SIGKILL if kill else signal.Signals(info.get("stop_signal", signal.SIGTERM))
+        pid = self._signal(name, sig)
+        if pid is not None:
+            if not self._wait_gone(name, 10 if kill else timeout):
+                _log(f"{name} (pid {pid}) did not stop after {sig.name} in {timeout}s; SIGKILL")
+                self._signal(name, signal.SIGKILL)
+                if not self._wait_gone(name, 10):
+                    raise HarnessError(f"{name} (pid {pid}) survives SIGKILL")
+        p = self._popen.pop(name, None)
+        if p is not None:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=1)
+        with contextlib.suppress(FileNotFoundError):
+            self._pidfile(name).unlink()
+
+    def _spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
+               env: Optional[Mapping[str, str]] = None, **popen_kw) -> subprocess.Popen:
+        if self.is_running(name):
+            raise HarnessError(f"{name} is already running (pid file {self._pidfile(name)})")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.pids_dir.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as lf:
+            lf.write(f"\n===== {time.strftime('%Y-%m-%dT%H:%M:%S')} start {name}: "
+                     f"{shlex.join(cmd)}\n".encode())
+            lf.flush()
+            proc = subprocess.Popen(list(cmd), stdout=lf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env=dict(env) if env is not None else None,
+                                    cwd=str(self.state_dir), **popen_kw)
+        self._record(name, proc, stop_signal)
+        return proc
+
+    def current_log(self, name: str) -> str:
+        """The log of component `name` (broker, worker-0, postgres, ...) since its last start."""
+        text = (self.logs_dir / f"{name}.log").read_text(errors="replace") \
+            if (self.logs_dir / f"{name}.log").exists() else ""
+        i = text.rfind(f" start {name}: ")
+        return text[text.rfind("\n", 0, i) + 1:] if i >= 0 else text
+
+    def _check_port_free(self, port: int, what: str) -> None:
+        if _port_open(port):
+            raise HarnessError(
+                f"port {port} ({what}) is already in use by a process this harness did not record "
+                f"in {self.pids_dir}; another cluster may be running: set SHARESINK_PORT_BASE "
+                f"and SHARESINK_CLUSTER_DIR to separate values")
+
+    def _wait(self, what: str, cond, timeout: float, log: Path, name: Optional[str] = None,
+              interval: float = 0.3):
+        deadline = time.monotonic() + timeout
+        last_exc: Optional[BaseException] = None
+        while time.monotonic() < deadline:
+            if name is not None and not self.is_running(name):
+                raise HarnessError(f"{what}: process exited; see {log}\n--- last lines:\n{_tail(log)}")
+            try:
+                r = cond()
+                if r:
+                    return r
+            except Exception as e:  # noqa: BLE001 - readiness probes fail in many ways
+                last_exc = e
+            time.sleep(interval)
+        raise HarnessError(f"{what}: not ready after {timeout}s (last error: {last_exc}); "
+                           f"see {log}\n--- last lines:\n{_tail(log)}")
+
+    # ---- java
+
+    def java_cmd(self, main_class: str, args: Sequence[str] = (), *, heap: str = "512m",
+                 jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None) -> List[str]:
+        cmd = [_java(), f"-Xmx{heap}", "-Djava.awt.headless=true"]
+        if log4j2 is None:
+            log4j2 = self._tools_log4j2()
+        cmd.append(f"-Dlog4j2.configurationFile={log4j2}")
+        cmd += list(jvm_opts)
+        cmd += ["-cp", self.classpath, main_class] + [str(a) for a in args]
+        return cmd
+
+    def _tools_log4j2(self) -> Path:
+        p = self.state_dir / "config" / "tools-log4j2.xml"
+        if not p.exists():
+            _write_atomic(p, TOOLS_LOG4J2)
+        return p
+
+    def run_tool(self, main_class: str, *args: Any, check: bool = True, timeout: float = 120,
+                 input: Optional[str] = None, stdin=None, heap: str = "512m",
+                 jvm_opts: Sequence[str] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+                 ) -> subprocess.CompletedProcess:
+        """Run a Kafka tool class on the Kafka classpath; text output (stdout, stderr)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        cmd = self.java_cmd(main_class, [str(a) for a in args], heap=heap, jvm_opts=jvm_opts)
+        try:
+            proc = subprocess.run(cmd, input=input, stdin=stdin if input is None else None,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise HarnessError(f"{main_class} timed out after {timeout}s: {shlex.join(cmd)}\n"
+                               f"stdout: {(e.stdout or '')[-2000:]}\nstderr: {(e.stderr or '')[-2000:]}"
+                               ) from e
+        if check and proc.returncode != 0:
+            raise HarnessError(f"{main_class} exited {proc.returncode}: {' '.join(map(str, args))}\n"
+                               f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}")
+        return proc
+
+    # ---- broker
+
+    def _broker_meta_path(self) -> Path:
+        return self.state_dir / "broker-meta.json"
+
+    def _load_broker_meta(self) -> dict:
+        try:
+            return json.loads(self._broker_meta_path().read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _broker_properties(self, sasl_ssl: bool) -> Dict[str, Any]:
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.broker_port}",
+                     f"CONTROLLER://127.0.0.1:{self.controller_port}"]
+        advertised = [f"PLAINTEXT://127.0.0.1:{self.broker_port}"]
+        protocol_map = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+        if sasl_ssl:
+            listeners.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
+            advertised.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
+            protocol_map += ",SASL_SSL:SASL_SSL"
+        props: Dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": 1,
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": protocol_map,
+            "log.dirs": self.state_dir / "kafka-data",
+            # as Kafka's config/server.properties
+            "num.network.threads": 3,
+            "num.io.threads": 4,
+            "socket.send.buffer.bytes": 102400,
+            "socket.receive.buffer.bytes": 102400,
+            "socket.request.max.bytes": 104857600,
+            "num.partitions": 1,
+            "num.recovery.threads.per.data.dir": 1,
+            "log.retention.hours": 168,
+            "log.segment.bytes": 1073741824,
+            "log.retention.check.interval.ms": 300000,
+            # single-broker settings
+            "offsets.topic.replication.factor": 1,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "default.replication.factor": 1,
+            "min.insync.replicas": 1,
+        }
+        if sasl_ssl:
+            jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            props.update({
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256",
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas,
+                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": jaas,
+                "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
+                "listener.name.sasl_ssl.ssl.keystore.location": self.tls_dir / "broker.p12",
+                "listener.name.sasl_ssl.ssl.keystore.password": TLS_PASSWORD,
+                "listener.name.sasl_ssl.ssl.key.password": TLS_PASSWORD,
+            })
+        return props
+
+    def start_broker(self, sasl_ssl: bool = False, fresh: bool = False, timeout: float = 120) -> str:
+        """Start the KRaft broker+controller (formatting its storage on first start).
+
+        Data in the state dir is kept across stop/start; `fresh=True` wipes it first. Returns
+        the PLAINTEXT bootstrap address."""
+        if self.is_running("broker"):
+            if bool(sasl_ssl) != bool(self.sasl_ssl):
+                raise HarnessError("broker already running with sasl_ssl="
+                                   f"{self.sasl_ssl}; stop it first")
+            return self.bootstrap
+        lib = self.kafka_lib
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        for port, what in ((self.broker_port, "broker"), (self.controller_port, "controller")) + (
+                ((self.sasl_ssl_port, "SASL_SSL listener"),) if sasl_ssl else ()):
+            self._check_port_free(port, what)
+        data = self.state_dir / "kafka-data"
+        meta = self._load_broker_meta()
+        formatted = (data / "meta.properties").exists() and meta.get("cluster_id") and \
+            meta.get("port_base") == self.port_base
+        if fresh or not formatted:
+            shutil.rmtree(data, ignore_errors=True)
+            meta = {}
+        if sasl_ssl:
+            self._ensure_tls()
+        cfg_dir = self.state_dir / "config"
+        server_props = cfg_dir / "server.properties"
+        _write_atomic(server_props, _props(self._broker_properties(sasl_ssl)))
+        log4j2 = cfg_dir / "broker-log4j2.xml"
+        _write_atomic(log4j2, BROKER_LOG4J2)
+        if not meta:
+            cluster_id = self._new_cluster_id()
+            args = ["format", "-t", cluster_id, "-c", server_props,
+                    "--feature", "share.version=2"]
+            for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+                args += ["--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
+            proc = self.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
+            (self.logs_dir).mkdir(parents=True, exist_ok=True)
+            with open(self.logs_dir / "broker-format.log", "a") as f:
+                f.write(proc.stdout + proc.stderr)
+            if proc.returncode != 0:
+                raise HarnessError(f"kafka-storage format failed ({proc.returncode}); see "
+                                   f"{self.logs_dir / 'broker-format.log'}:\n{proc.stdout}{proc.stderr}")
+            meta = {"cluster_id": cluster_id, "port_base": self.port_base, "scram": True}
+        meta["sasl_ssl"] = bool(sasl_ssl)
+        _write_atomic(self._broker_meta_path(), json.dumps(meta, indent=1))
+        self.sasl_ssl = bool(sasl_ssl)
+        log = self.logs_dir / "broker.log"
+        start_offset = log.stat().st_size if log.exists() else 0
+        heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g")
+        cmd = self.java_cmd(BROKER_MAIN, [server_props], heap=heap, log4j2=log4j2, jvm_opts=[
+            f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            f"-Dkafka.logs.dir={self.logs_dir}", "-Dsharesink.cluster=broker"])
+        self._spawn("broker", cmd, log)
+
+        def started():
+            with open(log, "rb") as f:
+                f.seek(start_offset)
+                text = f.read().decode("utf-8", "replace")
+            return "Kafka Server started" in text and _port_open(self.broker_port)
+
+        self._wait("broker start", started, timeout, log, name="broker")
+        self._write_env()
+        return self.bootstrap
+
+    @staticmethod
+    def _new_cluster_id() -> str:
+        while True:
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            if not cid.startswith("-"):
+                return cid
+
+    def stop_broker(self, timeout: float = 60) -> None:
+        self._stop("broker", timeout=timeout)
+
+    def kill_broker(self) -> None:
+        self._stop("broker", kill=True)
+
+    def restart_broker(self, timeout: float = 120) -> str:
+        sasl = self.sasl_ssl
+        self.stop_broker()
+        return self.start_broker(sasl_ssl=sasl, timeout=timeout)
+
+    # ---- TLS material
+
+    def _ensure_tls(self) -> None:
+        d = self.tls_dir
+        needed = [d / n for n in ("ca.pem", "broker.p12", "truststore.p12", "truststore.jks",
+                                  "client-sasl-ssl.properties")]
+        if all(p.exists() for p in needed):
+            return
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        openssl = shutil.which("openssl")
+        keytool = str(Path(_java()).resolve().parent / "keytool")
+        if not os.path.exists(keytool):
+            keytool = shutil.which("keytool") or "keytool"
+        if not openssl:
+            raise HarnessError("openssl not found (apt-get install -y openssl)")
+
+        def sh(*cmd):
+            p = _run([str(c) for c in cmd], timeout=120, what=str(cmd[0]))
+            if p.returncode != 0:
+                raise HarnessError(f"{shlex.join(map(str, cmd))} failed:\n{p.stdout}")
+
+        sh(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650",
+           "-keyout", d / "ca.key", "-out", d / "ca.pem", "-subj", "/CN=sharesink-test-ca",
+           "-addext", "basicConstraints=critical,CA:TRUE",
+           "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        sh(openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", d / "broker.key",
+           "-out", d / "broker.csr", "-subj", "/CN=127.0.0.1")
+        (d / "broker.ext").write_text(
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+            "extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n")
+        sh(openssl, "x509", "-req", "-in", d / "broker.csr", "-CA", d / "ca.pem",
+           "-CAkey", d / "ca.key", "-CAcreateserial", "-out", d / "broker.pem", "-days", "3650",
+           "-sha256", "-extfile", d / "broker.ext")
+        sh(openssl, "pkcs12", "-export", "-in", d / "broker.pem", "-inkey", d / "broker.key",
+           "-certfile", d / "ca.pem", "-name", "broker", "-out", d / "broker.p12",
+           "-passout", f"pass:{TLS_PASSWORD}")
+        for store, typ in (("truststore.p12", "PKCS12"), ("truststore.jks", "JKS")):
+            sh(keytool, "-importcert", "-noprompt", "-alias", "sharesink-test-ca",
+               "-file", d / "ca.pem", "-keystore", d / store, "-storetype", typ,
+               "-storepass", TLS_PASSWORD)
+        _write_atomic(d / "client-sasl-ssl.properties",
+                      _props({k: v for k, v in self.sasl_ssl_client_config().items()
+                              if k != "bootstrap.servers"}))
+
+    # ---- Connect workers
+
+    def _plugin_path_dir(self) -> Path:
+        return self.state_dir / "plugins"
+
+    def _prepare_plugins(self, plugin_archive: Union[str, Path, None, bool], index: int) -> Optional[Path]:
+        pp = self._plugin_path_dir()
+        pp.mkdir(parents=True, exist_ok=True)
+        for name in ("connect-file", "debezium-jdbc"):
+            src = ensure_plugin(name)
+            link = pp / name
+            if link.is_symlink() and Path(os.readlink(link)) == src:
+                continue
+            if link.is_symlink() or link.is_file():
+                link.unlink()
+            elif link.exists():
+                shutil.rmtree(link)
+            link.symlink_to(src, target_is_directory=True)
+        if plugin_archive is None:
+            plugin_archive = default_plugin_archive()
+            if plugin_archive is None:
+                raise HarnessError(
+                    "no sharesink plugin archive: run the Maven build first "
+                    f"(`mvn -q package` in {REPO_ROOT}) to produce "
+                    "java/target/sharesink-<version>-plugin.zip, or pass plugin_archive=False to "
+                    "start the worker without sharesink")
+        archive = Path(plugin_archive) if plugin_archive else None
+        if archive is not None and not archive.is_file():
+            raise HarnessError(f"sharesink plugin archive {archive} does not exist")
+        ident = None
+        if archive is not None:
+            st = archive.stat()
+            ident = f"{archive.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+        dest = pp / "sharesink"
+        stamp = pp / ".sharesink-archive"
+        current = stamp.read_text() if stamp.exists() else None
+        if dest.is_dir() and current == (ident or ""):
+            return archive
+        others = [i for i in range(len(OFF_WORKERS)) if i != index and self.is_running(f"worker-{i}")]
+        if others:
+            raise HarnessError(f"worker(s) {others} run with another sharesink archive "
+                               f"({current!r}); stop them before switching to {archive}")
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        if archive is not None:
+            with zipfile.ZipFile(archive) as zf:
+                for n in zf.namelist():
+                    if n.startswith("/") or ".." in Path(n).parts:
+                        raise HarnessError(f"unsafe path in {archive}: {n}")
+                zf.extractall(dest)
+        stamp.write_text(ident or "")
+        return archive
+
+    def worker_properties(self, index: int, discovery: str = "hybrid_warn",
+                          extra: Optional[Mapping[str, Any]] = None) -> Path:
+        port = self.worker_port(index)
+        props: Dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": "sharesink-connect",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "true",
+            "value.converter.schemas.enable": "true",
+            "offset.storage.topic": "connect-offsets",
+            "offset.storage.replication.factor": 1,
+            "offset.storage.partitions": 5,
+            "config.storage.topic": "connect-configs",
+            "config.storage.replication.factor": 1,
+            "status.storage.topic": "connect-status",
+            "status.storage.replication.factor": 1,
+            "status.storage.partitions": 5,
+            "offset.flush.interval.ms": 10000,
+            "listeners": f"http://127.0.0.1:{port}",
+            "rest.advertised.host.name": "127.0.0.1",
+            "rest.advertised.port": port,
+            "rest.advertised.listener": "http",
+            "plugin.path": self._plugin_path_dir(),
+            "plugin.discovery": discovery,
+            "scheduled.rebalance.max.delay.ms": 10000,
+        }
+        for k, v in (extra or {}).items():
+            props[k] = v
+        path = self.state_dir / "config" / f"worker-{index}.properties"
+        _write_atomic(path, _props(props))
+        return path
+
+    def start_worker(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
+                     discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
+                     timeout: float = 180) -> str:
+        """Start Connect worker `index` (0 or 1) in distributed mode; returns its REST URL.
+
+        plugin_archive: the sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip;
+        False: no sharesink, an empty plugin dir)."""
+        name = f"worker-{index}"
+        url = self.worker_url(index)
+        if self.is_running(name):
+            raise HarnessError(f"{name} is already running at {url}")
+        if not self.is_running("broker"):
+            raise HarnessError("start the broker before a worker")
+        self._check_port_free(self.worker_port(index), name)
+        _ = self.kafka_lib
+        self._prepare_plugins(plugin_archive, index)
+        props = self.worker_properties(index, discovery, extra)
+        log4j2 = self.state_dir / "config" / "worker-log4j2.xml"
+        _write_atomic(log4j2, WORKER_LOG4J2)
+        log = self.logs_dir / f"{name}.log"
+        heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
+        cmd = self.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
+            "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"])
+        self._spawn(name, cmd, log)
+        rest = self.rest(index)
+
+        def ready():
+            root = rest.get("/", timeout=5)
+            if not isinstance(root, dict) or "version" not in root:
+                return False
+            plugins = rest.get("/connector-plugins", timeout=10)
+            if not isinstance(plugins, list) or not plugins:
+                return False
+            rest.get("/connectors", timeout=10)
+            return True
+
+        self._wait(f"{name} REST at {url}", ready, timeout, log, name=name, interval=0.5)
+        self._write_env()
+        return url
+
+    def stop_worker(self, index: int = 0, timeout: float = 60) -> None:
+        self._stop(f"worker-{index}", timeout=timeout)
+
+    def kill_worker(self, index: int = 0) -> None:
+        self._stop(f"worker-{index}", kill=True)
+
+    # ---- PostgreSQL
+
+    def _pg_bindir(self) -> Path:
+        if self._pg_bin is not None:
+            return self._pg_bin
+        cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
+                       key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+        if not cands:
+            self._install_postgres()
+            cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+            if not cands:
+                raise HarnessError("postgresql installed but no /usr/lib/postgresql/*/bin/postgres")
+        self._pg_bin = Path(cands[-1]).parent
+        return self._pg_bin
+
+    def _install_postgres(self) -> None:
+        if os.geteuid() != 0:
+            raise HarnessError("PostgreSQL is missing and installing it needs root: "
+                               "apt-get install -y postgresql")
+        with _file_lock(Path("/tmp/sharesink-apt.lock")):
+            if glob.glob("/usr/lib/postgresql/*/bin/postgres"):
+                return
+            _log("installing PostgreSQL from Debian packages (apt-get install -y postgresql)")
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            # No default cluster: the harness runs its own server in its state dir.
+            conf = Path("/etc/postgresql-common/createcluster.conf")
+            if not conf.exists():
+                conf.parent.mkdir(parents=True, exist_ok=True)
+                conf.write_text("create_main_cluster = false\n")
+            policy = _run(["apt-cache", "policy", "postgresql"], timeout=60, env=env)
+            if "Candidate: (none)" in policy.stdout or "Candidate:" not in policy.stdout:
+                upd = _run(["apt-get", "update"], timeout=600, env=env, what="apt-get update")
+                if upd.returncode != 0:
+                    raise HarnessError(f"apt-get update failed:\n{upd.stdout[-3000:]}")
+            inst = _run(["apt-get", "install", "-y", "--no-install-recommends",
+                         "-o", "Dpkg::Options::=--force-confold", "postgresql"],
+                        timeout=900, env=env, what="apt-get install postgresql")
+            if inst.returncode != 0:
+                raise HarnessError(f"apt-get install postgresql failed:\n{inst.stdout[-3000:]}")
+
+    def _pg_dirs(self):
+        data = self.state_dir / "pgdata"
+        sock = self.state_dir / "pg-run"
+        if len(str(sock)) > 80:  # unix socket paths are limited to 107 bytes
+            sock = Path(tempfile.gettempdir()) / f"sharesink-pg-{self.postgres_port}"
+        return data, sock
+
+    def postgres_info(self) -> Dict[str, Any]:
+        port = self.postgres_port
+        return {
+            "host": "127.0.0.1", "port": port, "db": PG_DB, "user": PG_USER,
+            "password": PG_PASSWORD,
+            "jdbc_url": f"jdbc:postgresql://127.0.0.1:{port}/{PG_DB}",
+            "url": f"postgresql://{PG_USER}:{PG_PASSWORD}@127.0.0.1:{port}/{PG_DB}",
+        }
+
+    def _as_postgres(self, cmd: Sequence[str], timeout: float = 60, input: Optional[str] = None):
+        full = ["runuser", "-u", "postgres", "--"] + [str(c) for c in cmd]
+        return subprocess.run(full, input=input, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=timeout, cwd="/")
+
+    def psql(self, sql: str, db: str = "postgres", check: bool = True) -> str:
+        """Run SQL as the postgres superuser over the local socket; returns psql's output."""
+        _, sock = self._pg_dirs()
+        p = self._as_postgres([self._pg_bindir() / "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                               "-h", sock, "-p", self.postgres_port, "-d", db, "-At", "-f", "-"],
+                              input=sql)
+        if check and p.returncode != 0:
+            raise HarnessError(f"psql failed: {p.stdout}")
+        return p.stdout
+
+    def start_postgres(self, timeout: float = 60) -> Dict[str, Any]:
+        if self.is_running("postgres"):
+            return self.postgres_info()
+        bindir = self._pg_bindir()
+        data, sock = self._pg_dirs()
+        self._check_port_free(self.postgres_port, "postgres")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        for parent in [self.state_dir] + list(self.state_dir.parents):
+            mode = parent.stat().st_mode
+            if not mode & 0o001:
+                raise HarnessError(f"{parent} is not searchable by the postgres user; "
+                                   "choose a SHARESINK_CLUSTER_DIR outside it")
+        log = self.logs_dir / "postgres.log"
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        sock.mkdir(parents=True, exist_ok=True)
+        shutil.chown(sock, "postgres", "postgres")
+        if not (data / "PG_VERSION").exists():
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(parents=True)
+            shutil.chown(data, "postgres", "postgres")
+            os.chmod(data, 0o700)
+            p = self._as_postgres([bindir / "initdb", "-D", data, "-U", "postgres", "-E", "UTF8",
+                                   "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256"],
+                                  timeout=180)
+            with open(log, "a") as f:
+                f.write(p.stdout)
+            if p.returncode != 0:
+                shutil.rmtree(data, ignore_errors=True)
+                raise HarnessError(f"initdb failed; see {log}:\n{p.stdout[-3000:]}")
+            with open(data / "pg_hba.conf", "w") as f:
+                f.write("local all all trust\n"
+                        "host all all 127.0.0.1/32 scram-sha-256\n")
+        # stale pid file after a crash: postgres refuses to start only if the PID is alive
+        cmd = [bindir / "postgres", "-D", data, "-p", self.postgres_port,
+               "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={sock}",
+               "-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
+               "-c", "full_page_writes=off", "-c", "logging_collector=off"]
+        # SIGINT = PostgreSQL's fast shutdown (SIGTERM would wait for clients to disconnect)
+        self._spawn("postgres", [str(c) for c in cmd], log, stop_signal=signal.SIGINT,
+                    user="postgres", group="postgres", extra_groups=[])
+
+        def ready():
+            p = subprocess.run([str(bindir / "pg_isready"), "-q", "-h", str(sock), "-p",
+                                str(self.postgres_port)], timeout=10)
+            return p.returncode == 0
+
+        self._wait("postgres start", ready, timeout, log, name="postgres")
+        self.psql(f"""
+SELECT 'CREATE ROLE {PG_USER} LOGIN PASSWORD ''{PG_PASSWORD}'''
+  WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{PG_USER}') \\gexec
+SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
+  WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '{PG_DB}') \\gexec
+""")
+        self._write_env()
+        return self.postgres_info()
+
+    def stop_postgres(self, timeout: float = 30) -> None:
+        self._stop("postgres", timeout=timeout)
+
+    def pg_stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
+        """Stop PostgreSQL, keep it down for `seconds`, start it again (data kept)."""
+        def outage():
+            self.stop_postgres()
+            time.sleep(seconds)
+            self.start_postgres()
+        if not background:
+            outage()
+            return None
+        t = threading.Thread(target=outage, name="pg-outage", daemon=True)
+        t.start()
+        return t
+
+    # ---- Kafka admin helpers (through the Kafka tools)
+
+    def features(self, full: bool = False) -> Dict[str, Any]:
+        """Finalized feature levels, e.g. {'share.version': 2, 'metadata.version': '4.4-IV2'}."""
+        out = self.run_tool(FEATURE_COMMAND, "--bootstrap-server", self.bootstrap, "describe").stdout
+        res: Dict[str, Any] = {}
+        for line in out.splitlines():
+            parts = dict()
+            toks = line.replace("\t", " ").split()
+            i = 0
+            while i < len(toks) - 1:
+                if toks[i].endswith(":"):
+                    parts[toks[i][:-1]] = toks[i + 1]
+                    i += 2
+                else:
+                    i += 1
+            if "Feature" not in parts:
+                continue
+            lvl = parts.get("FinalizedVersionLevel")
+            val: Any = int(lvl) if lvl is not None and lvl.lstrip("-").isdigit() else lvl
+            res[parts["Feature"]] = parts if full else val
+        return res
+
+    def create_topic(self, name: str, partitions: int = 1,
+                     config: Optional[Mapping[str, Any]] = None) -> None:
+        args = ["--bootstrap-server", self.bootstrap, "--create", "--if-not-exists",
+                "--topic", name, "--partitions", partitions, "--replication-factor", 1]
+        for k, v in (config or {}).items():
+            args += ["--config", f"{k}={v}"]
+        self.run_tool(TOPIC_COMMAND, *args)
+
+    def delete_topic(self, name: str) -> None:
+        self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--delete",
+                      "--if-exists", "--topic", name)
+
+    def list_topics(self) -> List[str]:
+        out = self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--list").stdout
+        return [l.strip() for l in out.splitlines() if l.strip()]
+
+    @staticmethod
+    def _config_arg(cfg: Mapping[str, Any]) -> str:
+        items = []
+        for k, v in cfg.items():
+            v = str(v).lower() if isinstance(v, bool) else str(v)
+            if "," in v and not v.startswith("["):
+                v = f"[{v}]"
+            items.append(f"{k}={v}")
+        return ",".join(items)
+
+    def set_group_config(self, group: str, config: Mapping[str, Any]) -> None:
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "groups", "--entity-name", group,
+                      "--add-config", self._config_arg(config))
+
+    def delete_group_config(self, group: str, keys: Iterable[str]) -> None:
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "groups", "--entity-name", group,
+                      "--delete-config", ",".join(keys))
+
+    def describe_configs(self, entity_type: str, name: str, all: bool = True) -> Dict[str, str]:
+        """Effective configs of a group/topic/broker as {key: value}."""
+        args = ["--bootstrap-server", self.bootstrap, "--describe", "--entity-type", entity_type,
+                "--entity-name", name]
+        if all:
+            args.append("--all")
+        out = self.run_tool(CONFIG_COMMAND, *args).stdout
+        res = {}
+        for line in out.splitlines():
+            line = line.strip()
+            if "=" not in line or line.startswith(("All configs", "Dynamic configs")):
+                continue
+            kv = line.split(" sensitive=")[0]
+            k, _, v = kv.partition("=")
+            res[k] = v
+        return res
+
+    def set_broker_config(self, config: Mapping[str, Any]) -> None:
+        """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "brokers", "--entity-default",
+                      "--add-config", self._config_arg(config))
+
+    def produce(self, topic: str, values: Union[int, Iterable[Union[str, bytes, None]]],
+                keys: Optional[Iterable[Union[str, bytes, None]]] = None,
+                headers: Optional[Iterable[Optional[Mapping[str, str]]]] = None, *,
+                record_size: int = 100, producer_props: Optional[Mapping[str, Any]] = None,
+                timeout: float = 600) -> int:
+        """Produce records; returns how many.
+
+        `values` as a list of strings: exactly those records, in order, through the console
+        producer (no newlines in keys, values or headers; None = null value/key). `values` as
+        an int N: N generated records of `record_size` bytes, through the producer perf tool
+        (1e6 records take seconds)."""
+        props = {"acks": "all", "linger.ms": 5, "batch.size": 262144,
+                 "compression.type": "none"}
+        props.update(producer_props or {})
+        if isinstance(values, int):
+            n = values
+            args = ["--topic", topic, "--num-records", n, "--record-size", record_size,
+                    "--throughput", -1, "--producer-props", f"bootstrap.servers={self.bootstrap}"]
+            args += [f"{k}={v}" for k, v in props.items()]
+            self.run_tool(PRODUCER_PERF, *args, timeout=timeout, heap="1g", jvm_opts=())
+            return n
+        vals = list(values)
+        ks = list(keys) if keys is not None else None
+        hs = list(headers) if headers is not None else None
+        if ks is not None and len(ks) != len(vals):
+            raise ValueError("keys and values differ in length")
+        if hs is not None and len(hs) != len(vals):
+            raise ValueError("headers and values differ in length")
+        ksep, hdelim, hsep, hksep, null = "\x1f", "\x1e", "\x1d", "\x1c", "\x1a"
+
+        def s(x, what):
+            if x is None:
+                return null
+            x = x.decode() if isinstance(x, bytes) else str(x)
+            if "\n" in x or "\r" in x or any(c in x for c in (ksep, hdelim, hsep, hksep, null)):
+                raise ValueError(f"{what} {x!r} contains a newline or a separator character")
+            return x
+
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".records",
+                                         dir=self.state_dir, delete=False) as f:
+            for i, v in enumerate(vals):
+                line = ""
+                if hs is not None:
+                    h = hs[i] or {}
+                    line += hsep.join(f"{s(k, 'header key')}{hksep}{s(hv, 'header value')}"
+                                      for k, hv in h.items()) if h else null
+                    line += hdelim
+                if ks is not None:
+                    line += s(ks[i], "key") + ksep
+                line += s(v, "value")
+                f.write(line + "\n")
+            path = f.name
+        try:
+            args = ["--bootstrap-server", self.bootstrap, "--topic", topic,
+                    "--property", f"null.marker={null}"]
+            if ks is not None:
+                args += ["--property", "parse.key=true", "--property", f"key.separator={ksep}"]
+            if hs is not None:
+                args += ["--property", "parse.headers=true",
+                         "--property", f"headers.delimiter={hdelim}",
+                         "--property", f"headers.separator={hsep}",
+                         "--property", f"headers.key.separator={hksep}",
+                         "--property", "ignore.error=false"]
+            for k, v in props.items():
+                args += ["--command-property", f"{k}={v}"]
+            with open(path, "rb") as inp:
+                self.run_tool(CONSOLE_PRODUCER, *args, stdin=inp, timeout=timeout, heap="1g",
+                              jvm_opts=())
+        finally:
+            os.unlink(path)
+        return len(vals)
+
+    def consume(self, topic: str, max_messages: int, timeout_ms: int = 30000,
+                from_beginning: bool = True, print_key: bool = False,
+                print_headers: bool = False, group: Optional[str] = None) -> List[str]:
+        """Read up to `max_messages` records with the classic console consumer; one string per
+        record (key/headers prefixed and tab-separated when asked)."""
+        args = ["--bootstrap-server", self.bootstrap, "--topic", topic,
+                "--max-messages", max_messages, "--timeout-ms", timeout_ms]
+        if from_beginning:
+            args.append("--from-beginning")
+        if group:
+            args += ["--group", group]
+        if print_key:
+            args += ["--formatter-property", "print.key=true"]
+        if print_headers:
+            args += ["--formatter-property", "print.headers=true"]
+        p = self.run_tool(CONSOLE_CONSUMER, *args, check=False, timeout=timeout_ms / 1000 + 60)
+        if p.returncode not in (0, 1) or "ERROR" in p.stderr and "TimeoutException" not in p.stderr:
+            raise HarnessError(f"console consumer failed ({p.returncode}): {p.stderr[-3000:]}")
+        return p.stdout.splitlines()
+
+    def share_consume(self, topic: str, group: str, num_records: int, *, threads: int = 1,
+                      timeout_ms: int = 60000, props: Optional[Mapping[str, Any]] = None,
+                      check: bool = True) -> Dict[str, Any]:
+        """Consume through the Java KafkaShareConsumer (ShareConsumerPerformance, implicit
+        acknowledgement). Returns {'records': total consumed, 'stdout': ..., 'stderr': ...}.
+        The tool stops after `num_records` or when `timeout_ms` passes without progress."""
+        args = ["--bootstrap-server", self.bootstrap, "--topic", topic, "--group", group,
+                "--num-records", num_records, "--timeout", timeout_ms, "--threads", threads]
+        for k, v in (props or {}).items():
+            args += ["--command-property", f"{k}={v}"]
+        p = self.run_tool(SHARE_CONSUMER_PERF, *args, check=check,
+                          timeout=timeout_ms / 1000 * 3 + 120, heap="1g", jvm_opts=())
+        records = None
+        header = None
+        for line in p.stdout.splitlines():
+            cols = [c.strip() for c in line.split(",")]
+            if "data.consumed.in.nMsg" in cols:
+                header = cols
+            elif header and len(cols) >= len(header) and "for share consumer" not in line:
+                with contextlib.suppress(ValueError):
+                    records = int(cols[header.index("data.consumed.in.nMsg")])
+        if records is None and check:
+            raise HarnessError(f"cannot read the consumed count from ShareConsumerPerformance:\n"
+                               f"{p.stdout}\n{p.stderr[-2000:]}")
+        return {"records": records, "stdout": p.stdout, "stderr": p.stderr}
+
+    # ---- env file, status, up/down
+
+    def _write_env(self) -> None:
+        env = {
+            "SHARESINK_CLUSTER_DIR": str(self.state_dir),
+            "SHARESINK_PORT_BASE": str(self.port_base),
+            "BOOTSTRAP": self.bootstrap,
+            "CONNECT_URL": self.worker_url(0),
+            "CONNECT_URL_0": self.worker_url(0),
+            "CONNECT_URL_1": self.worker_url(1),
+            "KAFKA_LIB": str(self.kafka_lib),
+            "KAFKA_CLASSPATH": self.classpath,
+            "JAVA": _java(),
+            "LOGS_DIR": str(self.logs_dir),
+            "PLUGIN_PATH": str(self._plugin_path_dir()),
+        }
+        if self.sasl_ssl:
+            env.update({
+                "SASL_SSL_BOOTSTRAP": self.sasl_ssl_bootstrap,
+                "SCRAM_USER": SCRAM_USER, "SCRAM_PASSWORD": SCRAM_PASSWORD,
+                "CA_PEM": str(self.ca_pem), "TRUSTSTORE_P12": str(self.truststore_p12),
+                "TRUSTSTORE_JKS": str(self.truststore_jks), "TRUSTSTORE_PASSWORD": TLS_PASSWORD,
+                "SASL_SSL_CLIENT_PROPERTIES": str(self.sasl_ssl_client_properties),
+            })
+        pg = self.postgres_info()
+        env.update({"PG_HOST": pg["host"], "PG_PORT": str(pg["port"]), "PG_DB": PG_DB,
+                    "PG_USER": PG_USER, "PG_PASSWORD": PG_PASSWORD, "PG_JDBC_URL": pg["jdbc_url"]})
+        text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
+        _write_atomic(self.state_dir / "env", text)
+
+    def components(self) -> List[str]:
+        names = ["broker"] + [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
+        extra = sorted(p.stem for p in self.pids_dir.glob("*.pid")) if self.pids_dir.exists() else []
+        return names + [n for n in extra if n not in names]
+
+    def status(self) -> Dict[str, Any]:
+        res = {}
+        for n in self.components():
+            info = self._recorded(n)
+            if info or n in self._popen:
+                res[n] = {"pid": (info or {}).get("pid"), "running": self.is_running(n)}
+        return res
+
+    def down(self) -> None:
+        """Stop every process this state dir recorded (workers first, then broker, postgres)."""
+        order = [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["broker", "postgres"]
+        order += [n for n in self.components() if n not in order]
+        errors = []
+        for n in order:
+            try:
+                self._stop(n, timeout=60)
+            except HarnessError as e:
+                errors.append(str(e))
+        if errors:
+            raise HarnessError("; ".join(errors))
+
+    def up(self, workers: int = 0, postgres: bool = False, sasl_ssl: bool = False,
+           plugin_archive: Union[str, Path, None, bool] = None, keep_data: bool = False,
+           discovery: str = "hybrid_warn") -> None:
+        """Stop leftovers recorded in the state dir, then start a clean cluster."""
+        self.down()
+        if not keep_data:
+            for d in ("kafka-data", "pgdata", "plugins", "tls"):
+                shutil.rmtree(self.state_dir / d, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                self._broker_meta_path().unlink()
+        self.start_broker(sasl_ssl=sasl_ssl)
+        for i in range(workers):
+            self.start_worker(i, plugin_archive=plugin_archive, discovery=discovery)
+        if postgres:
+            self.start_postgres()
+        self._write_env()
+
+
+# --------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="(re)start a clean local cluster")
+    up.add_argument("--workers", type=int, default=0, choices=range(0, len(OFF_WORKERS) + 1))
+    up.add_argument("--postgres", action="store_true")
+    up.add_argument("--sasl-ssl", action="store_true")
+    up.add_argument("--plugin-archive", default=None,
+                    help="sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip)")
+    up.add_argument("--no-sharesink", action="store_true",
+                    help="start workers without the sharesink plugin")
+    up.add_argument("--discovery", default="hybrid_warn")
+    up.add_argument("--keep-data", action="store_true")
+    sub.add_parser("down", help="stop every process the harness recorded")
+    sub.add_parser("status", help="show recorded processes")
+    sub.add_parser("env", help="print the sourceable env file")
+    sub.add_parser("resolve", help="only resolve the jars and plugins into the cache")
+    a = ap.parse_args(argv)
+    c = Cluster()
+    try:
+        if a.cmd == "up":
+            archive: Union[str, bool, None] = False if a.no_sharesink else a.plugin_archive
+            c.up(workers=a.workers, postgres=a.postgres, sasl_ssl=a.sasl_ssl,
+                 plugin_archive=archive, keep_data=a.keep_data, discovery=a.discovery)
+            print((c.state_dir / "env").read_text(), end="")
+        elif a.cmd == "down":
+            c.down()
+        elif a.cmd == "status":
+            st = c.status()
+            print(f"state dir {c.state_dir}, port base {c.port_base}")
+            for n, s in st.items():
+                print(f"  {n:10s} pid {s['pid']}: {'running' if s['running'] else 'not running'}")
+            if not st:
+                print("  nothing recorded")
+        elif a.cmd == "env":
+            p = c.state_dir / "env"
+            if not p.exists():
+                print(f"no {p}: run `up` first", file=sys.stderr)
+                return 1
+            print(p.read_text(), end="")
+        elif a.cmd == "resolve":
+            print(ensure_kafka_lib())
+            for n in ("connect-file", "debezium-jdbc"):
+                print(ensure_plugin(n), plugin_version(n))
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
