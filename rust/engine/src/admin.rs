@@ -1,0 +1,281 @@
+//! Small admin and produce helpers for tests, benchmarks and tools: create a topic, set
+//! group configs (e.g. `share.auto.offset.reset=earliest` before the first member joins) and
+//! produce records. Not a producer for production use: one request per call, acks=all.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, ProduceRequest, ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use tokio::sync::Mutex;
+
+use crate::bootstrap::parse_bootstrap_servers;
+use crate::cluster::Cluster;
+use crate::connection::Connection;
+use crate::error::EngineError;
+use crate::protocol::error_codes;
+
+const TOPIC_ALREADY_EXISTS: i16 = 36;
+/// IncrementalAlterConfigs resource type of a group (KIP-848/932 group configs).
+const RESOURCE_TYPE_GROUP: i8 = 32;
+const OP_SET: i8 = 0;
+
+/// One record to produce.
+#[derive(Debug, Clone, Default)]
+pub struct ProduceRecord {
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+impl ProduceRecord {
+    pub fn value(value: impl Into<Bytes>) -> Self {
+        ProduceRecord {
+            value: Some(value.into()),
+            ..Default::default()
+        }
+    }
+}
+
+pub struct Admin {
+    cluster: Cluster,
+    timeout: Duration,
+    leaders: Mutex<HashMap<String, Arc<Connection>>>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Admin {
+    pub async fn connect(bootstrap_servers: &str, timeout: Duration) -> Result<Admin, EngineError> {
+        let cluster = Cluster::new(
+            parse_bootstrap_servers(bootstrap_servers)?,
+            "sharesink-admin".into(),
+            timeout,
+        );
+        cluster.control().await?;
+        Ok(Admin {
+            cluster,
+            timeout,
+            leaders: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn call<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = Result<T, EngineError>>,
+    ) -> Result<T, EngineError> {
+        tokio::time::timeout(self.timeout, fut)
+            .await
+            .map_err(|_| EngineError::timeout(self.timeout, what.to_string()))?
+    }
+
+    /// Creates a topic (replication factor 1 unless the broker default applies with -1);
+    /// an existing topic is fine.
+    pub async fn create_topic(&self, name: &str, partitions: i32) -> Result<(), EngineError> {
+        let conn = self.cluster.control().await?;
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name.to_string())))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)])
+            .with_timeout_ms(self.timeout.as_millis() as i32);
+        let response: CreateTopicsResponse =
+            self.call("CreateTopics", conn.request(&request, 7)).await?;
+        for t in response.topics {
+            if t.error_code != error_codes::NONE && t.error_code != TOPIC_ALREADY_EXISTS {
+                return Err(EngineError::broker(
+                    "CreateTopics",
+                    t.error_code,
+                    t.error_message.map(|m| m.to_string()),
+                ));
+            }
+        }
+        // Wait until metadata shows leaders for every partition.
+        for _ in 0..100 {
+            let view = self.cluster.metadata(&[name.to_string()]).await?;
+            let ready = view.topics.values().any(|t| {
+                &*t.name == name
+                    && t.leaders.len() == partitions as usize
+                    && t.leaders.values().all(|l| *l >= 0)
+            });
+            if ready {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(EngineError::timeout(
+            self.timeout,
+            format!("topic {name} to get leaders"),
+        ))
+    }
+
+    /// Sets dynamic group configs with IncrementalAlterConfigs (resource type GROUP = 32).
+    pub async fn set_group_config(
+        &self,
+        group_id: &str,
+        configs: &[(&str, &str)],
+    ) -> Result<(), EngineError> {
+        let conn = self.cluster.control().await?;
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(RESOURCE_TYPE_GROUP)
+                .with_resource_name(StrBytes::from_string(group_id.to_string()))
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, v)| {
+                            AlterableConfig::default()
+                                .with_name(StrBytes::from_string(k.to_string()))
+                                .with_config_operation(OP_SET)
+                                .with_value(Some(StrBytes::from_string(v.to_string())))
+                        })
+                        .collect(),
+                ),
+        ]);
+        let response: IncrementalAlterConfigsResponse = self
+            .call("IncrementalAlterConfigs", conn.request(&request, 1))
+            .await?;
+        for r in response.responses {
+            if r.error_code != error_codes::NONE {
+                return Err(EngineError::broker(
+                    "IncrementalAlterConfigs",
+                    r.error_code,
+                    r.error_message.map(|m| m.to_string()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn leader(&self, topic: &str, partition: i32) -> Result<Arc<Connection>, EngineError> {
+        let view = self.cluster.metadata(&[topic.to_string()]).await?;
+        let info = view
+            .topics
+            .values()
+            .find(|t| &*t.name == topic)
+            .ok_or_else(|| EngineError::broker("Metadata", 3, Some(topic.to_string())))?;
+        let leader = info.leaders.get(&partition).copied().unwrap_or(-1);
+        let addr = view
+            .brokers
+            .get(&leader)
+            .ok_or_else(|| {
+                EngineError::broker("Metadata", 5, Some(format!("{topic}-{partition}")))
+            })?
+            .clone();
+        let mut leaders = self.leaders.lock().await;
+        if let Some(conn) = leaders.get(&addr).filter(|c| !c.is_closed()) {
+            return Ok(conn.clone());
+        }
+        let conn = Arc::new(Connection::connect(&addr, "sharesink-admin", self.timeout).await?);
+        leaders.insert(addr, conn.clone());
+        Ok(conn)
+    }
+
+    /// Produces `records` as one batch to `topic`-`partition`; returns the base offset.
+    pub async fn produce(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[ProduceRecord],
+        compression: Compression,
+    ) -> Result<i64, EngineError> {
+        let timestamp = now_ms();
+        let encoded: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                // offset − sequence must stay constant for the encoder to keep one batch.
+                sequence: i as i32,
+                timestamp,
+                key: r.key.clone(),
+                value: r.value.clone(),
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
+                    .collect::<IndexMap<_, _>>(),
+                delete_horizon: false,
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &encoded,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .map_err(|e| EngineError::Internal(format!("encoding records: {e}")))?;
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(self.timeout.as_millis() as i32)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(buf.freeze()))])]);
+        // A new topic's leader may not be ready yet: retry retriable errors for a while.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = self.produce_once(topic, partition, &request).await;
+            match result {
+                Err(e) if e.is_retriable() && attempts < 50 => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn produce_once(
+        &self,
+        topic: &str,
+        partition: i32,
+        request: &ProduceRequest,
+    ) -> Result<i64, EngineError> {
+        let conn = self.leader(topic, partition).await?;
+        let response: ProduceResponse = self.call("Produce", conn.request(request, 9)).await?;
+        let p = response
+            .responses
+            .first()
+            .and_then(|t| t.partition_responses.first())
+            .ok_or_else(|| EngineError::protocol("empty Produce response"))?;
+        if p.error_code != error_codes::NONE {
+            return Err(EngineError::broker(
+                "Produce",
+                p.error_code,
+                p.error_message.as_ref().map(|m| m.to_string()),
+            ));
+        }
+        Ok(p.base_offset)
+    }
+}

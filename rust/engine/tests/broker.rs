@@ -1,0 +1,391 @@
+//! Tests against a real Kafka 4.4 broker.
+//!
+//! Scheme: this test binary is built only with `--features broker-tests`, so a plain
+//! `cargo test` runs the unit tests and nothing here. When built, every test needs
+//! `SHARESINK_BOOTSTRAP` (host:port of a broker with share groups on) and FAILS if it is
+//! missing, never skips. Start a broker with the harness, e.g.:
+//!
+//! ```sh
+//! SHARESINK_PORT_BASE=42000 SHARESINK_CLUSTER_DIR=/tmp/engine-dev python3 tests/harness/cluster.py up
+//! SHARESINK_BOOTSTRAP=127.0.0.1:42092 cargo test -p sharesink-engine --features broker-tests --test broker
+//! ```
+//!
+//! Each test uses its own topic and group (unique names), so tests can share a broker and
+//! run in parallel. `RUST_LOG=sharesink_engine=debug` shows the engine's events.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+use sharesink_engine::admin::{Admin, ProduceRecord};
+use sharesink_engine::{probe, properties, Ack, AckKind, Batch, ConsumerConfig, ShareConsumer};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn bootstrap() -> String {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    std::env::var("SHARESINK_BOOTSTRAP").expect(
+        "SHARESINK_BOOTSTRAP is not set: these tests need a running broker \
+         (see the top of rust/engine/tests/broker.rs)",
+    )
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+struct Fixture {
+    bootstrap: String,
+    topic: String,
+    group: String,
+}
+
+/// Creates a topic with `partitions`, sets `share.auto.offset.reset=earliest` (plus `extra`)
+/// on a fresh group, and produces `per_partition` records to each partition, using a
+/// different compression codec per partition.
+async fn fixture(
+    name: &str,
+    partitions: i32,
+    per_partition: usize,
+    extra: &[(&str, &str)],
+) -> Fixture {
+    let bootstrap = bootstrap();
+    let admin = Admin::connect(&bootstrap, TIMEOUT)
+        .await
+        .expect("admin connect");
+    let topic = unique(name);
+    let group = unique(&format!("{name}-g"));
+    admin
+        .create_topic(&topic, partitions)
+        .await
+        .expect("create topic");
+    let mut configs = vec![("share.auto.offset.reset", "earliest")];
+    configs.extend_from_slice(extra);
+    admin
+        .set_group_config(&group, &configs)
+        .await
+        .expect("group config");
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+    for p in 0..partitions {
+        let records: Vec<ProduceRecord> = (0..per_partition)
+            .map(|i| ProduceRecord {
+                key: Some(Bytes::from(format!("k-{p}-{i}"))),
+                value: Some(Bytes::from(format!("v-{p}-{i}"))),
+                headers: vec![("h".into(), Some(Bytes::from(format!("{i}"))))],
+            })
+            .collect();
+        if !records.is_empty() {
+            admin
+                .produce(&topic, p, &records, codecs[p as usize % codecs.len()])
+                .await
+                .expect("produce");
+        }
+    }
+    Fixture {
+        bootstrap,
+        topic,
+        group,
+    }
+}
+
+impl Fixture {
+    async fn consumer(&self, extra: &[(&str, &str)]) -> ShareConsumer {
+        let mut props = properties([
+            ("bootstrap.servers", self.bootstrap.as_str()),
+            ("group.id", self.group.as_str()),
+            ("fetch.max.wait.ms", "200"),
+        ]);
+        for (k, v) in extra {
+            props.insert(k.to_string(), v.to_string());
+        }
+        let config = ConsumerConfig::from_properties(&props).expect("config");
+        ShareConsumer::start(config, vec![self.topic.clone()])
+            .await
+            .expect("start")
+    }
+}
+
+/// One ack per record of the batch (the engine merges contiguous same-type ranges).
+fn acks_for(batch: &Batch, kind: AckKind) -> Vec<Ack> {
+    batch
+        .records()
+        .iter()
+        .map(|r| Ack::new(r.topic.clone(), r.partition, r.offset, r.offset, kind))
+        .collect()
+}
+
+type Key = (i32, i64);
+
+/// Polls until `want` distinct records arrived or `deadline` passes, acking each batch with
+/// `kind`. Returns (partition, offset) → delivery count as seen.
+async fn consume(
+    c: &ShareConsumer,
+    want: usize,
+    kind: AckKind,
+    within: Duration,
+) -> BTreeMap<Key, i16> {
+    let deadline = Instant::now() + within;
+    let mut seen = BTreeMap::new();
+    while seen.len() < want && Instant::now() < deadline {
+        if let Some(batch) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+            for r in batch.records() {
+                let prev = seen.insert((r.partition, r.offset), r.delivery_count);
+                assert!(
+                    prev.is_none(),
+                    "record {}-{} delivered twice",
+                    r.partition,
+                    r.offset
+                );
+            }
+            c.acknowledge(&acks_for(&batch, kind)).expect("acknowledge");
+        }
+    }
+    seen
+}
+
+/// Asserts nothing arrives for `quiet`.
+async fn assert_quiet(c: &ShareConsumer, quiet: Duration) {
+    let deadline = Instant::now() + quiet;
+    while Instant::now() < deadline {
+        if let Some(batch) = c.poll(Duration::from_millis(300)).await.expect("poll") {
+            let r = &batch.records()[0];
+            panic!(
+                "unexpected redelivery of {}-{} (delivery count {})",
+                r.partition, r.offset, r.delivery_count
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_reports_share_apis() {
+    let report = probe(&bootstrap(), TIMEOUT).await.expect("probe");
+    println!("{report}");
+    let (_, max) = report.share_fetch_versions().expect("ShareFetch offered");
+    assert!(max >= 1);
+    assert!(report.share_acknowledge_versions().is_some());
+    assert!(report.share_group_heartbeat_versions().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_consumes_everything_once() {
+    let f = fixture("accept", 3, 200, &[]).await;
+    let c = f.consumer(&[]).await;
+    let started = Instant::now();
+    let seen = consume(&c, 600, AckKind::Accept, Duration::from_secs(60)).await;
+    println!(
+        "600 records in {:?}; metrics {:?}",
+        started.elapsed(),
+        c.metrics()
+    );
+    assert_eq!(seen.len(), 600, "missing records");
+    assert!(seen.values().all(|dc| *dc == 1));
+    assert_quiet(&c, Duration::from_secs(3)).await;
+    let m = c.metrics();
+    assert_eq!(m.records_fetched, 600);
+    assert_eq!(m.accepted, 600);
+    assert_eq!(m.ack_errors, 0);
+    c.close().await.expect("close");
+
+    // A new member of the same group finds nothing left.
+    let again = f.consumer(&[]).await;
+    assert_quiet(&again, Duration::from_secs(8)).await;
+    again.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_contents_and_headers_survive() {
+    let f = fixture("contents", 1, 5, &[]).await;
+    let c = f.consumer(&[]).await;
+    let batch = loop {
+        if let Some(b) = c.poll(TIMEOUT).await.expect("poll") {
+            break b;
+        }
+    };
+    let r = &batch.records()[0];
+    assert_eq!(&*r.topic, f.topic.as_str());
+    assert_eq!(r.offset, 0);
+    assert_eq!(r.key(), Some(&b"k-0-0"[..]));
+    assert_eq!(r.value(), Some(&b"v-0-0"[..]));
+    assert_eq!(r.headers()[0].key(), "h");
+    assert_eq!(r.headers()[0].value(), Some(&b"0"[..]));
+    let lock = c.acquisition_lock_timeout().expect("lock timeout reported");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(r.lock_deadline_ms > now_ms && r.lock_deadline_ms <= now_ms + lock.as_millis() as i64);
+    let results = c
+        .acknowledge_sync(&acks_for(&batch, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("ack");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    c.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_redelivers_with_delivery_count_2() {
+    let f = fixture("release", 1, 20, &[]).await;
+    let c = f.consumer(&[]).await;
+    let first = consume(&c, 20, AckKind::Release, Duration::from_secs(30)).await;
+    assert_eq!(first.len(), 20);
+    assert!(first.values().all(|dc| *dc == 1));
+    let second = consume(&c, 20, AckKind::Accept, Duration::from_secs(30)).await;
+    assert_eq!(second.len(), 20, "released records not redelivered");
+    assert!(second.values().all(|dc| *dc == 2), "{second:?}");
+    assert_quiet(&c, Duration::from_secs(2)).await;
+    let m = c.metrics();
+    assert_eq!((m.released, m.accepted), (20, 20));
+    c.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_never_redelivers() {
+    let f = fixture("reject", 1, 20, &[]).await;
+    let c = f.consumer(&[]).await;
+    let seen = consume(&c, 20, AckKind::Reject, Duration::from_secs(30)).await;
+    assert_eq!(seen.len(), 20);
+    assert_quiet(&c, Duration::from_secs(3)).await;
+    assert_eq!(c.metrics().rejected, 20);
+    c.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_releases_unacknowledged_records_at_once() {
+    let f = fixture("close", 1, 10, &[]).await;
+    let c = f.consumer(&[]).await;
+    let seen = consume(&c, 10, AckKind::Accept, Duration::ZERO).await; // nothing polled yet
+    assert!(seen.is_empty());
+    // Poll without acknowledging, then close: the records must come back well before the
+    // 30 s lock would expire.
+    let mut held = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    while held < 10 && Instant::now() < deadline {
+        if let Some(b) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+            held += b.len();
+        }
+    }
+    assert_eq!(held, 10);
+    c.close().await.expect("close");
+    let started = Instant::now();
+    let c2 = f.consumer(&[]).await;
+    let again = consume(&c2, 10, AckKind::Accept, Duration::from_secs(20)).await;
+    assert_eq!(again.len(), 10, "records not released by close");
+    assert!(again.values().all(|dc| *dc == 2));
+    println!("redelivered after close in {:?}", started.elapsed());
+    c2.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renew_keeps_a_record_past_its_lock() {
+    // 15 s is the smallest lock the broker allows by default.
+    let f = fixture("renew", 1, 2, &[("share.record.lock.duration.ms", "15000")]).await;
+    let c = f.consumer(&[]).await;
+    let mut records = Vec::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while records.len() < 2 && Instant::now() < deadline {
+        if let Some(b) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+            records.extend(b.into_iter());
+        }
+    }
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        c.acquisition_lock_timeout(),
+        Some(Duration::from_millis(15000))
+    );
+    let (renewed, expiring) = (&records[0], &records[1]);
+    let held_since = Instant::now();
+    while held_since.elapsed() < Duration::from_secs(20) {
+        let results = c
+            .acknowledge_sync(
+                &[Ack::new(
+                    renewed.topic.clone(),
+                    renewed.partition,
+                    renewed.offset,
+                    renewed.offset,
+                    AckKind::Renew,
+                )],
+                TIMEOUT,
+            )
+            .await
+            .expect("renew");
+        assert!(results[0].is_ok(), "renew refused: {results:?}");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
+    let results = c
+        .acknowledge_sync(
+            &[
+                Ack::new(
+                    renewed.topic.clone(),
+                    renewed.partition,
+                    renewed.offset,
+                    renewed.offset,
+                    AckKind::Accept,
+                ),
+                Ack::new(
+                    expiring.topic.clone(),
+                    expiring.partition,
+                    expiring.offset,
+                    expiring.offset,
+                    AckKind::Accept,
+                ),
+            ],
+            TIMEOUT,
+        )
+        .await
+        .expect("accept");
+    println!("after 20 s: {results:?}; metrics {:?}", c.metrics());
+    assert!(
+        results[0].is_ok(),
+        "renewed record lost its lock: {results:?}"
+    );
+    assert!(c.metrics().renewed >= 4);
+    c.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_members_split_the_work_without_overlap() {
+    let f = fixture("two", 4, 150, &[]).await;
+    let a = Arc::new(f.consumer(&[]).await);
+    let b = Arc::new(f.consumer(&[]).await);
+    let run = |c: Arc<ShareConsumer>| async move {
+        let mut seen = BTreeSet::new();
+        let mut idle_since = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && idle_since.elapsed() < Duration::from_secs(8) {
+            if let Some(batch) = c.poll(Duration::from_millis(300)).await.expect("poll") {
+                idle_since = Instant::now();
+                for r in batch.records() {
+                    assert!(
+                        seen.insert((r.partition, r.offset)),
+                        "duplicate within a member"
+                    );
+                }
+                c.acknowledge(&acks_for(&batch, AckKind::Accept))
+                    .expect("ack");
+            }
+        }
+        seen
+    };
+    let (sa, sb) = tokio::join!(run(a.clone()), run(b.clone()));
+    println!(
+        "member a: {} records, member b: {} records",
+        sa.len(),
+        sb.len()
+    );
+    assert!(sa.is_disjoint(&sb), "overlap between members");
+    assert_eq!(sa.len() + sb.len(), 600);
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
