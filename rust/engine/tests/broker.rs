@@ -351,6 +351,13 @@ async fn renew_keeps_a_record_past_its_lock() {
         "renewed record lost its lock: {results:?}"
     );
     assert!(c.metrics().renewed >= 4);
+    // The unrenewed record's lock expired: the broker handed it out again (count 2), while
+    // the renewed one was never redelivered.
+    let mut redelivered = Vec::new();
+    while let Some(b) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+        redelivered.extend(b.records().iter().map(|r| (r.offset, r.delivery_count)));
+    }
+    assert_eq!(redelivered, vec![(expiring.offset, 2)]);
     c.close().await.expect("close");
 }
 
@@ -388,4 +395,27 @@ async fn two_members_split_the_work_without_overlap() {
     assert_eq!(sa.len() + sb.len(), 600);
     a.close().await.expect("close");
     b.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_limit_mode_caps_each_fetch() {
+    let f = fixture("limit", 1, 50, &[]).await;
+    let c = f
+        .consumer(&[
+            ("share.acquire.mode", "record_limit"),
+            ("max.poll.records", "7"),
+        ])
+        .await;
+    let deadline = Instant::now() + TIMEOUT;
+    let mut total = 0;
+    while total < 50 && Instant::now() < deadline {
+        if let Some(batch) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+            assert!(batch.len() <= 7, "batch of {} records", batch.len());
+            total += batch.len();
+            c.acknowledge(&acks_for(&batch, AckKind::Accept))
+                .expect("ack");
+        }
+    }
+    assert_eq!(total, 50);
+    c.close().await.expect("close");
 }
