@@ -5,6 +5,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::protocol::StrBytes;
 
+use crate::acks::{Ack, AckKind};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum TimestampType {
@@ -86,6 +88,31 @@ impl Batch {
 
     pub fn payload_bytes(&self) -> usize {
         self.records.iter().map(ShareRecord::payload_len).sum()
+    }
+
+    /// Acknowledgements settling every record of the batch one way, as few ranges as
+    /// possible (consecutive offsets of one partition become one range).
+    pub fn acks(&self, kind: AckKind) -> Vec<Ack> {
+        let mut out: Vec<Ack> = Vec::new();
+        for r in &self.records {
+            match out.last_mut() {
+                Some(a)
+                    if a.partition == r.partition
+                        && a.last_offset + 1 == r.offset
+                        && Arc::ptr_eq(&a.topic, &r.topic) =>
+                {
+                    a.last_offset = r.offset;
+                }
+                _ => out.push(Ack::new(
+                    r.topic.clone(),
+                    r.partition,
+                    r.offset,
+                    r.offset,
+                    kind,
+                )),
+            }
+        }
+        out
     }
 }
 
