@@ -1,0 +1,570 @@
+package io.sharesink.connect.sink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.connect.sink.InMemoryShareGroup.Rec;
+import io.sharesink.connect.sink.InMemoryShareGroup.State;
+import io.sharesink.engine.AckType;
+import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
+import org.apache.kafka.connect.file.FileStreamSinkTask;
+import org.apache.kafka.connect.sink.ErrantRecordReporter;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The driver against real Connect parts (Kafka's FileStreamSinkTask, JsonConverter,
+ * StringConverter, RegexRouter, Filter + TopicNameMatches, the runtime's InternalSinkRecord) and
+ * an in-memory share partition that enforces the broker's acquisition rules.
+ */
+class ShareSinkDriverTest {
+
+  private static final long LOCK_MS = 30_000;
+
+  @TempDir Path dir;
+  private final List<DriverFixture> started = new ArrayList<>();
+
+  @AfterEach
+  void stopAll() {
+    for (DriverFixture fixture : started) {
+      fixture.driver.stop();
+    }
+  }
+
+  private DriverFixture start(
+      org.apache.kafka.connect.sink.SinkTask task,
+      Map<String, String> props,
+      InMemoryShareGroup group) {
+    DriverFixture fixture = DriverFixture.start(task, props, group);
+    started.add(fixture);
+    return fixture;
+  }
+
+  private static Map<String, String> props(String... kv) {
+    Map<String, String> props = new HashMap<>();
+    props.put("share.commit.interval.ms", "100");
+    for (int i = 0; i < kv.length; i += 2) {
+      props.put(kv[i], kv[i + 1]);
+    }
+    return props;
+  }
+
+  private static boolean allIn(InMemoryShareGroup group, State state) {
+    return group.all().stream().allMatch(r -> r.state == state);
+  }
+
+  @Test
+  void fileSinkWithJsonRoutingAndFilteringAcceptsEverythingAfterItIsWritten() throws IOException {
+    Path file = dir.resolve("out.txt");
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 7);
+    for (int i = 0; i < 10; i++) {
+      group.produce("orders", i % 2, "k" + i, "{\"id\":" + i + "}");
+    }
+    for (int i = 0; i < 3; i++) {
+      group.produce("audit", 0, null, "{\"audit\":" + i + "}");
+    }
+    // Each ACCEPT must find its record already in the file: ACK only after the sink wrote it.
+    List<String> acceptedTooEarly = new ArrayList<>();
+    group.onAccept =
+        rec -> {
+          try {
+            if (rec.topic.equals("orders")
+                && !Files.readString(file).contains(rec.valueString().replace("\"", "").replace(":", "="))) {
+              acceptedTooEarly.add(rec.topic + "@" + rec.offset);
+            }
+          } catch (IOException e) {
+            acceptedTooEarly.add(e.toString());
+          }
+        };
+    DriverFixture fixture =
+        start(
+            new FileStreamSinkTask(),
+            props(
+                "file", file.toString(),
+                "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable", "false",
+                "transforms", "route,dropAudit",
+                "transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter",
+                "transforms.route.regex", "orders",
+                "transforms.route.replacement", "orders-routed",
+                "transforms.dropAudit.type", "org.apache.kafka.connect.transforms.Filter",
+                "transforms.dropAudit.predicate", "isAudit",
+                "predicates", "isAudit",
+                "predicates.isAudit.type",
+                    "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+                "predicates.isAudit.pattern", "audit"),
+            group);
+
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+
+    List<String> lines = Files.readAllLines(file);
+    assertEquals(10, lines.size(), "filtered audit records must not reach the file: " + lines);
+    for (int i = 0; i < 10; i++) {
+      assertTrue(lines.contains("{id=" + i + "}"), "missing " + i + " in " + lines);
+    }
+    assertEquals(List.of(), acceptedTooEarly);
+    assertEquals(List.of(), group.violations);
+    // The task saw its partitions in original coordinates, never the routed topic.
+    assertEquals(
+        Set.of(
+            new TopicPartition("orders", 0),
+            new TopicPartition("orders", 1),
+            new TopicPartition("audit", 0)),
+        fixture.context.assignment());
+    // One contiguous ACCEPT range per partition and commit, not one per record.
+    assertTrue(
+        group.received(AckType.ACCEPT).size() < 13,
+        "ranges not compacted: " + group.received(AckType.ACCEPT));
+    assertEquals(13, fixture.driver.metrics().snapshot().recordsAccepted());
+  }
+
+  @Test
+  void recordsCarryOriginalCoordinatesAndAreInternalSinkRecords() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("orders", 3, "k", "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "transforms", "route",
+                "transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter",
+                "transforms.route.regex", "(.*)",
+                "transforms.route.replacement", "$1-copy"),
+            group);
+    fixture.runUntil(() -> !task.allPut().isEmpty(), Duration.ofSeconds(5), "a put");
+    SinkRecord record = task.allPut().get(0);
+    assertEquals("orders-copy", record.topic());
+    assertEquals("orders", record.originalTopic());
+    assertEquals(3, record.originalKafkaPartition());
+    assertEquals(0, record.originalKafkaOffset());
+    assertEquals("v", record.value());
+    assertNotNull(record.timestamp());
+    assertEquals(
+        "org.apache.kafka.connect.runtime.InternalSinkRecord", record.getClass().getName());
+    assertEquals(List.of(List.of(new TopicPartition("orders", 3))), task.opens);
+  }
+
+  @Test
+  void putIsCalledEmptyOnIdleCyclesAndPreCommitEveryInterval() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runFor(Duration.ofMillis(450));
+    assertTrue(task.puts.size() >= 3, "put(empty) on idle cycles: " + task.puts.size());
+    assertTrue(task.puts.stream().allMatch(List::isEmpty));
+    assertTrue(task.preCommits.size() >= 2, "preCommits: " + task.preCommits.size());
+    assertTrue(task.opens.isEmpty(), "nothing to open before a record arrives");
+  }
+
+  @Test
+  void preCommitReceivesMaxPutOffsetPlusOneAndOnlyCoveredRecordsAreAccepted() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    for (int i = 0; i < 6; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    TopicPartition tp = new TopicPartition("t", 0);
+    // The sink has durably written offsets 0..3 only.
+    task.onPreCommit = offsets -> Map.of(tp, new OffsetAndMetadata(4));
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runUntil(
+        () -> group.count(State.ACCEPTED) == 4, Duration.ofSeconds(5), "4 accepted");
+    fixture.runFor(Duration.ofMillis(300));
+    assertEquals(4, group.count(State.ACCEPTED));
+    assertEquals(2, group.count(State.ACQUIRED), "offsets 4 and 5 stay held");
+    assertTrue(task.preCommits.stream().anyMatch(m -> m.equals(Map.of(tp, new OffsetAndMetadata(6)))));
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void aReturnedOffsetAboveWhatWasPassedIsIgnored() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of(new TopicPartition("t", 0), new OffsetAndMetadata(99));
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runFor(Duration.ofMillis(400));
+    assertEquals(0, group.count(State.ACCEPTED));
+    assertEquals(1, group.count(State.ACQUIRED));
+  }
+
+  @Test
+  void aFailureDeferredToTheNextPutIsNeverAccepted() {
+    // Debezium JDBC 3.6 style: put() swallows a write error and throws it on the next put().
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 3);
+    for (int i = 0; i < 3; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    AtomicInteger putCount = new AtomicInteger();
+    task.onPut =
+        records -> {
+          if (putCount.incrementAndGet() == 2) {
+            throw new ConnectException("write of the previous batch failed");
+          }
+        };
+    DriverFixture fixture = start(task, props("share.commit.interval.ms", "10"), group);
+    // Cycle 1 puts 0..2 and (commit due) preCommit echoes offset 3: without the guard they would
+    // be ACCEPTed here. Cycle 2's put(empty) throws the deferred failure.
+    ConnectException failure =
+        assertThrows(
+            ConnectException.class,
+            () -> fixture.runUntil(() -> false, Duration.ofSeconds(5), "failure"));
+    assertNotNull(failure.getCause());
+    assertEquals(0, group.count(State.ACCEPTED), "nothing of the failed put may be accepted");
+    assertThrows(ConnectException.class, () -> fixture.driver.runCycle(Duration.ofMillis(10)));
+    fixture.driver.stop();
+    assertEquals(3, group.count(State.AVAILABLE), "released for another attempt");
+    assertEquals(List.of(), group.violations);
+    assertTrue(task.stopped);
+  }
+
+  @Test
+  void retriablePutIsRetriedWithTheSameRecordsWhileLocksAreRenewed() {
+    long shortLock = 600;
+    InMemoryShareGroup group = new InMemoryShareGroup(shortLock, 10);
+    for (int i = 0; i < 4; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    long outageEnds = System.currentTimeMillis() + 2_000; // over three lock durations
+    task.onPut =
+        records -> {
+          if (!records.isEmpty() && System.currentTimeMillis() < outageEnds) {
+            task.ctx().timeout(150);
+            throw new RetriableException("database unavailable");
+          }
+        };
+    DriverFixture fixture = start(task, props("share.commit.interval.ms", "1000"), group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+
+    List<List<SinkRecord>> nonEmpty = task.puts.stream().filter(p -> !p.isEmpty()).toList();
+    assertTrue(nonEmpty.size() >= 3, "retried: " + nonEmpty.size());
+    for (List<SinkRecord> attempt : nonEmpty) {
+      assertEquals(4, attempt.size());
+      for (int i = 0; i < 4; i++) {
+        assertSame(nonEmpty.get(0).get(i), attempt.get(i), "the same SinkRecord objects");
+      }
+    }
+    assertEquals(0, group.expiredLocks, "no lock may expire during the outage");
+    assertTrue(group.all().stream().allMatch(r -> r.deliveryCount == 1));
+    assertFalse(group.received(AckType.RENEW).isEmpty());
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void bufferedRecordsAreRenewedUntilTheSinkFlushes() {
+    InMemoryShareGroup group = new InMemoryShareGroup(500, 10);
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    TopicPartition tp = new TopicPartition("t", 0);
+    long flushAt = System.currentTimeMillis() + 1_500;
+    task.onPreCommit =
+        offsets -> System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "accepted");
+    assertEquals(0, group.expiredLocks);
+    assertEquals(1, group.all().get(0).deliveryCount);
+    assertEquals(1, task.allPut().size(), "put once, never again");
+  }
+
+  @Test
+  void converterFailureWithToleranceNoneFailsNamingTheRecordAndReleasesIt() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("orders", 2, null, "{\"ok\":1}");
+    group.produce("orders", 2, null, "{not json");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable", "false"),
+            group);
+    ConnectException failure =
+        assertThrows(ConnectException.class, () -> fixture.driver.runCycle(Duration.ofMillis(50)));
+    assertTrue(failure.getMessage().contains("topic=orders"), failure.getMessage());
+    assertTrue(failure.getMessage().contains("partition=2"), failure.getMessage());
+    assertTrue(failure.getMessage().contains("offset=1"), failure.getMessage());
+    assertEquals(State.AVAILABLE, group.rec("orders", 2, 1).state, "released, not rejected");
+    assertEquals(List.of(), group.received(AckType.REJECT));
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void converterFailureWithToleranceAllIsRejectedAfterItsDlqWriteAndTheRestGoesOn() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("orders", 0, null, "{\"ok\":1}");
+    group.produce("orders", 0, null, "{not json");
+    group.produce("orders", 0, null, "{\"ok\":2}");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    HeldDeadLetterQueue dlq = new HeldDeadLetterQueue();
+    Map<String, String> props =
+        props(
+            "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable", "false",
+            "errors.tolerance", "all",
+            "errors.log.enable", "true",
+            "errors.log.include.messages", "true",
+            "errors.deadletterqueue.topic.name", "dlq");
+    DriverFixture fixture = DriverFixture.start(task, props, group, dlq, false);
+    started.add(fixture);
+    fixture.runFor(Duration.ofMillis(400));
+    assertEquals(2, task.allPut().size());
+    assertEquals(1, dlq.writes.size());
+    assertEquals(ErrorStage.VALUE_CONVERTER, dlq.writes.get(0).stage);
+    assertEquals("{not json", new String(dlq.writes.get(0).record.value(), StandardCharsets.UTF_8));
+    // The DLQ write is not acknowledged yet: no REJECT, and nothing of its partition ACCEPTed.
+    assertEquals(State.ACQUIRED, group.rec("orders", 0, 1).state);
+    assertEquals(0, group.count(State.ACCEPTED));
+    dlq.completeAll();
+    fixture.runUntil(
+        () -> group.rec("orders", 0, 1).state == State.REJECTED,
+        Duration.ofSeconds(5),
+        "rejected");
+    fixture.runUntil(() -> group.count(State.ACCEPTED) == 2, Duration.ofSeconds(5), "accepted");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void brokerWrittenDlqNeedsOnlyAReject() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("orders", 0, null, "{bad");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    HeldDeadLetterQueue dlq = new HeldDeadLetterQueue();
+    DriverFixture fixture =
+        DriverFixture.start(
+            task,
+            props(
+                "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "errors.tolerance", "all",
+                "errors.deadletterqueue.topic.name", "dlq"),
+            group,
+            dlq,
+            true);
+    started.add(fixture);
+    fixture.runUntil(
+        () -> group.rec("orders", 0, 0).state == State.REJECTED, Duration.ofSeconds(5), "reject");
+    assertEquals(0, dlq.writes.size(), "the broker writes the DLQ record, not us");
+  }
+
+  @Test
+  void errantRecordReporterRejectsOnceTheWriteIsDoneAndHoldsThePartitionBack() throws Exception {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    for (int i = 0; i < 3; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    HeldDeadLetterQueue dlq = new HeldDeadLetterQueue();
+    List<Future<Void>> futures = new ArrayList<>();
+    task.onPut =
+        records -> {
+          for (SinkRecord record : records) {
+            if ("v1".equals(record.value())) {
+              futures.add(
+                  task.ctx().errantRecordReporter().report(record, new RuntimeException("bad")));
+            }
+          }
+        };
+    DriverFixture fixture =
+        DriverFixture.start(
+            task,
+            props("errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq"),
+            group,
+            dlq,
+            false);
+    started.add(fixture);
+    assertNotNull(task.ctx().errantRecordReporter());
+    fixture.runFor(Duration.ofMillis(400));
+    assertEquals(1, futures.size());
+    assertFalse(futures.get(0).isDone());
+    assertEquals(0, group.count(State.ACCEPTED), "partition waits for the DLQ write");
+    assertEquals(ErrorStage.TASK_PUT, dlq.writes.get(0).stage);
+    dlq.completeAll();
+    assertNull(futures.get(0).get());
+    fixture.runUntil(
+        () -> group.count(State.ACCEPTED) == 2 && group.count(State.REJECTED) == 1,
+        Duration.ofSeconds(5),
+        "2 accepted and 1 rejected");
+    assertEquals(State.REJECTED, group.rec("t", 0, 1).state);
+  }
+
+  @Test
+  void reporterIsOfferedOnlyAsTheRuntimeDoesAndThrowsUnderToleranceNone() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    ScriptedSinkTask plain = new ScriptedSinkTask();
+    start(plain, props("errors.tolerance", "all"), group);
+    assertNull(plain.ctx().errantRecordReporter(), "tolerance=all alone gives no reporter");
+
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask strict = new ScriptedSinkTask();
+    List<Throwable> thrown = new ArrayList<>();
+    strict.onPut =
+        records -> {
+          ErrantRecordReporter reporter = strict.ctx().errantRecordReporter();
+          for (SinkRecord record : records) {
+            try {
+              reporter.report(record, new RuntimeException("bad"));
+            } catch (ConnectException e) {
+              thrown.add(e);
+            }
+          }
+        };
+    DriverFixture fixture = start(strict, props("errors.log.enable", "true"), group);
+    fixture.runUntil(() -> !thrown.isEmpty(), Duration.ofSeconds(5), "report to throw");
+    assertTrue(thrown.get(0).getMessage().contains("Tolerance exceeded"));
+  }
+
+  @Test
+  void pausedPartitionsAreHeldAndRenewedThenDeliveredAfterResume() {
+    InMemoryShareGroup group = new InMemoryShareGroup(500, 10);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    TopicPartition paused = new TopicPartition("t", 1);
+    DriverFixture fixture = start(task, props(), group);
+    task.ctx().pause(paused);
+    group.produce("t", 0, null, "a");
+    group.produce("t", 1, null, "b");
+    fixture.runFor(Duration.ofMillis(1_500));
+    assertEquals(List.of("a"), task.allPut().stream().map(SinkRecord::value).toList());
+    assertEquals(State.ACQUIRED, group.rec("t", 1, 0).state);
+    assertEquals(0, group.expiredLocks, "held records are renewed");
+    task.ctx().resume(paused);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "accepted");
+    assertEquals(List.of("a", "b"), task.allPut().stream().map(SinkRecord::value).toList());
+  }
+
+  @Test
+  void emptyPreCommitAcceptsByDefaultAndHoldsWhenConfigured() {
+    InMemoryShareGroup accepting = new InMemoryShareGroup(LOCK_MS, 10);
+    accepting.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of();
+    DriverFixture fixture = start(task, props(), accepting);
+    fixture.runUntil(() -> allIn(accepting, State.ACCEPTED), Duration.ofSeconds(5), "accepted");
+
+    InMemoryShareGroup holding = new InMemoryShareGroup(LOCK_MS, 10);
+    holding.produce("t", 0, null, "v");
+    ScriptedSinkTask holder = new ScriptedSinkTask();
+    holder.onPreCommit = offsets -> Map.of();
+    DriverFixture held = start(holder, props("share.commit.empty.precommit", "hold"), holding);
+    held.runFor(Duration.ofMillis(400));
+    assertEquals(State.ACQUIRED, holding.rec("t", 0, 0).state);
+    holder.onPreCommit = offsets -> offsets;
+    held.runUntil(() -> allIn(holding, State.ACCEPTED), Duration.ofSeconds(5), "accepted");
+  }
+
+  @Test
+  void requestCommitRunsACommitCycleRightAway() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPut = records -> task.ctx().requestCommit();
+    DriverFixture fixture = start(task, props("share.commit.interval.ms", "60000"), group);
+    fixture.driver.runCycle(Duration.ofMillis(10));
+    assertEquals(1, task.preCommits.size());
+  }
+
+  @Test
+  void everyCallIntoPluginsRunsUnderThePluginLoader() throws Exception {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture = start(task, props(), group);
+    try (URLClassLoader foreign = new URLClassLoader(new URL[0], null)) {
+      Thread.currentThread().setContextClassLoader(foreign);
+      try {
+        fixture.driver.runCycle(Duration.ofMillis(10));
+        assertSame(foreign, Thread.currentThread().getContextClassLoader(), "restored");
+      } finally {
+        Thread.currentThread().setContextClassLoader(ShareSinkDriverTest.class.getClassLoader());
+      }
+    }
+    assertSame(ScriptedSinkTask.class.getClassLoader(), task.putLoaders.get(0));
+  }
+
+  @Test
+  void rewindsAreIgnoredAndStopClosesCommitsAndReleases() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    for (int i = 0; i < 4; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    TopicPartition tp = new TopicPartition("t", 0);
+    DriverFixture fixture = start(task, props("share.commit.interval.ms", "60000"), group);
+    task.ctx().offset(tp, 0);
+    task.ctx().offset(Map.of(tp, 1L));
+    fixture.driver.runCycle(Duration.ofMillis(10)); // puts 0..3, no commit due
+    task.ctx().pause(tp);
+    group.produce("t", 0, null, "held back");
+    fixture.driver.runCycle(Duration.ofMillis(10));
+    assertEquals(0, group.count(State.ACCEPTED));
+    fixture.driver.stop();
+    assertEquals(4, group.count(State.ACCEPTED), "final commit after a confirming put(empty)");
+    assertEquals(State.AVAILABLE, group.rec("t", 0, 4).state, "never put: released");
+    assertEquals(List.of(List.of(tp)), task.closes);
+    assertTrue(task.stopped);
+    assertEquals(List.of(), group.violations);
+    fixture.driver.stop(); // idempotent
+  }
+
+  @Test
+  void aRecordDeliveredAgainWhileHeldIsNotPutTwice() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of(new TopicPartition("t", 0), new OffsetAndMetadata(0));
+    DriverFixture fixture = start(task, props(), group);
+    fixture.driver.runCycle(Duration.ofMillis(10));
+    // Make the member see it again (as an engine may after a renewal): the ledger refuses it.
+    group.rec("t", 0, 0).state = State.AVAILABLE;
+    fixture.driver.runCycle(Duration.ofMillis(10));
+    assertEquals(1, task.allPut().size());
+    assertEquals(1, fixture.driver.metrics().snapshot().duplicatesIgnored());
+  }
+
+  /** A DLQ whose writes complete when the test says so. */
+  static final class HeldDeadLetterQueue implements DeadLetterQueue {
+    record Write(RawRecord record, ErrorStage stage, CompletableFuture<Void> future) {}
+
+    final List<Write> writes = new ArrayList<>();
+
+    @Override
+    public synchronized CompletableFuture<Void> write(
+        RawRecord record, ErrorStage stage, Class<?> executingClass, Throwable error) {
+      CompletableFuture<Void> future = new CompletableFuture<>();
+      writes.add(new Write(record, stage, future));
+      return future;
+    }
+
+    synchronized void completeAll() {
+      writes.forEach(w -> w.future.complete(null));
+    }
+
+    @Override
+    public void close() {}
+  }
+}
