@@ -90,6 +90,11 @@ impl Batch {
         self.records.iter().map(ShareRecord::payload_len).sum()
     }
 
+    /// The earliest lock deadline of the batch's records (ms since the epoch).
+    pub fn lock_deadline_ms(&self) -> Option<i64> {
+        self.records.iter().map(|r| r.lock_deadline_ms).min()
+    }
+
     /// Acknowledgements settling every record of the batch one way, as few ranges as
     /// possible (consecutive offsets of one partition become one range).
     pub fn acks(&self, kind: AckKind) -> Vec<Ack> {

@@ -159,6 +159,19 @@ impl ShareConsumer {
             if let Some(batch) = self.shared.buffer.try_take() {
                 let n = batch.len() as i64;
                 self.shared.metrics.records_buffered.fetch_sub(n, Relaxed);
+                // Records whose lock already ran out belong to the broker again: handing
+                // them out would only produce duplicates and failing acks.
+                if batch.lock_deadline_ms().is_some_and(|d| d <= wall_ms()) {
+                    warn!(
+                        records = n,
+                        "dropping buffered records whose acquisition lock expired"
+                    );
+                    self.shared
+                        .metrics
+                        .records_expired
+                        .fetch_add(n as u64, Relaxed);
+                    continue;
+                }
                 self.shared.metrics.records_in_flight.fetch_add(n, Relaxed);
                 return Ok(Some(batch));
             }
@@ -301,6 +314,13 @@ impl ShareConsumer {
     }
 }
 
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 impl Drop for ShareConsumer {
     fn drop(&mut self) {
         // Without close(): ask the tasks to close sessions and leave on their own.
@@ -319,4 +339,17 @@ pub fn properties<'a>(
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn consumer_can_be_shared_between_threads() {
+        assert_send_sync::<ShareConsumer>();
+        assert_send_sync::<Batch>();
+    }
 }

@@ -19,6 +19,7 @@ pub(crate) struct Metrics {
     pub records_buffered: AtomicI64,
     pub rejoins: AtomicU64,
     pub session_resets: AtomicU64,
+    pub records_expired: AtomicU64,
 }
 
 impl Metrics {
@@ -70,6 +71,7 @@ impl Metrics {
             records_buffered: self.records_buffered.load(Relaxed).max(0) as u64,
             rejoins: self.rejoins.load(Relaxed),
             session_resets: self.session_resets.load(Relaxed),
+            records_expired: self.records_expired.load(Relaxed),
         }
     }
 }
@@ -99,4 +101,6 @@ pub struct MetricsSnapshot {
     pub records_buffered: u64,
     pub rejoins: u64,
     pub session_resets: u64,
+    /// Buffered records dropped at `poll` because their lock had already expired.
+    pub records_expired: u64,
 }

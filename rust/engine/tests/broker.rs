@@ -168,6 +168,41 @@ async fn assert_quiet(c: &ShareConsumer, quiet: Duration) {
     }
 }
 
+/// The JNI layer's pattern: a plain thread drives the consumer with `block_on` and another
+/// thread wakes its blocked poll.
+#[test]
+fn wakeup_interrupts_a_poll_blocked_on_another_thread() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let f = runtime.block_on(fixture("wakeup", 1, 0, &[]));
+    let c = Arc::new(runtime.block_on(f.consumer(&[])));
+    let handle = runtime.handle().clone();
+    let poller = {
+        let c = c.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let r = handle.block_on(c.poll(Duration::from_secs(20)));
+            (r.map(|b| b.is_none()), started.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    c.wakeup();
+    let (result, took) = poller.join().unwrap();
+    assert!(
+        result.expect("poll"),
+        "poll returned records on an empty topic"
+    );
+    assert!(took < Duration::from_secs(5), "wakeup took {took:?}");
+    runtime.block_on(c.close()).expect("close");
+    assert!(matches!(
+        runtime.block_on(c.poll(Duration::ZERO)),
+        Err(sharesink_engine::EngineError::Closed)
+    ));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_reports_share_apis() {
     let report = probe(&bootstrap(), TIMEOUT).await.expect("probe");
@@ -180,7 +215,7 @@ async fn probe_reports_share_apis() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accept_consumes_everything_once() {
-    let f = fixture("accept", 3, 200, &[]).await;
+    let f = fixture("accept", 5, 120, &[]).await; // one codec per partition
     let c = f.consumer(&[]).await;
     let started = Instant::now();
     let seen = consume(&c, 600, AckKind::Accept, Duration::from_secs(60)).await;
