@@ -32,13 +32,16 @@ def _keep() -> bool:
 
 @pytest.fixture(scope="session")
 def cluster():
-    """A running broker (PLAINTEXT on c.bootstrap); torn down at session end."""
+    """A running broker (PLAINTEXT on c.bootstrap, SASL_SSL on c.sasl_ssl_bootstrap); torn down
+    at session end."""
     c = Cluster()
     try:
         if os.environ.get("SHARESINK_REUSE_CLUSTER") == "1" and c.is_running("broker"):
             pass
         else:
-            c.up()
+            # SASL_SSL (SCRAM-SHA-512/256 over TLS, c.sasl_ssl_bootstrap) is always on for tests;
+            # PLAINTEXT (c.bootstrap) stays the default listener.
+            c.up(sasl_ssl=True)
     except HarnessError as e:
         pytest.fail(f"could not start the local Kafka broker: {e}", pytrace=False)
     yield c

@@ -121,3 +121,22 @@ def test_postgres_password_login_and_restart_keeps_data(cluster: Cluster, postgr
                          env=dict(os.environ, PGPASSWORD="wrong"), capture_output=True, text=True,
                          timeout=30)
     assert bad.returncode != 0 and "password authentication failed" in bad.stderr
+
+
+def test_sasl_ssl_listener_scram_512_and_256(cluster: Cluster):
+    assert cluster.sasl_ssl and cluster.ca_pem.is_file() and cluster.truststore_jks.is_file()
+    topic = _name("harness-sasl")
+    cfg512 = cluster.sasl_ssl_client_properties_file("SCRAM-SHA-512")
+    cfg256 = cluster.sasl_ssl_client_properties_file("SCRAM-SHA-256")
+    from harness.cluster import CONSOLE_PRODUCER, TOPIC_COMMAND
+    cluster.run_tool(TOPIC_COMMAND, "--bootstrap-server", cluster.sasl_ssl_bootstrap,
+                     "--command-config", cfg512, "--create", "--topic", topic)
+    cluster.run_tool(CONSOLE_PRODUCER, "--bootstrap-server", cluster.sasl_ssl_bootstrap,
+                     "--command-config", cfg256, "--topic", topic, input="x\ny\nz\n")
+    assert cluster.consume(topic, 3) == ["x", "y", "z"]
+    bad = cluster.tls_dir / "client-bad.properties"
+    bad.write_text(cfg512.read_text().replace(cluster.scram_password, "wrong-secret"))
+    res = cluster.run_tool(TOPIC_COMMAND, "--bootstrap-server", cluster.sasl_ssl_bootstrap,
+                           "--command-config", bad, "--list", check=False, timeout=90)
+    assert res.returncode != 0
+    assert "invalid credentials" in res.stdout + res.stderr

@@ -56,8 +56,10 @@ KAFKA_DEPS_POM = HARNESS_DIR / "kafka-deps" / "pom.xml"
 
 KAFKA_VERSION = "4.4.0"
 # Third-party Connect plugins, each in its own plugin directory. The first version that Maven
-# Central serves is used (connect-file 4.4.0 and Debezium 3.6.1.Final are not served by the
-# registry reachable here; see README/report).
+# Central serves is used: the Maven Central reachable from this project's machines does not
+# serve connect-file 4.4.0 nor Debezium JDBC 3.6.1.Final (checked 2026-11), so 4.3.1 and
+# 3.6.0.Final are what the harness installs there (connect-file < 4.4 gets a one-class shim,
+# see _build_appinfo_shim).
 CONNECT_FILE_VERSIONS = ("4.4.0", "4.3.1")
 DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
 
@@ -636,6 +638,14 @@ class Cluster:
         """Client config file (SCRAM-SHA-512 over TLS) for Kafka tools and tests."""
         return self.tls_dir / "client-sasl-ssl.properties"
 
+    def sasl_ssl_client_properties_file(self, mechanism: str = "SCRAM-SHA-512") -> Path:
+        """A client config file for `mechanism` (SCRAM-SHA-512 or SCRAM-SHA-256), for
+        `--command-config` of the Kafka tools."""
+        path = self.tls_dir / f"client-sasl-ssl-{mechanism.lower()}.properties"
+        _write_atomic(path, _props({k: v for k, v in self.sasl_ssl_client_config(mechanism).items()
+                                    if k != "bootstrap.servers"}))
+        return path
+
     def sasl_ssl_client_config(self, mechanism: str = "SCRAM-SHA-512") -> Dict[str, str]:
         return {
             "bootstrap.servers": self.sasl_ssl_bootstrap,
@@ -1172,7 +1182,8 @@ class Cluster:
                 if upd.returncode != 0:
                     raise HarnessError(f"apt-get update failed:\n{upd.stdout[-3000:]}")
             inst = _run(["apt-get", "install", "-y", "--no-install-recommends",
-                         "-o", "Dpkg::Options::=--force-confold", "postgresql"],
+                         "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
+                         "postgresql"],
                         timeout=900, env=env, what="apt-get install postgresql")
             if inst.returncode != 0:
                 raise HarnessError(f"apt-get install postgresql failed:\n{inst.stdout[-3000:]}")
@@ -1250,7 +1261,7 @@ class Cluster:
                     user="postgres", group="postgres", extra_groups=[])
 
         def ready():
-            p = subprocess.run([str(bindir / "pg_isready"), "-q", "-h", str(sock), "-p",
+            p = subprocess.run([str(bindir / "pg_isready"), "-q", "-U", "postgres", "-h", str(sock), "-p",
                                 str(self.postgres_port)], timeout=10)
             return p.returncode == 0
 
