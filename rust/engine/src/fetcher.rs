@@ -165,7 +165,7 @@ pub(crate) async fn run(
             }
             _ = me.wake.notified() => {}
             _ = space.changed() => {}
-            _ = closing.changed() => {}
+            _ = closing.changed(), if !is_closing => {}
             _ = tokio::time::sleep_until(sleep_until) => {}
         }
     }
@@ -203,10 +203,15 @@ async fn send_next(
     let room = shared.buffer.has_room();
 
     if session.epoch == 0 {
-        // A new session may not carry acks (INVALID_REQUEST); they go on the next request.
-        if fetch.is_none() && ack.is_none() && room && !desired.is_empty() {
-            let request = fetch_request(shared, session, &desired, Vec::new(), Vec::new());
-            session.partitions = desired.clone();
+        if fetch.is_some() || ack.is_some() {
+            return Ok(());
+        }
+        if !desired.is_empty() && (room || has_acks) {
+            // A new session may not carry acks (INVALID_REQUEST); they go on the next
+            // request. Without room, fetch knobs of 0 open the session without acquiring.
+            let add = desired.iter().cloned().collect();
+            let request = fetch_request(shared, session, add, Vec::new(), Vec::new(), room);
+            session.partitions = desired;
             *fetch = Some(send(
                 shared,
                 &conn,
@@ -215,6 +220,15 @@ async fn send_next(
                 AcksInFlight::default(),
                 session,
             )?);
+        } else if desired.is_empty() && has_acks {
+            // No partition of this leader is assigned any more and no session is open: the
+            // records these acks refer to were released when their session ended.
+            let (_, stale) = me.acks.lock().expect("acks").take();
+            let failed = stale.resolve_all((
+                SHARE_SESSION_NOT_FOUND,
+                Some("the share session holding these records has ended".into()),
+            ));
+            shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
         }
         return Ok(());
     }
@@ -240,7 +254,7 @@ async fn send_next(
             }
         }
         add.retain(|k| !in_flight.partitions().any(|a| a == k));
-        let request = fetch_request_with(shared, session, add, topics, forget, fetch_wanted);
+        let request = fetch_request(shared, session, add, topics, forget, fetch_wanted);
         session.partitions = desired;
         *fetch = Some(send(
             shared,
@@ -281,23 +295,6 @@ async fn send_next(
 }
 
 fn fetch_request(
-    shared: &Shared,
-    session: &mut Session,
-    add: &BTreeSet<PartitionKey>,
-    topics: Vec<crate::protocol::share_requests::TopicAcks>,
-    forget: Vec<PartitionKey>,
-) -> ShareFetchRequest {
-    fetch_request_with(
-        shared,
-        session,
-        add.iter().cloned().collect(),
-        topics,
-        forget,
-        true,
-    )
-}
-
-fn fetch_request_with(
     shared: &Shared,
     session: &mut Session,
     add: Vec<PartitionKey>,
