@@ -190,6 +190,9 @@ async fn send_next(
         if fetch.is_some() || ack.is_some() {
             return Ok(()); // let their failures arrive first
         }
+        if session.epoch != 0 {
+            shared.metrics.session_resets.fetch_add(1, Relaxed);
+        }
         session.reset(true);
         let conn = Connection::connect(
             &me.addr,

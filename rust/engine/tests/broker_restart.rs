@@ -1,0 +1,118 @@
+//! Fault test: the consumer keeps going across a broker restart without losing records.
+//!
+//! Built only with `--features broker-restart-tests`; needs `SHARESINK_BOOTSTRAP` and
+//! `SHARESINK_BROKER_RESTART_CMD` (a shell command that restarts that broker and returns when
+//! it is back), and FAILS when either is missing. With the harness:
+//!
+//! ```sh
+//! export SHARESINK_PORT_BASE=42000 SHARESINK_CLUSTER_DIR=/tmp/engine-dev
+//! export SHARESINK_BOOTSTRAP=127.0.0.1:42092
+//! export SHARESINK_BROKER_RESTART_CMD='cd tests && python3 -c "from harness.cluster import Cluster; Cluster().restart_broker()"'
+//! cargo test -p sharesink-engine --features broker-restart-tests --test broker_restart
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+use sharesink_engine::admin::{Admin, ProduceRecord};
+use sharesink_engine::{properties, AckKind, ConsumerConfig, ShareConsumer};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: see the top of rust/engine/tests/broker_restart.rs")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumption_survives_a_broker_restart() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let bootstrap = env("SHARESINK_BOOTSTRAP");
+    let restart = env("SHARESINK_BROKER_RESTART_CMD");
+    let topic = format!("restart-{}", uuid::Uuid::new_v4().simple());
+    let group = format!("{topic}-g");
+    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
+    admin.create_topic(&topic, 2).await.unwrap();
+    admin
+        .set_group_config(&group, &[("share.auto.offset.reset", "earliest")])
+        .await
+        .unwrap();
+    for p in 0..2 {
+        for chunk in 0..5 {
+            let records: Vec<ProduceRecord> = (0..100)
+                .map(|i| ProduceRecord::value(Bytes::from(format!("{p}-{chunk}-{i}"))))
+                .collect();
+            admin
+                .produce(&topic, p, &records, Compression::None)
+                .await
+                .unwrap();
+        }
+    }
+    drop(admin);
+    let config = ConsumerConfig::from_properties(&properties([
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("group.id", group.as_str()),
+        ("max.poll.records", "50"),
+        ("share.acquire.mode", "record_limit"),
+        ("fetch.max.wait.ms", "200"),
+    ]))
+    .unwrap();
+    let c = ShareConsumer::start(config, vec![topic.clone()])
+        .await
+        .unwrap();
+
+    let mut seen: BTreeMap<(i32, i64), u32> = BTreeMap::new();
+    let mut restarted = false;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while seen.len() < 1000 && Instant::now() < deadline {
+        match c.poll(Duration::from_millis(500)).await {
+            Ok(Some(batch)) => {
+                for r in batch.records() {
+                    *seen.entry((r.partition, r.offset)).or_default() += 1;
+                }
+                // Settle synchronously so every acknowledged record is known to be persisted.
+                let results = c
+                    .acknowledge_sync(&batch.acks(AckKind::Accept), TIMEOUT)
+                    .await;
+                println!(
+                    "acked {} records: {:?}",
+                    batch.len(),
+                    results.as_ref().map(|r| r.iter().all(|x| x.is_ok()))
+                );
+            }
+            Ok(None) => {}
+            Err(e) => println!("poll error (retriable: {}): {e}", e.is_retriable()),
+        }
+        if !restarted && seen.len() >= 300 {
+            restarted = true;
+            println!("restarting the broker after {} records", seen.len());
+            let cmd = restart.clone();
+            let status = tokio::task::spawn_blocking(move || {
+                std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .status()
+            })
+            .await
+            .unwrap()
+            .expect("run restart command");
+            assert!(status.success(), "restart command failed: {status}");
+            println!("broker back; metrics {:?}", c.metrics());
+        }
+    }
+    let m = c.metrics();
+    println!(
+        "distinct {} records, redelivered {}, metrics {m:?}",
+        seen.len(),
+        seen.values().filter(|n| **n > 1).count()
+    );
+    assert!(restarted);
+    assert_eq!(seen.len(), 1000, "records lost across the restart");
+    c.close().await.unwrap();
+}
