@@ -1553,8 +1553,10 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         """Stop leftovers recorded in the state dir, then start a clean cluster."""
         self.down()
         if not keep_data:
-            for d in ("kafka-data", "pgdata", "plugins", "tls"):
+            for d in ("kafka-data", "pgdata", "plugins", "tls", "logs.prev"):
                 shutil.rmtree(self.state_dir / d, ignore_errors=True)
+            if self.logs_dir.exists():  # keep the previous run's logs one generation
+                os.replace(self.logs_dir, self.state_dir / "logs.prev")
             with contextlib.suppress(FileNotFoundError):
                 self._broker_meta_path().unlink()
         self.start_broker(sasl_ssl=sasl_ssl)
