@@ -9,6 +9,12 @@ import io.sharesink.connect.Version;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.junit.jupiter.api.Test;
@@ -51,6 +57,26 @@ class NativeLoaderTest {
     assertEquals(BUILD_VERSION, loader.load());
     try (Stream<Path> left = Files.list(nested)) {
       assertEquals(0, left.count(), "the extracted library is deleted once loaded");
+    }
+  }
+
+  @Test
+  void concurrentCallersShareOneLoad() throws Exception {
+    NativeLoader loader = new NativeLoader(new NativeLoader.Settings(null, workDir, BUILD_VERSION));
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<Future<String>> answers = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        answers.add(pool.submit(loader::load));
+      }
+      for (Future<String> answer : answers) {
+        assertEquals(BUILD_VERSION, answer.get(30, TimeUnit.SECONDS));
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    try (Stream<Path> left = Files.list(workDir)) {
+      assertEquals(0, left.count(), "one extraction, deleted after loading");
     }
   }
 
