@@ -13,7 +13,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -66,8 +65,13 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private final ShareConsumer<byte[], byte[]> consumer;
   private final String name;
 
-  /** Records of the last consumer poll not acknowledged yet (all must be before the next). */
-  private final Set<Key> lastPollUnacknowledged = new LinkedHashSet<>();
+  /**
+   * Records of the last consumer poll not acknowledged yet (all must be before the next). The
+   * record objects are kept: the client acknowledges delivered records only through them (its
+   * acknowledge by topic/partition/offset is for records that failed deserialization).
+   */
+  private final Map<Key, ConsumerRecord<byte[], byte[]>> lastPollUnacknowledged =
+      new LinkedHashMap<>();
 
   /** Records handed to the driver and not decided on by it. */
   private final Set<Key> heldByDriver = new java.util.HashSet<>();
@@ -156,7 +160,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     if (decision != null) {
       heldByDriver.remove(key);
       lastPollUnacknowledged.remove(key);
-      acknowledgeNow(key, decision.type);
+      acknowledgeNow(record, decision.type);
       return false;
     }
     if (heldByDriver.contains(key)) {
@@ -172,8 +176,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private ConsumerRecords<byte[], byte[]> pollConsumer(Duration timeout) {
     // Explicit mode: everything of the last poll must be acknowledged first. What the driver has
     // not decided on is renewed and will come back.
-    for (Key key : lastPollUnacknowledged) {
-      consumer.acknowledge(key.topic, key.partition, key.offset, AcknowledgeType.RENEW);
+    for (ConsumerRecord<byte[], byte[]> record : lastPollUnacknowledged.values()) {
+      consumer.acknowledge(record, AcknowledgeType.RENEW);
       renewed.incrementAndGet();
     }
     lastPollUnacknowledged.clear();
@@ -191,7 +195,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       pollNanos.addAndGet(System.nanoTime() - start);
     }
     for (ConsumerRecord<byte[], byte[]> record : records) {
-      lastPollUnacknowledged.add(new Key(record.topic(), record.partition(), record.offset()));
+      lastPollUnacknowledged.put(
+          new Key(record.topic(), record.partition(), record.offset()), record);
     }
     return records;
   }
@@ -224,8 +229,9 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
         Key key = new Key(range.topic(), range.partition(), offset);
         heldByDriver.remove(key);
-        if (lastPollUnacknowledged.remove(key)) {
-          acknowledgeNow(key, range.type());
+        ConsumerRecord<byte[], byte[]> record = lastPollUnacknowledged.remove(key);
+        if (record != null) {
+          acknowledgeNow(record, range.type());
         } else {
           deferred.put(key, new Deferred(range.type(), System.currentTimeMillis()));
         }
@@ -233,8 +239,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     }
   }
 
-  private void acknowledgeNow(Key key, AckType type) {
-    consumer.acknowledge(key.topic, key.partition, key.offset, toKafka(type));
+  private void acknowledgeNow(ConsumerRecord<byte[], byte[]> record, AckType type) {
+    consumer.acknowledge(record, toKafka(type));
     switch (type) {
       case ACCEPT -> accepted.incrementAndGet();
       case RELEASE -> released.incrementAndGet();
@@ -257,17 +263,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     ensureOpen();
     long deadline = System.nanoTime() + timeout.toNanos();
     acknowledge(acks);
-    // Decisions on records away being renewed can only be sent once they come back: poll until
-    // they have (new records met meanwhile are kept for the next poll).
-    while (hasDeferred(acks) && System.nanoTime() < deadline) {
-      long leftMs = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-      for (ConsumerRecord<byte[], byte[]> record :
-          pollConsumer(Duration.ofMillis(Math.min(leftMs, 200)))) {
-        if (takeIn(record)) {
-          undelivered.add(record);
-        }
-      }
-    }
+    drainDeferred(deadline);
     Map<TopicIdPartition, Optional<KafkaException>> results;
     long start = System.nanoTime();
     try {
@@ -306,13 +302,21 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     return out;
   }
 
-  private boolean hasDeferred(Acknowledgements acks) {
-    for (Acknowledgements.Range range : acks.ranges()) {
-      if (range.type() != AckType.RENEW && isDeferred(range)) {
-        return true;
+  /**
+   * Decisions on records away being renewed can only be sent once the records come back: polls
+   * until every deferred decision is applied or {@code deadlineNanos} passes. New records met
+   * meanwhile are kept for the next {@link #poll} (or released by {@link #close}).
+   */
+  private void drainDeferred(long deadlineNanos) {
+    while (!deferred.isEmpty() && System.nanoTime() < deadlineNanos) {
+      long leftMs = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
+      for (ConsumerRecord<byte[], byte[]> record :
+          pollConsumer(Duration.ofMillis(Math.min(leftMs, 100)))) {
+        if (takeIn(record)) {
+          undelivered.add(record);
+        }
       }
     }
-    return false;
   }
 
   private boolean isDeferred(Acknowledgements.Range range) {
@@ -348,13 +352,25 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   }
 
   /**
-   * Closes the consumer: pending acknowledgements are sent and every record still acquired
+   * Closes the consumer: pending acknowledgements are sent (decisions on records away being
+   * renewed first wait, briefly, for them to come back) and every record still acquired
    * (everything the driver did not decide on) is released at once.
    */
   @Override
   public void close() {
     if (closed) {
       return;
+    }
+    try {
+      drainDeferred(System.nanoTime() + Duration.ofSeconds(5).toNanos());
+    } catch (RuntimeException e) {
+      log.warn("{}: could not apply {} deferred acknowledgements", name, deferred.size(), e);
+    }
+    if (!deferred.isEmpty()) {
+      log.warn(
+          "{}: {} acknowledgements dropped: their records did not come back from renewal",
+          name,
+          deferred.size());
     }
     closed = true;
     try {

@@ -1,0 +1,135 @@
+package io.sharesink.connect.sink;
+
+import static io.sharesink.engine.kafka.BrokerTestSupport.bootstrap;
+import static io.sharesink.engine.kafka.BrokerTestSupport.configureGroup;
+import static io.sharesink.engine.kafka.BrokerTestSupport.consumerConfig;
+import static io.sharesink.engine.kafka.BrokerTestSupport.createTopic;
+import static io.sharesink.engine.kafka.BrokerTestSupport.produce;
+import static io.sharesink.engine.kafka.BrokerTestSupport.unique;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.engine.ShareBatch;
+import io.sharesink.engine.kafka.KafkaShareConsumerEngine;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.file.FileStreamSinkTask;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The driver end to end on a real Kafka 4.4 broker through {@link KafkaShareConsumerEngine}.
+ *
+ * <p>Broker tests (tag {@code broker}): the bootstrap address comes from {@code
+ * SHARESINK_BOOTSTRAP} (system property or environment); without it the tests are skipped, or
+ * fail when {@code SHARESINK_REQUIRE_BROKER=1}. Excluded from the default build; see {@code
+ * io.sharesink.engine.kafka.BrokerTestSupport}.
+ */
+@Tag("broker")
+class ShareSinkDriverBrokerTest {
+
+  @TempDir Path dir;
+
+  @Test
+  void fileSinkConsumesATopicThroughAShareGroupAndLeavesNothingBehind() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("driver-file");
+    String group = unique("driver-file-group");
+    createTopic(bootstrap, topic, 3);
+    configureGroup(bootstrap, group, Map.of("share.auto.offset.reset", "earliest"));
+    produce(bootstrap, topic, IntStream.range(0, 30).mapToObj(i -> "{\"n\":" + i + "}").toList());
+    Path file = dir.resolve("sink.txt");
+
+    KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
+    DriverFixture fixture =
+        DriverFixture.start(
+            new FileStreamSinkTask(),
+            Map.of(
+                "file", file.toString(),
+                "topics", topic,
+                "share.commit.interval.ms", "500",
+                "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable", "false"),
+            engine);
+    int opened;
+    try {
+      fixture.runUntil(
+          () -> fixture.driver.metrics().snapshot().recordsAccepted() == 30,
+          Duration.ofSeconds(60),
+          "30 records accepted");
+      opened = fixture.context.assignment().size();
+    } finally {
+      fixture.driver.stop();
+      engine.close();
+    }
+    List<String> lines = Files.readAllLines(file);
+    assertEquals(30, lines.size(), lines.toString());
+    assertEquals(30, new HashSet<>(lines).size(), "no record written twice");
+    assertEquals(3, opened, "each original partition opened");
+    try (KafkaShareConsumerEngine peer =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+      int redelivered = 0;
+      while (System.nanoTime() < deadline) {
+        redelivered += peer.poll(Duration.ofMillis(500)).size();
+      }
+      assertEquals(0, redelivered, "everything was accepted");
+    }
+  }
+
+  @Test
+  void aSinkHoldingRecordsPastTheLockKeepsThemAndPutsThemOnce() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("driver-hold");
+    String group = unique("driver-hold-group");
+    createTopic(bootstrap, topic, 1);
+    configureGroup(
+        bootstrap,
+        group,
+        Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "15000"));
+    produce(bootstrap, topic, List.of("a", "b", "c"));
+
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    TopicPartition tp = new TopicPartition(topic, 0);
+    long flushAt = System.currentTimeMillis() + 22_000;
+    // The sink reports nothing flushed for longer than the 15 s lock.
+    task.onPreCommit =
+        offsets ->
+            System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
+    KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
+    KafkaShareConsumerEngine peer =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
+    DriverFixture fixture =
+        DriverFixture.start(task, Map.of("share.commit.interval.ms", "1000"), engine);
+    int peerGot = 0;
+    try {
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (fixture.driver.metrics().snapshot().recordsAccepted() < 3
+          && System.nanoTime() < deadline) {
+        fixture.driver.runCycle(Duration.ofMillis(200));
+        ShareBatch stolen = peer.poll(Duration.ofMillis(50));
+        peerGot += stolen.size();
+      }
+    } finally {
+      fixture.driver.stop();
+      engine.close();
+      peer.close();
+    }
+    assertEquals(3, fixture.driver.metrics().snapshot().recordsAccepted());
+    assertTrue(System.currentTimeMillis() >= flushAt, "accepted only after the sink flushed");
+    assertEquals(0, peerGot, "held records stayed with their holder");
+    assertEquals(
+        List.of("a", "b", "c"), task.allPut().stream().map(SinkRecord::value).toList(), "put once");
+  }
+}
