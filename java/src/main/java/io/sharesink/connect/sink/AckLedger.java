@@ -95,8 +95,10 @@ public final class AckLedger {
 
   private static final class PartitionLedger {
     final NavigableMap<Long, Entry> entries = new TreeMap<>();
+
     /** Highest offset put (original coordinates), -1 when none yet. */
     long maxPutOffset = -1;
+
     /** Offset below which preCommit said records are flushed; -1 when nothing yet. */
     long committedOffset = -1;
   }
@@ -275,9 +277,9 @@ public final class AckLedger {
   }
 
   /**
-   * RENEWs every held record whose lock has less than half its duration left at {@code nowMs}
-   * (or less than {@code minMarginMs}, when that is larger), and moves its assumed deadline on.
-   * The records stay in the ledger.
+   * RENEWs every held record whose lock has less than half its duration left at {@code nowMs} (or
+   * less than {@code minMarginMs}, when that is larger), and moves its assumed deadline on. The
+   * records stay in the ledger.
    */
   public Acknowledgements renewDue(long nowMs, long minMarginMs) {
     Acknowledgements acks = new Acknowledgements();
@@ -358,9 +360,9 @@ public final class AckLedger {
   }
 
   /**
-   * Appends sorted offsets of one partition as the fewest contiguous ranges. Only strictly
-   * adjacent offsets merge: a gap may hide a record held in another state or by another member,
-   * and acknowledging offsets this member did not acquire fails the whole range on the broker.
+   * Appends sorted offsets of one partition as the fewest contiguous ranges. Only strictly adjacent
+   * offsets merge: a gap may hide a record held in another state or by another member, and
+   * acknowledging offsets this member did not acquire fails the whole range on the broker.
    */
   static void addCompacted(
       Acknowledgements acks, TopicPartition tp, List<Long> sortedOffsets, AckType type) {

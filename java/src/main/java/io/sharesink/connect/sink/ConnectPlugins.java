@@ -21,8 +21,8 @@ public final class ConnectPlugins {
   /**
    * @param props the connector configuration
    * @param key {@code key.converter} or {@code value.converter}
-   * @param defaultClass used when {@code props} names none (the worker's default, as found by
-   *     the host); null makes a missing setting an error
+   * @param defaultClass used when {@code props} names none (the worker's default, as found by the
+   *     host); null makes a missing setting an error
    * @param loader resolves class names and aliases (the task's context loader on a worker)
    */
   public static Converter newConverter(

@@ -11,9 +11,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The sink runtime's error handling, redone for share records: retries of retriable converter and
  * transform failures ({@code errors.retry.*}), error logging ({@code errors.log.*}) and the dead
- * letter queue. Where the DLQ record comes from is a choice made when wiring the connector:
- * written here by our own producer ({@link DeadLetterQueue}), or by the broker itself when the
- * share group's KIP-1191 DLQ is configured, in which case REJECT alone is enough.
+ * letter queue. Where the DLQ record comes from is a choice made when wiring the connector: written
+ * here by our own producer ({@link DeadLetterQueue}), or by the broker itself when the share
+ * group's KIP-1191 DLQ is configured, in which case REJECT alone is enough.
  */
 public final class ErrorHandling implements AutoCloseable {
 
@@ -76,10 +76,10 @@ public final class ErrorHandling implements AutoCloseable {
   }
 
   /**
-   * Runs one stage of the conversion pipeline, retrying {@link RetriableException} with
-   * exponential backoff from 300 ms (capped by {@code errors.retry.delay.max.ms}, random below
-   * the cap once reached) for up to {@code errors.retry.timeout}, as the runtime does. Any
-   * failure left over becomes a {@link RecordFailedException}.
+   * Runs one stage of the conversion pipeline, retrying {@link RetriableException} with exponential
+   * backoff from 300 ms (capped by {@code errors.retry.delay.max.ms}, random below the cap once
+   * reached) for up to {@code errors.retry.timeout}, as the runtime does. Any failure left over
+   * becomes a {@link RecordFailedException}.
    */
   public <T> T execute(
       ErrorStage stage, Class<?> executingClass, Supplier<T> operation, BooleanSupplier stopping) {

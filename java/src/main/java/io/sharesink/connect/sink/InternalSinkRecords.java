@@ -9,11 +9,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Builds the runtime's {@code org.apache.kafka.connect.runtime.InternalSinkRecord} (a SinkRecord
- * that carries the raw ConsumerRecord) when the worker's connect-runtime is reachable, as the
- * sink runtime hands every task. Some sinks depend on it: Debezium's JDBC sink tracks its own
- * offsets only for InternalSinkRecords, and without that a failed write it defers to the next
- * put would go unnoticed by its preCommit. It is internal API (its constructor changed in 3.8),
- * so it is reached by reflection and we fall back to plain SinkRecords when it does not fit.
+ * that carries the raw ConsumerRecord) when the worker's connect-runtime is reachable, as the sink
+ * runtime hands every task. Some sinks depend on it: Debezium's JDBC sink tracks its own offsets
+ * only for InternalSinkRecords, and without that a failed write it defers to the next put would go
+ * unnoticed by its preCommit. It is internal API (its constructor changed in 3.8), so it is reached
+ * by reflection and we fall back to plain SinkRecords when it does not fit.
  *
  * <p>Checked against 4.4: {@code InternalSinkRecord(ProcessingContext<ConsumerRecord<byte[],
  * byte[]>>, SinkRecord)} and {@code ProcessingContext(T original)}, both public.

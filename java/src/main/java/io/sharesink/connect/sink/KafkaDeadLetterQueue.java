@@ -18,9 +18,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A dead letter queue written by our own producer, as Connect's {@code DeadLetterQueueReporter}
- * writes it: the raw original key, value and headers, and with context headers enabled the
- * {@code __connect.errors.*} headers (values as UTF-8 strings). Used where the share group's
- * broker-side DLQ (KIP-1191) is not available. The topic must exist or be auto-created.
+ * writes it: the raw original key, value and headers, and with context headers enabled the {@code
+ * __connect.errors.*} headers (values as UTF-8 strings). Used where the share group's broker-side
+ * DLQ (KIP-1191) is not available. The topic must exist or be auto-created.
  */
 public final class KafkaDeadLetterQueue implements DeadLetterQueue {
 
@@ -68,7 +68,8 @@ public final class KafkaDeadLetterQueue implements DeadLetterQueue {
     config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     config.putIfAbsent(ProducerConfig.ACKS_CONFIG, "all");
-    config.putIfAbsent(ProducerConfig.CLIENT_ID_CONFIG, "connector-dlq-producer-" + connectorName + "-" + taskId);
+    config.putIfAbsent(
+        ProducerConfig.CLIENT_ID_CONFIG, "connector-dlq-producer-" + connectorName + "-" + taskId);
     return new KafkaDeadLetterQueue(
         new KafkaProducer<>(config), topic, contextHeaders, connectorName, taskId);
   }
@@ -102,7 +103,11 @@ public final class KafkaDeadLetterQueue implements DeadLetterQueue {
   }
 
   private void addContextHeaders(
-      Headers headers, RawRecord record, ErrorStage stage, Class<?> executingClass, Throwable error) {
+      Headers headers,
+      RawRecord record,
+      ErrorStage stage,
+      Class<?> executingClass,
+      Throwable error) {
     headers.add(ORIG_TOPIC, utf8(record.topic()));
     headers.add(ORIG_PARTITION, utf8(String.valueOf(record.partition())));
     headers.add(ORIG_OFFSET, utf8(String.valueOf(record.offset())));

@@ -3,9 +3,9 @@ package io.sharesink.connect.sink;
 import java.util.function.Supplier;
 
 /**
- * Runs a call into plugin code with the thread context class loader set to that plugin's loader,
- * as the Connect runtime does (KIP-891): JDBC DriverManager, ServiceLoader, Jackson modules and
- * static initialisers look at the TCCL.
+ * Runs a call into plugin code with the thread context class loader set to that plugin's loader, as
+ * the Connect runtime does (KIP-891): JDBC DriverManager, ServiceLoader, Jackson modules and static
+ * initialisers look at the TCCL.
  */
 public final class LoaderSwap {
 

@@ -11,10 +11,10 @@ import org.apache.kafka.connect.storage.Converter;
 import org.apache.kafka.connect.storage.HeaderConverter;
 
 /**
- * Turns a raw share record into what the sink runtime would have put: key and value converted
- * with the header-aware three-argument calls, each header through the header converter, a
- * SinkRecord carrying the original topic/partition/offset, then the transform chain. Each stage
- * runs under the error handling's retries; a failure leaves as {@link RecordFailedException}.
+ * Turns a raw share record into what the sink runtime would have put: key and value converted with
+ * the header-aware three-argument calls, each header through the header converter, a SinkRecord
+ * carrying the original topic/partition/offset, then the transform chain. Each stage runs under the
+ * error handling's retries; a failure leaves as {@link RecordFailedException}.
  */
 final class RecordPipeline implements AutoCloseable {
 

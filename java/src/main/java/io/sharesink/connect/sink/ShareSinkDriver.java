@@ -36,26 +36,26 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Drives an unmodified legacy {@link SinkTask} from a share group, one bounded cycle per {@link
- * #runCycle} call, reproducing what the sink runtime does for the task (see DESIGN.md, "Mapping
- * the sink contract onto a share group"):
+ * #runCycle} call, reproducing what the sink runtime does for the task (see DESIGN.md, "Mapping the
+ * sink contract onto a share group"):
  *
  * <ul>
- *   <li>poll a batch, convert and transform each record, {@code put} them (or {@code put(empty)}
- *       on idle cycles, since some sinks flush on those), opening new original partitions lazily
+ *   <li>poll a batch, convert and transform each record, {@code put} them (or {@code put(empty)} on
+ *       idle cycles, since some sinks flush on those), opening new original partitions lazily
  *       before the first put that holds one;
- *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()} and on stop, call
- *       {@code preCommit} with the highest put offset + 1 per original partition, and ACCEPT the
- *       put records below what it returns, but only once a later put has returned without
- *       throwing (a sink may report a write failure on the next put: Debezium JDBC does);
+ *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()} and on stop, call {@code
+ *       preCommit} with the highest put offset + 1 per original partition, and ACCEPT the put
+ *       records below what it returns, but only once a later put has returned without throwing (a
+ *       sink may report a write failure on the next put: Debezium JDBC does);
  *   <li>RENEW every held record before its lock runs out (buffered by the sink, held back by a
  *       pause, or waiting for a put retry), so no delivery attempt is burnt while we hold it;
- *   <li>REJECT records that fail conversion or transformation under {@code
- *       errors.tolerance=all}, or that the task reports as errant, after their DLQ write is
- *       acknowledged; RELEASE what is left at stop.
+ *   <li>REJECT records that fail conversion or transformation under {@code errors.tolerance=all},
+ *       or that the task reports as errant, after their DLQ write is acknowledged; RELEASE what is
+ *       left at stop.
  * </ul>
  *
- * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine
- * (the Connect task thread); {@link #wakeup} may be called from any thread.
+ * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine (the
+ * Connect task thread); {@link #wakeup} may be called from any thread.
  */
 public final class ShareSinkDriver {
 
@@ -190,10 +190,10 @@ public final class ShareSinkDriver {
   }
 
   /**
-   * Stops the task as the runtime would: confirm the last put with a {@code put(empty)} (unless
-   * the task failed or a put retry is pending), a final commit cycle, {@code close(opened)},
-   * RELEASE of everything not ACCEPTed or REJECTed, then {@code task.stop()}. Closes the
-   * transforms, converters and the DLQ producer; leaves the engine to the caller. Idempotent.
+   * Stops the task as the runtime would: confirm the last put with a {@code put(empty)} (unless the
+   * task failed or a put retry is pending), a final commit cycle, {@code close(opened)}, RELEASE of
+   * everything not ACCEPTed or REJECTed, then {@code task.stop()}. Closes the transforms,
+   * converters and the DLQ producer; leaves the engine to the caller. Idempotent.
    */
   public void stop() {
     if (stopped) {
@@ -277,7 +277,8 @@ public final class ShareSinkDriver {
     if (errors.toleranceAll()) {
       CompletableFuture<Void> written = errors.report(raw, e.stage(), e.executingClass(), cause);
       ledger.rejecting(entry);
-      errantWaits.computeIfAbsent(entry.partition(), p -> new ArrayList<>())
+      errantWaits
+          .computeIfAbsent(entry.partition(), p -> new ArrayList<>())
           .add(new ErrantWait(entry, written));
       return;
     }
@@ -442,7 +443,8 @@ public final class ShareSinkDriver {
         continue; // already acknowledged, or reported twice
       }
       ledger.rejecting(entry);
-      errantWaits.computeIfAbsent(entry.partition(), p -> new ArrayList<>())
+      errantWaits
+          .computeIfAbsent(entry.partition(), p -> new ArrayList<>())
           .add(new ErrantWait(entry, report.written()));
     }
   }
@@ -464,9 +466,9 @@ public final class ShareSinkDriver {
   }
 
   /**
-   * Sends what has been decided: REJECTs whose DLQ write is done, ACCEPTs of partitions with no
-   * DLQ write outstanding (the runtime's promise: errant records reach the DLQ before the
-   * framework commits their partition), and RENEWs of locks due.
+   * Sends what has been decided: REJECTs whose DLQ write is done, ACCEPTs of partitions with no DLQ
+   * write outstanding (the runtime's promise: errant records reach the DLQ before the framework
+   * commits their partition), and RENEWs of locks due.
    */
   private void acknowledge(boolean sync) {
     List<Entry> rejects = new ArrayList<>();

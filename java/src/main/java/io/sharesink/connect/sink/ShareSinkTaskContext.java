@@ -164,8 +164,8 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   /**
    * Reports a record the task could not write: logged and written to the DLQ as configured, then
-   * REJECTed by the driver once the write is acknowledged. With {@code errors.tolerance=none}
-   * this throws, as the runtime does.
+   * REJECTed by the driver once the write is acknowledged. With {@code errors.tolerance=none} this
+   * throws, as the runtime does.
    */
   private Future<Void> report(SinkRecord record, Throwable error) {
     if (!errors.toleranceAll()) {

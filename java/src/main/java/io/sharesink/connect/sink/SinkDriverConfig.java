@@ -194,8 +194,8 @@ public final class SinkDriverConfig extends AbstractConfig {
   }
 
   /**
-   * Whether the task gets an errant record reporter: as in the runtime, when a DLQ topic is set
-   * or error logging is on; {@code errors.tolerance=all} alone gives none.
+   * Whether the task gets an errant record reporter: as in the runtime, when a DLQ topic is set or
+   * error logging is on; {@code errors.tolerance=all} alone gives none.
    */
   public boolean offersErrantRecordReporter() {
     return !dlqTopic().isEmpty() || logErrors();

@@ -3,8 +3,8 @@ package io.sharesink.connect.sink;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Counters of one driver, safe to read from any thread (metrics reporters). Latencies are kept
- * as count, total and max; averages are derived.
+ * Counters of one driver, safe to read from any thread (metrics reporters). Latencies are kept as
+ * count, total and max; averages are derived.
  */
 public final class SinkDriverMetrics {
 

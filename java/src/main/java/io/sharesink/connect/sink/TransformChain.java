@@ -85,9 +85,9 @@ public final class TransformChain implements AutoCloseable {
   }
 
   /**
-   * Builds the chain from a connector configuration, loading classes through {@code loader}
-   * (the task's context loader: on a worker it resolves plugin aliases and classes of other
-   * plugin directories).
+   * Builds the chain from a connector configuration, loading classes through {@code loader} (the
+   * task's context loader: on a worker it resolves plugin aliases and classes of other plugin
+   * directories).
    */
   public static TransformChain fromConfig(Map<String, String> props, ClassLoader loader) {
     List<Stage> stages = new ArrayList<>();

@@ -42,13 +42,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The Java client runs in explicit acknowledgement mode, which has two rules that the engine
  * interface does not: every record of a poll must be acknowledged before the next poll, and only
- * records of the last poll can be acknowledged. The driver, though, holds records across many
- * polls (a sink buffers until its flush). So before each poll, every record of the last poll that
- * the driver has not decided on is acknowledged with RENEW (KIP-1222); a renewed record comes back
- * from a later poll, is recognised as still held and not handed out again, and is renewed again
- * or gets the driver's decision then. A decision the driver makes while its record is away (renewed,
- * not yet returned) is kept and applied when the record comes back. RENEWs requested by the driver
- * are therefore redundant here and ignored. The cost: every held record is renewed on every poll.
+ * records of the last poll can be acknowledged. The driver, though, holds records across many polls
+ * (a sink buffers until its flush). So before each poll, every record of the last poll that the
+ * driver has not decided on is acknowledged with RENEW (KIP-1222); a renewed record comes back from
+ * a later poll, is recognised as still held and not handed out again, and is renewed again or gets
+ * the driver's decision then. A decision the driver makes while its record is away (renewed, not
+ * yet returned) is kept and applied when the record comes back. RENEWs requested by the driver are
+ * therefore redundant here and ignored. The cost: every held record is renewed on every poll.
  */
 public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
@@ -108,7 +108,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     if (!config.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
       throw new EngineException(EngineException.Kind.CONFIG, "group.id is required");
     }
-    this.name = config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, config.get("group.id")).toString();
+    this.name =
+        config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, config.get("group.id")).toString();
     try {
       this.consumer = new KafkaShareConsumer<>(config);
     } catch (KafkaException e) {
@@ -278,8 +279,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       commitNanos.addAndGet(System.nanoTime() - start);
     }
     Map<TopicPartition, KafkaException> failures = new HashMap<>();
-    results.forEach(
-        (tip, error) -> error.ifPresent(e -> failures.put(tip.topicPartition(), e)));
+    results.forEach((tip, error) -> error.ifPresent(e -> failures.put(tip.topicPartition(), e)));
     List<AckResult> out = new ArrayList<>(acks.size());
     for (Acknowledgements.Range range : acks.ranges()) {
       if (range.type() == AckType.RENEW) {
@@ -352,9 +352,9 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   }
 
   /**
-   * Closes the consumer: pending acknowledgements are sent (decisions on records away being
-   * renewed first wait, briefly, for them to come back) and every record still acquired
-   * (everything the driver did not decide on) is released at once.
+   * Closes the consumer: pending acknowledgements are sent (decisions on records away being renewed
+   * first wait, briefly, for them to come back) and every record still acquired (everything the
+   * driver did not decide on) is released at once.
    */
   @Override
   public void close() {

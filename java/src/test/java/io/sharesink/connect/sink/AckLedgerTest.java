@@ -167,12 +167,10 @@ class AckLedgerTest {
     acquire(TP0, 0, 4, 0); // deadline 30 000
     acquire(TP0, 5, 9, 10_000); // deadline 40 000
     assertTrue(ledger.renewDue(10_000, 0).isEmpty());
-    assertEquals(
-        List.of(range(TP0, 0, 4, AckType.RENEW)), ledger.renewDue(15_000, 0).ranges());
+    assertEquals(List.of(range(TP0, 0, 4, AckType.RENEW)), ledger.renewDue(15_000, 0).ranges());
     assertEquals(45_000, ledger.get(TP0, 0).lockDeadlineMs());
     assertEquals(40_000, ledger.get(TP0, 9).lockDeadlineMs());
-    assertEquals(
-        List.of(range(TP0, 5, 9, AckType.RENEW)), ledger.renewDue(25_000, 0).ranges());
+    assertEquals(List.of(range(TP0, 5, 9, AckType.RENEW)), ledger.renewDue(25_000, 0).ranges());
     assertEquals(10, ledger.size());
     assertEquals(45_000, ledger.earliestDeadlineMs());
   }

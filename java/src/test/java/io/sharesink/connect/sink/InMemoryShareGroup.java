@@ -16,11 +16,11 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 /**
- * A share partition state machine kept in memory, standing in for the broker behind our own
- * {@link ShareConsumerEngine} interface in driver unit tests (the broker-backed tests use the real
- * thing). It enforces what the broker enforces: only records acquired by this member, with an
- * unexpired lock, may be acknowledged; an expired lock makes the record available again with its
- * delivery count kept. Every violation is recorded so tests can assert there were none.
+ * A share partition state machine kept in memory, standing in for the broker behind our own {@link
+ * ShareConsumerEngine} interface in driver unit tests (the broker-backed tests use the real thing).
+ * It enforces what the broker enforces: only records acquired by this member, with an unexpired
+ * lock, may be acknowledged; an expired lock makes the record available again with its delivery
+ * count kept. Every violation is recorded so tests can assert there were none.
  */
 final class InMemoryShareGroup implements ShareConsumerEngine {
 
@@ -43,7 +43,13 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     int deliveryCount;
     long lockDeadlineMs;
 
-    Rec(String topic, int partition, long offset, byte[] key, byte[] value, long timestamp,
+    Rec(
+        String topic,
+        int partition,
+        long offset,
+        byte[] key,
+        byte[] value,
+        long timestamp,
         List<ShareBatch.Header> headers) {
       this.topic = topic;
       this.partition = partition;
@@ -74,15 +80,20 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   }
 
   synchronized Rec produce(String topic, int partition, String key, String value) {
-    return produce(topic, partition, key == null ? null : key.getBytes(StandardCharsets.UTF_8),
-        value == null ? null : value.getBytes(StandardCharsets.UTF_8), List.of());
+    return produce(
+        topic,
+        partition,
+        key == null ? null : key.getBytes(StandardCharsets.UTF_8),
+        value == null ? null : value.getBytes(StandardCharsets.UTF_8),
+        List.of());
   }
 
-  synchronized Rec produce(String topic, int partition, byte[] key, byte[] value,
-      List<ShareBatch.Header> headers) {
+  synchronized Rec produce(
+      String topic, int partition, byte[] key, byte[] value, List<ShareBatch.Header> headers) {
     List<Rec> partitionLog = log.computeIfAbsent(topic + "-" + partition, k -> new ArrayList<>());
-    Rec rec = new Rec(topic, partition, partitionLog.size(), key, value,
-        System.currentTimeMillis(), headers);
+    Rec rec =
+        new Rec(
+            topic, partition, partitionLog.size(), key, value, System.currentTimeMillis(), headers);
     partitionLog.add(rec);
     return rec;
   }
@@ -154,8 +165,16 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
       for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
         Rec rec = rec(range.topic(), range.partition(), offset);
         if (rec.state != State.ACQUIRED) {
-          violations.add(range.type() + " of " + rec.topic + "-" + rec.partition + "@" + offset
-              + " in state " + rec.state);
+          violations.add(
+              range.type()
+                  + " of "
+                  + rec.topic
+                  + "-"
+                  + rec.partition
+                  + "@"
+                  + offset
+                  + " in state "
+                  + rec.state);
           error = 121;
           continue;
         }

@@ -30,8 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The driver end to end on a real Kafka 4.4 broker through {@link KafkaShareConsumerEngine}.
  *
  * <p>Broker tests (tag {@code broker}): the bootstrap address comes from {@code
- * SHARESINK_BOOTSTRAP} (system property or environment); without it the tests are skipped, or
- * fail when {@code SHARESINK_REQUIRE_BROKER=1}. Excluded from the default build; see {@code
+ * SHARESINK_BOOTSTRAP} (system property or environment); without it the tests are skipped, or fail
+ * when {@code SHARESINK_REQUIRE_BROKER=1}. Excluded from the default build; see {@code
  * io.sharesink.engine.kafka.BrokerTestSupport}.
  */
 @Tag("broker")

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.sharesink.connect.sink.InMemoryShareGroup.Rec;
 import io.sharesink.connect.sink.InMemoryShareGroup.State;
 import io.sharesink.engine.AckType;
 import java.io.IOException;
@@ -39,8 +38,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The driver against real Connect parts (Kafka's FileStreamSinkTask, JsonConverter,
- * StringConverter, RegexRouter, Filter + TopicNameMatches, the runtime's InternalSinkRecord) and
- * an in-memory share partition that enforces the broker's acquisition rules.
+ * StringConverter, RegexRouter, Filter + TopicNameMatches, the runtime's InternalSinkRecord) and an
+ * in-memory share partition that enforces the broker's acquisition rules.
  */
 class ShareSinkDriverTest {
 
@@ -94,7 +93,8 @@ class ShareSinkDriverTest {
         rec -> {
           try {
             if (rec.topic.equals("orders")
-                && !Files.readString(file).contains(rec.valueString().replace("\"", "").replace(":", "="))) {
+                && !Files.readString(file)
+                    .contains(rec.valueString().replace("\"", "").replace(":", "="))) {
               acceptedTooEarly.add(rec.topic + "@" + rec.offset);
             }
           } catch (IOException e) {
@@ -193,12 +193,12 @@ class ShareSinkDriverTest {
     // The sink has durably written offsets 0..3 only.
     task.onPreCommit = offsets -> Map.of(tp, new OffsetAndMetadata(4));
     DriverFixture fixture = start(task, props(), group);
-    fixture.runUntil(
-        () -> group.count(State.ACCEPTED) == 4, Duration.ofSeconds(5), "4 accepted");
+    fixture.runUntil(() -> group.count(State.ACCEPTED) == 4, Duration.ofSeconds(5), "4 accepted");
     fixture.runFor(Duration.ofMillis(300));
     assertEquals(4, group.count(State.ACCEPTED));
     assertEquals(2, group.count(State.ACQUIRED), "offsets 4 and 5 stay held");
-    assertTrue(task.preCommits.stream().anyMatch(m -> m.equals(Map.of(tp, new OffsetAndMetadata(6)))));
+    assertTrue(
+        task.preCommits.stream().anyMatch(m -> m.equals(Map.of(tp, new OffsetAndMetadata(6)))));
     assertEquals(List.of(), group.violations);
   }
 
@@ -286,7 +286,8 @@ class ShareSinkDriverTest {
     TopicPartition tp = new TopicPartition("t", 0);
     long flushAt = System.currentTimeMillis() + 1_500;
     task.onPreCommit =
-        offsets -> System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
+        offsets ->
+            System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
     DriverFixture fixture = start(task, props(), group);
     fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "accepted");
     assertEquals(0, group.expiredLocks);
@@ -345,9 +346,7 @@ class ShareSinkDriverTest {
     assertEquals(0, group.count(State.ACCEPTED));
     dlq.completeAll();
     fixture.runUntil(
-        () -> group.rec("orders", 0, 1).state == State.REJECTED,
-        Duration.ofSeconds(5),
-        "rejected");
+        () -> group.rec("orders", 0, 1).state == State.REJECTED, Duration.ofSeconds(5), "rejected");
     fixture.runUntil(() -> group.count(State.ACCEPTED) == 2, Duration.ofSeconds(5), "accepted");
     assertEquals(List.of(), group.violations);
   }

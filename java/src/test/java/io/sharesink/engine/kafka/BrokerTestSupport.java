@@ -28,15 +28,16 @@ import org.junit.jupiter.api.Assumptions;
  * <p>Scheme: the bootstrap address comes from the system property or environment variable {@code
  * SHARESINK_BOOTSTRAP} (for example from {@code python3 tests/harness/cluster.py up}, whose env
  * file holds {@code BOOTSTRAP=...}). When it is missing the test is skipped, unless {@code
- * SHARESINK_REQUIRE_BROKER=1}, which makes it fail. The default build excludes the tag; run
- * them with {@code -Dgroups=broker -DSHARESINK_BOOTSTRAP=127.0.0.1:39092}.
+ * SHARESINK_REQUIRE_BROKER=1}, which makes it fail. The default build excludes the tag; run them
+ * with {@code -Dgroups=broker -DSHARESINK_BOOTSTRAP=127.0.0.1:39092}.
  */
 public final class BrokerTestSupport {
 
   private BrokerTestSupport() {}
 
   public static String bootstrap() {
-    String bootstrap = System.getProperty("SHARESINK_BOOTSTRAP", System.getenv("SHARESINK_BOOTSTRAP"));
+    String bootstrap =
+        System.getProperty("SHARESINK_BOOTSTRAP", System.getenv("SHARESINK_BOOTSTRAP"));
     if (bootstrap == null || bootstrap.isBlank()) {
       String require =
           System.getProperty("SHARESINK_REQUIRE_BROKER", System.getenv("SHARESINK_REQUIRE_BROKER"));
@@ -69,7 +70,8 @@ public final class BrokerTestSupport {
         (k, v) -> ops.add(new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
     try (Admin admin = admin(bootstrap)) {
       admin
-          .incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops))
+          .incrementalAlterConfigs(
+              Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops))
           .all()
           .get(30, TimeUnit.SECONDS);
     }
@@ -85,7 +87,9 @@ public final class BrokerTestSupport {
                 ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class))) {
       int i = 0;
       for (String value : values) {
-        producer.send(new ProducerRecord<>(topic, null, "k" + i++, value)).get(30, TimeUnit.SECONDS);
+        producer
+            .send(new ProducerRecord<>(topic, null, "k" + i++, value))
+            .get(30, TimeUnit.SECONDS);
       }
     }
   }

@@ -26,8 +26,8 @@ import org.junit.jupiter.api.Test;
  * {@link KafkaShareConsumerEngine} against a real Kafka 4.4 broker.
  *
  * <p>Broker tests (tag {@code broker}): the bootstrap address comes from {@code
- * SHARESINK_BOOTSTRAP} (system property or environment); without it the tests are skipped, or
- * fail when {@code SHARESINK_REQUIRE_BROKER=1}. Excluded from the default build; see {@link
+ * SHARESINK_BOOTSTRAP} (system property or environment); without it the tests are skipped, or fail
+ * when {@code SHARESINK_REQUIRE_BROKER=1}. Excluded from the default build; see {@link
  * BrokerTestSupport}.
  */
 @Tag("broker")
