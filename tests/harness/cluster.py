@@ -1102,11 +1102,14 @@ class Cluster:
 
     def start_worker(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
                      discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
-                     timeout: float = 180) -> str:
+                     timeout: float = 180, jvm_opts: Sequence[str] = (),
+                     env: Optional[Mapping[str, str]] = None) -> str:
         """Start Connect worker `index` (0 or 1) in distributed mode; returns its REST URL.
 
         plugin_archive: the sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip;
-        False: no sharesink, an empty plugin dir)."""
+        False: no sharesink, an empty plugin dir). extra: worker properties added/overridden.
+        jvm_opts: extra JVM options (e.g. -Dsharesink.native.library=...); env: extra
+        environment variables for the worker process."""
         name = f"worker-{index}"
         url = self.worker_url(index)
         if self.is_running(name):
@@ -1123,8 +1126,8 @@ class Cluster:
         heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
         cmd = self.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
             "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"])
-        self._spawn(name, cmd, log)
+            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + list(jvm_opts))
+        self._spawn(name, cmd, log, env=dict(os.environ, **env) if env else None)
         rest = self.rest(index)
 
         def ready():
@@ -1427,15 +1430,15 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
             path = f.name
         try:
             args = ["--bootstrap-server", self.bootstrap, "--topic", topic,
-                    "--property", f"null.marker={null}"]
+                    "--reader-property", f"null.marker={null}"]
             if ks is not None:
-                args += ["--property", "parse.key=true", "--property", f"key.separator={ksep}"]
+                args += ["--reader-property", "parse.key=true", "--reader-property", f"key.separator={ksep}"]
             if hs is not None:
-                args += ["--property", "parse.headers=true",
-                         "--property", f"headers.delimiter={hdelim}",
-                         "--property", f"headers.separator={hsep}",
-                         "--property", f"headers.key.separator={hksep}",
-                         "--property", "ignore.error=false"]
+                args += ["--reader-property", "parse.headers=true",
+                         "--reader-property", f"headers.delimiter={hdelim}",
+                         "--reader-property", f"headers.separator={hsep}",
+                         "--reader-property", f"headers.key.separator={hksep}",
+                         "--reader-property", "ignore.error=false"]
             for k, v in props.items():
                 args += ["--command-property", f"{k}={v}"]
             with open(path, "rb") as inp:
