@@ -7,6 +7,7 @@ import io.sharesink.connect.sink.ShareSinkTaskContext.RecordId;
 import io.sharesink.engine.AckResult;
 import io.sharesink.engine.AckType;
 import io.sharesink.engine.Acknowledgements;
+import io.sharesink.engine.EngineException;
 import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.ShareConsumerEngine;
 import java.time.Duration;
@@ -167,8 +168,7 @@ public final class ShareSinkDriver {
     renewMarginMs = Math.max(renewMarginMs, 2 * maxPoll.toMillis());
     try {
       collectErrantReports();
-      ShareBatch batch = engine.poll(Duration.ofMillis(pollTimeoutMs(maxPoll.toMillis())));
-      acquire(batch);
+      acquire(pollEngine(maxPoll));
       deliver();
       long now = System.currentTimeMillis();
       if (context.takeCommitRequest() || now >= nextCommitAtMs) {
@@ -240,6 +240,80 @@ public final class ShareSinkDriver {
       until = Math.min(until, 100); // check DLQ writes soon
     }
     return Math.max(0, until);
+  }
+
+  /** Polls the engine; a transient engine error counts as an idle poll (the cycle goes on). */
+  private ShareBatch pollEngine(Duration maxPoll) {
+    long timeoutMs = pollTimeoutMs(maxPoll.toMillis());
+    try {
+      return engine.poll(Duration.ofMillis(timeoutMs));
+    } catch (EngineException e) {
+      if (!e.kind().retriable()) {
+        throw e;
+      }
+      log.warn("{}: transient share consumer error; retrying next cycle", taskName, e);
+      return EmptyBatch.INSTANCE;
+    }
+  }
+
+  /** No records. */
+  private enum EmptyBatch implements ShareBatch {
+    INSTANCE;
+
+    @Override
+    public int size() {
+      return 0;
+    }
+
+    @Override
+    public String topic(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public int partition(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public long offset(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public long timestamp(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public int timestampType(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public int deliveryCount(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public long lockDeadlineMs(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public byte[] key(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public byte[] value(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
+
+    @Override
+    public List<Header> headers(int i) {
+      throw new IndexOutOfBoundsException(i);
+    }
   }
 
   private void acquire(ShareBatch batch) {

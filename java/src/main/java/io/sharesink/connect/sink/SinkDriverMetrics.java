@@ -1,6 +1,14 @@
 package io.sharesink.connect.sink;
 
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.PluginMetrics;
 
 /**
  * Counters of one driver, safe to read from any thread (metrics reporters). Latencies are kept as
@@ -67,6 +75,38 @@ public final class SinkDriverMetrics {
 
   void recordCommit(long nanos) {
     commit.record(nanos);
+  }
+
+  /**
+   * Publishes these counters as gauges through the host context's {@code pluginMetrics()}
+   * (KIP-877): a source-hosted task has no sink-task metrics of its own. Names are kebab-case,
+   * tagged with {@code tags} (the worker adds connector and task tags itself).
+   */
+  public List<MetricName> registerWith(PluginMetrics pluginMetrics, Map<String, String> tags) {
+    LinkedHashMap<String, String> metricTags = new LinkedHashMap<>(tags);
+    List<MetricName> names = new ArrayList<>();
+    Map<String, Supplier<Number>> gauges = new LinkedHashMap<>();
+    gauges.put("share-records-polled-total", recordsPolled::get);
+    gauges.put("share-records-put-total", recordsPut::get);
+    gauges.put("share-records-accepted-total", recordsAccepted::get);
+    gauges.put("share-records-released-total", recordsReleased::get);
+    gauges.put("share-records-rejected-total", recordsRejected::get);
+    gauges.put("share-records-renewed-total", recordsRenewed::get);
+    gauges.put("share-redeliveries-total", redeliveries::get);
+    gauges.put("share-put-retries-total", putRetries::get);
+    gauges.put("share-records-in-flight", recordsInFlight::get);
+    gauges.put("share-put-latency-avg-ms", put::avgMs);
+    gauges.put("share-put-latency-max-ms", put::maxMs);
+    gauges.put("share-commit-latency-avg-ms", commit::avgMs);
+    gauges.put("share-commit-latency-max-ms", commit::maxMs);
+    gauges.forEach(
+        (name, value) -> {
+          MetricName metricName =
+              pluginMetrics.metricName(name, name.replace('-', ' '), metricTags);
+          pluginMetrics.addMetric(metricName, (Gauge<Number>) (config, now) -> value.get());
+          names.add(metricName);
+        });
+    return names;
   }
 
   public Snapshot snapshot() {

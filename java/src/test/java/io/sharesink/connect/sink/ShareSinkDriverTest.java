@@ -352,6 +352,47 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void retriableConverterFailuresAreRetriedWithinErrorsRetryTimeout() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "value.converter", FlakyConverter.class.getName(),
+                "value.converter.failures", "2",
+                "errors.retry.timeout", "10000",
+                "errors.retry.delay.max.ms", "500"),
+            group);
+    long start = System.nanoTime();
+    fixture.runUntil(() -> !task.allPut().isEmpty(), Duration.ofSeconds(10), "a put");
+    assertTrue(
+        System.nanoTime() - start >= Duration.ofMillis(300).toNanos(),
+        "backoff of 300 ms, then a random delay below the 500 ms cap");
+    assertEquals("v", task.allPut().get(0).value());
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "accepted");
+  }
+
+  @Test
+  void aRetriableConverterFailureWithoutRetriesIsToleratedAsAFailure() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    group.produce("t", 0, null, "v");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "value.converter", FlakyConverter.class.getName(),
+                "value.converter.failures", "1",
+                "errors.tolerance", "all"),
+            group);
+    fixture.runUntil(
+        () -> group.rec("t", 0, 0).state == State.REJECTED, Duration.ofSeconds(5), "rejected");
+    assertTrue(task.allPut().isEmpty());
+  }
+
+  @Test
   void brokerWrittenDlqNeedsOnlyAReject() {
     InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
     group.produce("orders", 0, null, "{bad");
