@@ -2,10 +2,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use kafka_protocol::protocol::StrBytes;
-
 use crate::acks::{Ack, AckKind};
+use bytes::Bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
@@ -14,15 +12,22 @@ pub enum TimestampType {
     LogAppendTime = 1,
 }
 
+/// A record header. Keys are kept as bytes (Java reads them as UTF-8 strings); duplicate keys
+/// are kept in order.
 #[derive(Debug, Clone)]
 pub struct RecordHeader {
-    pub(crate) key: StrBytes,
+    pub(crate) key: Bytes,
     pub(crate) value: Option<Bytes>,
 }
 
 impl RecordHeader {
-    pub fn key(&self) -> &str {
+    pub fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The key as text; invalid UTF-8 is replaced, as Java's `new String(bytes, UTF_8)` does.
+    pub fn key_str(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.key)
     }
 
     pub fn value(&self) -> Option<&[u8]> {

@@ -20,6 +20,7 @@ mod membership;
 mod metrics;
 mod probe;
 pub mod protocol;
+mod record_batch;
 mod records;
 
 pub use acks::{Ack, AckKind, AckResult};

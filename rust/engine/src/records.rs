@@ -4,20 +4,12 @@
 
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
-use kafka_protocol::records::{self as kr, RecordBatchDecoder};
 
-use crate::batch::{RecordHeader, ShareRecord, TimestampType};
+use crate::batch::ShareRecord;
 use crate::error::EngineError;
-
-/// Offsets of a record batch header (magic v2).
-const LENGTH_OFFSET: usize = 8;
-const MAGIC_OFFSET: usize = 16;
-const ATTRIBUTES_OFFSET: usize = 21;
-const LAST_OFFSET_DELTA_OFFSET: usize = 23;
-const BATCH_HEADER_LEN: usize = 61;
-const CONTROL_FLAG: i16 = 1 << 5;
+use crate::record_batch::{complete_batch_len, decode_records, BatchHeader};
 
 #[derive(Debug, Default)]
 pub struct PartitionRecords {
@@ -26,10 +18,6 @@ pub struct PartitionRecords {
     pub gaps: Vec<(i64, i64)>,
     /// Acquired offsets past the readable data (truncated response): release, never Gap.
     pub unread: Vec<(i64, i64)>,
-}
-
-fn peek_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
 /// `acquired` may come in any order; ranges are inclusive.
@@ -54,45 +42,25 @@ pub fn extract(
     let mut cursor = 0usize;
     let mut data = records.unwrap_or_default();
 
-    while data.remaining() >= LENGTH_OFFSET + 4 {
-        let batch_len = peek_i32(&data, LENGTH_OFFSET);
-        if batch_len < 0 || LENGTH_OFFSET + 4 + batch_len as usize > data.len() {
-            break; // partial trailing batch: the rest is unread
-        }
-        let mut batch = data.split_to(LENGTH_OFFSET + 4 + batch_len as usize);
-        if batch.len() < BATCH_HEADER_LEN {
-            return Err(EngineError::protocol(format!(
-                "record batch of {} bytes is shorter than its header",
-                batch.len()
-            )));
-        }
-        if batch[MAGIC_OFFSET] != 2 {
-            return Err(EngineError::protocol(format!(
-                "record batch magic {} is not supported",
-                batch[MAGIC_OFFSET]
-            )));
-        }
-        let base = i64::from_be_bytes(batch[..8].try_into().expect("8 bytes"));
-        let last = base + peek_i32(&batch, LAST_OFFSET_DELTA_OFFSET) as i64;
-        readable_end = readable_end.max(last);
-        let attributes = i16::from_be_bytes(
-            batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2]
-                .try_into()
-                .expect("2 bytes"),
-        );
-        let overlaps = ranges.iter().any(|r| r.0 <= last && base <= r.1);
-        if attributes & CONTROL_FLAG != 0 || !overlaps {
+    // A partial trailing batch (possible when the broker cut at MaxBytes) ends the loop:
+    // its acquired offsets count as unread, not as gaps.
+    while let Some(len) = complete_batch_len(&data) {
+        let batch = data.split_to(len);
+        let header = BatchHeader::parse(&batch)?;
+        readable_end = readable_end.max(header.last_offset);
+        let overlaps = ranges
+            .iter()
+            .any(|r| r.0 <= header.last_offset && header.base_offset <= r.1);
+        if header.is_control() || !overlaps {
             continue; // not deliverable; acquired offsets in it become gaps below
         }
-        let set = RecordBatchDecoder::decode(&mut batch)
-            .map_err(|e| EngineError::protocol(format!("decoding record batch at {base}: {e}")))?;
-        for record in set.records {
+        decode_records(batch, &header, |record| {
             let offset = record.offset;
             while cursor < ranges.len() && ranges[cursor].1 < offset {
                 cursor += 1;
             }
             if cursor == ranges.len() || offset < ranges[cursor].0 {
-                continue; // read but not acquired by us
+                return; // read but not acquired by us
             }
             if offset > next_expected[cursor] {
                 out.gaps.push((next_expected[cursor], offset - 1));
@@ -103,21 +71,14 @@ pub fn extract(
                 partition,
                 offset,
                 timestamp: record.timestamp,
-                timestamp_type: match record.timestamp_type {
-                    kr::TimestampType::Creation => TimestampType::CreateTime,
-                    kr::TimestampType::LogAppend => TimestampType::LogAppendTime,
-                },
+                timestamp_type: record.timestamp_type,
                 delivery_count: ranges[cursor].2,
                 lock_deadline_ms,
                 key: record.key,
                 value: record.value,
-                headers: record
-                    .headers
-                    .into_iter()
-                    .map(|(key, value)| RecordHeader { key, value })
-                    .collect(),
+                headers: record.headers,
             });
-        }
+        })?;
     }
 
     for (i, &(_, last, _)) in ranges.iter().enumerate() {
@@ -144,7 +105,9 @@ mod tests {
     use bytes::BytesMut;
     use kafka_protocol::indexmap::IndexMap;
     use kafka_protocol::protocol::StrBytes;
-    use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+    use kafka_protocol::records::{
+        self as kr, Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
+    };
 
     fn record(offset: i64, control: bool) -> Record {
         let mut headers = IndexMap::new();
@@ -218,7 +181,7 @@ mod tests {
         assert_eq!(out.records[2].delivery_count, 2);
         assert_eq!(out.records[2].value(), Some(&b"v7"[..]));
         assert_eq!(out.records[2].key(), Some(&b"k7"[..]));
-        assert_eq!(out.records[2].headers()[0].key(), "h");
+        assert_eq!(out.records[2].headers()[0].key(), b"h");
         assert_eq!(out.records[2].headers()[0].value(), Some(&b"hv"[..]));
         assert_eq!(out.records[0].timestamp, 1002);
         assert_eq!(out.records[0].lock_deadline_ms, 99);
@@ -251,7 +214,7 @@ mod tests {
                 Compression::Zstd,
             ),
         ]);
-        let first_len = 12 + peek_i32(&full, 8) as usize;
+        let first_len = complete_batch_len(&full).unwrap();
         let truncated = full.slice(..first_len + 20);
         let out = extract(&topic(), 0, Some(truncated), &[acquired(0, 5, 1)], 0).unwrap();
         assert_eq!(out.records.len(), 3);

@@ -253,7 +253,7 @@ async fn record_contents_and_headers_survive() {
     assert_eq!(r.offset, 0);
     assert_eq!(r.key(), Some(&b"k-0-0"[..]));
     assert_eq!(r.value(), Some(&b"v-0-0"[..]));
-    assert_eq!(r.headers()[0].key(), "h");
+    assert_eq!(r.headers()[0].key(), b"h");
     assert_eq!(r.headers()[0].value(), Some(&b"0"[..]));
     let lock = c.acquisition_lock_timeout().expect("lock timeout reported");
     let now_ms = std::time::SystemTime::now()

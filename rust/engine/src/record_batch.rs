@@ -1,0 +1,326 @@
+//! Decoding of one magic-v2 record batch, zero-copy over the response buffer: key, value and
+//! header slices share it (or the decompressed buffer). Written here rather than using
+//! kafka-protocol's decoder so that header keys stay bytes (no UTF-8 failure on a foreign
+//! producer's header), duplicate header keys survive, and no per-record map is allocated.
+
+use bytes::Bytes;
+use kafka_protocol::compression::{self as codec, Decompressor};
+
+use crate::batch::{RecordHeader, TimestampType};
+use crate::error::EngineError;
+
+pub(crate) const HEADER_LEN: usize = 61;
+const LENGTH_AT: usize = 8;
+const MAGIC_AT: usize = 16;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+const BASE_TIMESTAMP_AT: usize = 27;
+const MAX_TIMESTAMP_AT: usize = 35;
+const RECORD_COUNT_AT: usize = 57;
+const CONTROL_FLAG: i16 = 1 << 5;
+const LOG_APPEND_TIME_FLAG: i16 = 1 << 3;
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Total size (offset + length prefix + body) of the batch starting at `data[0]`, if the
+/// whole batch is present.
+pub(crate) fn complete_batch_len(data: &[u8]) -> Option<usize> {
+    if data.len() < LENGTH_AT + 4 {
+        return None;
+    }
+    let body = be_i32(data, LENGTH_AT);
+    let total = LENGTH_AT + 4 + usize::try_from(body).ok()?;
+    (total <= data.len()).then_some(total)
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchHeader {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub attributes: i16,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    record_count: i32,
+}
+
+impl BatchHeader {
+    pub fn parse(batch: &[u8]) -> Result<BatchHeader, EngineError> {
+        if batch.len() < HEADER_LEN {
+            return Err(EngineError::protocol(format!(
+                "record batch of {} bytes is shorter than its header",
+                batch.len()
+            )));
+        }
+        if batch[MAGIC_AT] != 2 {
+            return Err(EngineError::protocol(format!(
+                "record batch magic {} is not supported",
+                batch[MAGIC_AT]
+            )));
+        }
+        let base_offset = be_i64(batch, 0);
+        Ok(BatchHeader {
+            base_offset,
+            last_offset: base_offset + be_i32(batch, LAST_OFFSET_DELTA_AT) as i64,
+            attributes: i16::from_be_bytes([batch[ATTRIBUTES_AT], batch[ATTRIBUTES_AT + 1]]),
+            base_timestamp: be_i64(batch, BASE_TIMESTAMP_AT),
+            max_timestamp: be_i64(batch, MAX_TIMESTAMP_AT),
+            record_count: be_i32(batch, RECORD_COUNT_AT),
+        })
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_FLAG != 0
+    }
+
+    fn timestamp_type(&self) -> TimestampType {
+        if self.attributes & LOG_APPEND_TIME_FLAG != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+}
+
+/// One record as decoded; the caller attaches topic, partition and lock data.
+#[derive(Debug)]
+pub(crate) struct DecodedRecord {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub timestamp_type: TimestampType,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<RecordHeader>,
+}
+
+fn decompress(codec_id: i16, mut body: Bytes) -> Result<Bytes, EngineError> {
+    fn all(b: &mut Bytes) -> Bytes {
+        b.split_to(b.len())
+    }
+    let result = match codec_id {
+        0 => return Ok(body),
+        1 => codec::Gzip::decompress(&mut body, |b| Ok(all(b))),
+        2 => codec::Snappy::decompress(&mut body, |b| Ok(all(b))),
+        3 => codec::Lz4::decompress(&mut body, |b| Ok(all(b))),
+        4 => codec::Zstd::decompress(&mut body, |b| Ok(all(b))),
+        other => {
+            return Err(EngineError::protocol(format!(
+                "unknown compression codec {other}"
+            )))
+        }
+    };
+    result.map_err(|e| EngineError::protocol(format!("decompressing a record batch: {e}")))
+}
+
+struct Cursor {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Cursor {
+    fn short() -> EngineError {
+        EngineError::protocol("record batch ends inside a record")
+    }
+
+    fn byte(&mut self) -> Result<u8, EngineError> {
+        let b = *self.buf.get(self.pos).ok_or_else(Self::short)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Zig-zag varint/varlong.
+    fn varlong(&mut self) -> Result<i64, EngineError> {
+        let mut raw: u64 = 0;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            raw |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+            }
+        }
+        Err(EngineError::protocol("varint longer than 10 bytes"))
+    }
+
+    fn slice(&mut self, len: usize) -> Result<Bytes, EngineError> {
+        let end = self
+            .pos
+            .checked_add(len)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or_else(Self::short)?;
+        let out = self.buf.slice(self.pos..end);
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// Length-prefixed bytes; a negative length is null.
+    fn nullable(&mut self) -> Result<Option<Bytes>, EngineError> {
+        let len = self.varlong()?;
+        if len < 0 {
+            return Ok(None);
+        }
+        self.slice(len as usize).map(Some)
+    }
+}
+
+/// Checks the CRC, decompresses and hands each record to `each`.
+pub(crate) fn decode_records(
+    batch: Bytes,
+    header: &BatchHeader,
+    mut each: impl FnMut(DecodedRecord),
+) -> Result<(), EngineError> {
+    let stored_crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
+    if crc32c::crc32c(&batch[ATTRIBUTES_AT..]) != stored_crc {
+        return Err(EngineError::protocol(format!(
+            "record batch at offset {} fails its CRC check",
+            header.base_offset
+        )));
+    }
+    let body = decompress(header.attributes & 0x7, batch.slice(HEADER_LEN..))?;
+    let mut cur = Cursor { buf: body, pos: 0 };
+    let timestamp_type = header.timestamp_type();
+    for _ in 0..header.record_count.max(0) {
+        let len = cur.varlong()?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| cur.pos.checked_add(l))
+            .filter(|e| *e <= cur.buf.len())
+            .ok_or_else(Cursor::short)?;
+        let _attributes = cur.byte()?;
+        let timestamp_delta = cur.varlong()?;
+        let offset_delta = cur.varlong()?;
+        let key = cur.nullable()?;
+        let value = cur.nullable()?;
+        let header_count = cur.varlong()?.max(0) as usize;
+        let mut headers = Vec::with_capacity(header_count.min(64));
+        for _ in 0..header_count {
+            let key_len = cur.varlong()?;
+            let key = cur.slice(usize::try_from(key_len).map_err(|_| Cursor::short())?)?;
+            let value = cur.nullable()?;
+            headers.push(RecordHeader { key, value });
+        }
+        cur.pos = end;
+        each(DecodedRecord {
+            offset: header.base_offset + offset_delta,
+            // Java: under LogAppendTime every record carries the batch's max timestamp.
+            timestamp: match timestamp_type {
+                TimestampType::LogAppendTime => header.max_timestamp,
+                TimestampType::CreateTime => header.base_timestamp + timestamp_delta,
+            },
+            timestamp_type,
+            key,
+            value,
+            headers,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::indexmap::IndexMap;
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol::records::{
+        self as kr, Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
+    };
+
+    /// One uncompressed batch at base offset 100 whose single record has headers "aa" → "1"
+    /// and "bb" → null.
+    fn batch(timestamp_type: kr::TimestampType) -> BytesMut {
+        let mut headers = IndexMap::new();
+        headers.insert(
+            StrBytes::from_static_str("aa"),
+            Some(Bytes::from_static(b"1")),
+        );
+        headers.insert(StrBytes::from_static_str("bb"), None);
+        let record = Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type,
+            offset: 100,
+            sequence: 0,
+            timestamp: 5_000,
+            key: None,
+            value: Some(Bytes::from_static(b"value")),
+            headers,
+            delete_horizon: false,
+        };
+        let mut buf = BytesMut::new();
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, [&record], &opts).unwrap();
+        buf
+    }
+
+    fn fix_crc(buf: &mut BytesMut) {
+        let crc = crc32c::crc32c(&buf[ATTRIBUTES_AT..]);
+        buf[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    }
+
+    fn decode(buf: BytesMut) -> Result<Vec<DecodedRecord>, EngineError> {
+        let bytes = buf.freeze();
+        let header = BatchHeader::parse(&bytes)?;
+        let mut out = Vec::new();
+        decode_records(bytes, &header, |r| out.push(r))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn keeps_duplicate_and_non_utf8_header_keys() {
+        let mut buf = batch(kr::TimestampType::Creation);
+        let find = |buf: &BytesMut, what: &[u8]| {
+            HEADER_LEN
+                + buf[HEADER_LEN..]
+                    .windows(2)
+                    .position(|w| w == what)
+                    .unwrap()
+        };
+        let (aa, bb) = (find(&buf, b"aa"), find(&buf, b"bb"));
+        buf[bb..bb + 2].copy_from_slice(b"aa"); // duplicate key
+        buf[aa..aa + 2].copy_from_slice(&[0xff, 0xfe]); // not UTF-8
+        fix_crc(&mut buf);
+        let records = decode(buf).unwrap();
+        let h = &records[0].headers;
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[0].key(), &[0xff, 0xfe]);
+        assert_eq!(h[0].value(), Some(&b"1"[..]));
+        assert_eq!(h[1].key(), b"aa");
+        assert_eq!(h[1].value(), None);
+        assert_eq!(h[0].key_str(), "\u{fffd}\u{fffd}");
+        assert_eq!(records[0].offset, 100);
+        assert_eq!(records[0].timestamp, 5_000);
+        assert_eq!(records[0].key, None);
+    }
+
+    #[test]
+    fn log_append_time_uses_the_batch_max_timestamp() {
+        let mut buf = batch(kr::TimestampType::LogAppend);
+        // kafka-protocol's encoder does not set the flag itself.
+        buf[ATTRIBUTES_AT + 1] |= LOG_APPEND_TIME_FLAG as u8;
+        buf[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&9_999i64.to_be_bytes());
+        fix_crc(&mut buf);
+        let r = &decode(buf).unwrap()[0];
+        assert_eq!(r.timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(r.timestamp, 9_999);
+    }
+
+    #[test]
+    fn corrupt_batches_fail_the_crc_check() {
+        let mut buf = batch(kr::TimestampType::Creation);
+        let last = buf.len() - 1;
+        buf[last] ^= 0xff;
+        assert!(decode(buf).unwrap_err().to_string().contains("CRC"));
+    }
+}
