@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use tracing::{info, warn};
+use tracing::{info, info_span, warn, Instrument};
 
 use crate::acks::{Ack, AckKind, AckOutcome, AckResult, PendingAck};
 use crate::batch::Batch;
@@ -93,18 +93,16 @@ impl ShareConsumer {
         let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
         let (closing, closing_rx) = watch::channel(false);
         let (leaving, leaving_rx) = watch::channel(false);
-        let membership_task = tokio::spawn(membership::run(
-            shared.clone(),
-            topics.clone(),
-            assignment_tx,
-            leaving_rx,
-        ));
-        let router_task = tokio::spawn(run_router(
-            shared.clone(),
-            topics,
-            assignment.clone(),
-            closing_rx,
-        ));
+        // Every event of this member's tasks carries the group and member id.
+        let span = info_span!("share_consumer", group = %shared.config.group_id, member = %shared.member_id);
+        let membership_task = tokio::spawn(
+            membership::run(shared.clone(), topics.clone(), assignment_tx, leaving_rx)
+                .instrument(info_span!(parent: &span, "membership")),
+        );
+        let router_task = tokio::spawn(
+            run_router(shared.clone(), topics, assignment.clone(), closing_rx)
+                .instrument(span.clone()),
+        );
         Ok(ShareConsumer {
             shared,
             assignment,

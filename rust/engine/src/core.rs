@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, info_span, warn, Instrument};
 use uuid::Uuid;
 
 use crate::acks::PartitionKey;
@@ -185,11 +185,11 @@ async fn apply(
                 };
                 let fetcher = fetchers.entry(leader).or_insert_with(|| {
                     let handle = Arc::new(FetcherHandle::new(leader, addr.clone()));
-                    let task = tokio::spawn(fetcher::run(
-                        shared.clone(),
-                        handle.clone(),
-                        closing.clone(),
-                    ));
+                    // Child of the router's span (the current one), so it carries the member.
+                    let task = tokio::spawn(
+                        fetcher::run(shared.clone(), handle.clone(), closing.clone())
+                            .instrument(info_span!("share_session", node = leader)),
+                    );
                     RunningFetcher { handle, task }
                 });
                 shared
