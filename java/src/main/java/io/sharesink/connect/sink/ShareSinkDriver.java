@@ -444,7 +444,8 @@ public final class ShareSinkDriver {
           backoff,
           e);
       return;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // As the runtime: anything but RetriableException fails the task (errors included).
       throw new ConnectException(
           taskName + ": the task threw an unrecoverable exception from put; stopping", e);
     } finally {

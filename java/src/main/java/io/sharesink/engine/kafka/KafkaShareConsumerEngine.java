@@ -289,7 +289,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       KafkaException failure = failures.get(new TopicPartition(range.topic(), range.partition()));
       if (failure != null) {
         out.add(new AckResult(range, Errors.forException(failure).code(), failure.getMessage()));
-      } else if (isDeferred(range)) {
+      } else if (range.type() != AckType.RELEASE && isDeferred(range)) {
         out.add(
             new AckResult(
                 range,
@@ -308,7 +308,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    * meanwhile are kept for the next {@link #poll} (or released by {@link #close}).
    */
   private void drainDeferred(long deadlineNanos) {
-    while (!deferred.isEmpty() && System.nanoTime() < deadlineNanos) {
+    while (hasDeferredToSend() && System.nanoTime() < deadlineNanos) {
       long leftMs = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
       for (ConsumerRecord<byte[], byte[]> record :
           pollConsumer(Duration.ofMillis(Math.min(leftMs, 100)))) {
@@ -317,6 +317,16 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
         }
       }
     }
+  }
+
+  /** Deferred RELEASEs are not worth waiting for: closing releases those records anyway. */
+  private boolean hasDeferredToSend() {
+    for (Deferred decision : deferred.values()) {
+      if (decision.type != AckType.RELEASE) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private boolean isDeferred(Acknowledgements.Range range) {
@@ -366,7 +376,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     } catch (RuntimeException e) {
       log.warn("{}: could not apply {} deferred acknowledgements", name, deferred.size(), e);
     }
-    if (!deferred.isEmpty()) {
+    if (hasDeferredToSend()) {
       log.warn(
           "{}: {} acknowledgements dropped: their records did not come back from renewal",
           name,
