@@ -11,15 +11,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.kafka.KafkaShareConsumerEngine;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.connect.file.FileStreamSinkTask;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.junit.jupiter.api.Tag;
@@ -85,6 +91,92 @@ class ShareSinkDriverBrokerTest {
       }
       assertEquals(0, redelivered, "everything was accepted");
     }
+  }
+
+  @Test
+  void aPoisonRecordGoesToTheDeadLetterQueueWithContextHeadersAndIsRejected() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("driver-dlq");
+    String dlqTopic = unique("driver-dlq-errors");
+    String group = unique("driver-dlq-group");
+    createTopic(bootstrap, topic, 1);
+    createTopic(bootstrap, dlqTopic, 1);
+    configureGroup(bootstrap, group, Map.of("share.auto.offset.reset", "earliest"));
+    produce(bootstrap, topic, List.of("{\"ok\":1}", "{poison", "{\"ok\":2}"));
+
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    Map<String, String> props =
+        Map.of(
+            "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable", "false",
+            "errors.tolerance", "all",
+            "errors.deadletterqueue.topic.name", dlqTopic,
+            "errors.deadletterqueue.context.headers.enable", "true",
+            "share.commit.interval.ms", "300");
+    KafkaDeadLetterQueue dlq =
+        KafkaDeadLetterQueue.create(
+            Map.of("bootstrap.servers", bootstrap), dlqTopic, true, "dlq-test", 7);
+    KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
+    DriverFixture fixture = DriverFixture.start(task, props, engine, dlq, false);
+    try {
+      fixture.runUntil(
+          () -> {
+            SinkDriverMetrics.Snapshot m = fixture.driver.metrics().snapshot();
+            return m.recordsAccepted() == 2 && m.recordsRejected() == 1;
+          },
+          Duration.ofSeconds(60),
+          "2 accepted, 1 rejected");
+    } finally {
+      fixture.driver.stop();
+      engine.close();
+    }
+    assertEquals(2, task.allPut().size());
+
+    try (KafkaConsumer<byte[], byte[]> reader =
+        new KafkaConsumer<>(
+            Map.of(
+                "bootstrap.servers", bootstrap,
+                "key.deserializer", ByteArrayDeserializer.class,
+                "value.deserializer", ByteArrayDeserializer.class))) {
+      TopicPartition dlqPartition = new TopicPartition(dlqTopic, 0);
+      reader.assign(List.of(dlqPartition));
+      reader.seekToBeginning(List.of(dlqPartition));
+      List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>();
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (dead.isEmpty() && System.nanoTime() < deadline) {
+        reader.poll(Duration.ofMillis(500)).forEach(dead::add);
+      }
+      assertEquals(1, dead.size());
+      ConsumerRecord<byte[], byte[]> record = dead.get(0);
+      assertEquals("{poison", new String(record.value(), StandardCharsets.UTF_8), "raw bytes");
+      assertEquals(topic, header(record, "__connect.errors.topic"));
+      assertEquals("0", header(record, "__connect.errors.partition"));
+      assertEquals("1", header(record, "__connect.errors.offset"));
+      assertEquals("dlq-test", header(record, "__connect.errors.connector.name"));
+      assertEquals("7", header(record, "__connect.errors.task.id"));
+      assertEquals("VALUE_CONVERTER", header(record, "__connect.errors.stage"));
+      assertEquals(
+          "org.apache.kafka.connect.json.JsonConverter",
+          header(record, "__connect.errors.class.name"));
+      assertEquals(
+          "org.apache.kafka.connect.errors.DataException",
+          header(record, "__connect.errors.exception.class.name"));
+    }
+    try (KafkaShareConsumerEngine peer =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+      int redelivered = 0;
+      while (System.nanoTime() < deadline) {
+        redelivered += peer.poll(Duration.ofMillis(500)).size();
+      }
+      assertEquals(0, redelivered, "the poison record was rejected, the rest accepted");
+    }
+  }
+
+  private static String header(ConsumerRecord<byte[], byte[]> record, String key) {
+    Header header = record.headers().lastHeader(key);
+    return header == null ? null : new String(header.value(), StandardCharsets.UTF_8);
   }
 
   @Test
