@@ -1,0 +1,185 @@
+package io.sharesink.connect.sink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.HeaderConverter;
+import org.apache.kafka.connect.storage.SimpleHeaderConverter;
+import org.junit.jupiter.api.Test;
+
+/** Configuration, transforms, converters, context and metrics of the driver, with real parts. */
+class SinkDriverPartsTest {
+
+  @Test
+  void configDefaultsFollowTheRuntimeAndTheCommitPolicyIsAccept() {
+    SinkDriverConfig config = new SinkDriverConfig(Map.of("topics", "ignored"));
+    assertEquals(5_000, config.commitIntervalMs());
+    assertTrue(config.acceptOnEmptyPreCommit());
+    assertFalse(config.toleranceAll());
+    assertEquals(0, config.retryTimeoutMs());
+    assertEquals(60_000, config.retryMaxDelayMs());
+    assertFalse(config.offersErrantRecordReporter());
+    assertTrue(
+        new SinkDriverConfig(Map.of("errors.log.enable", "true")).offersErrantRecordReporter());
+    assertTrue(
+        new SinkDriverConfig(Map.of("errors.deadletterqueue.topic.name", "dlq"))
+            .offersErrantRecordReporter());
+    assertFalse(
+        new SinkDriverConfig(Map.of("share.commit.empty.precommit", "HOLD"))
+            .acceptOnEmptyPreCommit());
+    assertThrows(
+        ConfigException.class,
+        () -> new SinkDriverConfig(Map.of("share.commit.empty.precommit", "maybe")));
+    assertThrows(
+        ConfigException.class, () -> new SinkDriverConfig(Map.of("errors.tolerance", "some")));
+  }
+
+  @Test
+  void transformChainAppliesPredicatesAndNegation() {
+    Map<String, String> props = new HashMap<>();
+    props.put("transforms", "keepOnlyAudit");
+    props.put("transforms.keepOnlyAudit.type", "org.apache.kafka.connect.transforms.Filter");
+    props.put("transforms.keepOnlyAudit.predicate", "isAudit");
+    props.put("transforms.keepOnlyAudit.negate", "true");
+    props.put("predicates", "isAudit");
+    props.put(
+        "predicates.isAudit.type",
+        "org.apache.kafka.connect.transforms.predicates.TopicNameMatches");
+    props.put("predicates.isAudit.pattern", "audit.*");
+    try (TransformChain chain = TransformChain.fromConfig(props, getClass().getClassLoader())) {
+      assertEquals(1, chain.stages().size());
+      TransformChain.Stage stage = chain.stages().get(0);
+      SinkRecord audit = record("audit-log");
+      SinkRecord orders = record("orders");
+      assertSame(audit, stage.apply(audit), "negated predicate: audit records pass untouched");
+      assertNull(stage.apply(orders), "everything else is filtered");
+    }
+  }
+
+  @Test
+  void transformChainRejectsBadConfigurations() {
+    ClassLoader loader = getClass().getClassLoader();
+    assertThrows(
+        ConfigException.class,
+        () -> TransformChain.fromConfig(Map.of("transforms", "a"), loader),
+        "missing type");
+    assertThrows(
+        ConfigException.class,
+        () ->
+            TransformChain.fromConfig(
+                Map.of(
+                    "transforms", "a",
+                    "transforms.a.type", "org.apache.kafka.connect.transforms.Filter",
+                    "transforms.a.negate", "true"),
+                loader),
+        "negate without predicate");
+    assertThrows(
+        ConfigException.class,
+        () ->
+            TransformChain.fromConfig(
+                Map.of("transforms", "a", "transforms.a.type", "java.lang.String"), loader),
+        "not a transformation");
+    assertTrue(TransformChain.fromConfig(Map.of(), loader).stages().isEmpty());
+  }
+
+  @Test
+  void convertersAreConfiguredWithTheirPrefixedSettings() {
+    ClassLoader loader = getClass().getClassLoader();
+    Map<String, String> props =
+        Map.of(
+            "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable", "false");
+    Converter value = ConnectPlugins.newConverter(props, "value.converter", null, loader);
+    assertEquals(
+        Map.of("a", 1L),
+        value
+            .toConnectData("t", "{\"a\":1}".getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .value());
+    Converter key =
+        ConnectPlugins.newConverter(
+            props, "key.converter", "org.apache.kafka.connect.storage.StringConverter", loader);
+    assertEquals("k", key.toConnectData("t", "k".getBytes()).value());
+    HeaderConverter headers = ConnectPlugins.newHeaderConverter(props, null, loader);
+    assertTrue(headers instanceof SimpleHeaderConverter);
+    assertThrows(
+        ConfigException.class,
+        () -> ConnectPlugins.newConverter(Map.of(), "key.converter", null, loader));
+  }
+
+  @Test
+  void contextKeepsRuntimeSemanticsForTimeoutCommitRequestsAndConfigs() {
+    AtomicReference<Map<String, String>> latest = new AtomicReference<>(Map.of("v", "1"));
+    SinkDriverConfig config = new SinkDriverConfig(Map.of());
+    ShareSinkTaskContext context =
+        new ShareSinkTaskContext(
+            latest::get, config, new ErrorHandling(config, "t-0", null, false), null, "t-0");
+    latest.set(Map.of("v", "2"));
+    assertEquals(Map.of("v", "2"), context.configs(), "the latest task config");
+    assertEquals(-1, context.takeTimeout());
+    context.timeout(250);
+    assertEquals(250, context.takeTimeout());
+    assertEquals(-1, context.takeTimeout(), "one-shot");
+    assertFalse(context.takeCommitRequest());
+    context.requestCommit();
+    assertTrue(context.takeCommitRequest());
+    assertFalse(context.takeCommitRequest());
+    TopicPartition tp = new TopicPartition("t", 0);
+    context.offset(tp, 5); // ignored, warned once
+    context.offset(Map.of(tp, 6L));
+    context.pause(tp);
+    assertTrue(context.isPaused(tp));
+    context.resume(tp);
+    assertFalse(context.anyPaused());
+    assertTrue(context.assignment().isEmpty());
+    assertThrows(UnsupportedOperationException.class, () -> context.assignment().add(tp));
+  }
+
+  @Test
+  void countersArePublishedThroughPluginMetrics() throws Exception {
+    try (Metrics metrics = new Metrics();
+        PluginMetricsImpl pluginMetrics = new PluginMetricsImpl(metrics, Map.of("plugin", "x"))) {
+      InMemoryShareGroup group = new InMemoryShareGroup(30_000, 10);
+      group.produce("t", 0, null, "v");
+      DriverFixture fixture =
+          DriverFixture.start(
+              new ScriptedSinkTask(), Map.of("share.commit.interval.ms", "50"), group);
+      List<MetricName> names =
+          fixture.driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());
+      fixture.runUntil(
+          () -> group.count(InMemoryShareGroup.State.ACCEPTED) == 1,
+          Duration.ofSeconds(5),
+          "accepted");
+      MetricName accepted =
+          names.stream()
+              .filter(n -> n.name().equals("share-records-accepted-total"))
+              .findFirst()
+              .orElseThrow();
+      assertNotNull(metrics.metric(accepted));
+      assertEquals(1.0, ((Number) metrics.metric(accepted).metricValue()).doubleValue());
+      fixture.driver.stop();
+    }
+  }
+
+  private static SinkRecord record(String topic) {
+    return new SinkRecord(topic, 0, null, null, Schema.STRING_SCHEMA, "v", 0);
+  }
+}
