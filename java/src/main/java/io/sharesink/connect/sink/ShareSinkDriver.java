@@ -142,6 +142,11 @@ public final class ShareSinkDriver {
         pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord");
   }
 
+  /** The context the task was initialized with. */
+  public ShareSinkTaskContext context() {
+    return context;
+  }
+
   public SinkDriverMetrics metrics() {
     return metrics;
   }

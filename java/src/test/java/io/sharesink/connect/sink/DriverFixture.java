@@ -29,28 +29,18 @@ final class DriverFixture {
     Map<String, String> config = new HashMap<>(props);
     config.putIfAbsent("key.converter", "org.apache.kafka.connect.storage.StringConverter");
     config.putIfAbsent("value.converter", "org.apache.kafka.connect.storage.StringConverter");
-    ClassLoader loader = DriverFixture.class.getClassLoader();
-    SinkDriverConfig driverConfig = new SinkDriverConfig(config);
-    ErrorHandling errors =
-        new ErrorHandling(driverConfig, "test-0", deadLetterQueue, brokerWritesDeadLetters);
-    ShareSinkTaskContext context =
-        new ShareSinkTaskContext(() -> config, driverConfig, errors, null, "test-0");
-    task.initialize(context);
-    task.start(config);
     ShareSinkDriver driver =
-        new ShareSinkDriver(
-            task,
-            context,
-            engine,
-            ConnectPlugins.newConverter(config, "key.converter", null, loader),
-            ConnectPlugins.newConverter(config, "value.converter", null, loader),
-            ConnectPlugins.newHeaderConverter(config, null, loader),
-            TransformChain.fromConfig(config, loader),
-            driverConfig,
-            errors,
-            true,
-            "test-0");
-    return new DriverFixture(task, context, driver);
+        new ShareSinkDriverBuilder()
+            .task(task)
+            .taskProps(config)
+            .connectorName("test")
+            .taskId(0)
+            .engine(engine)
+            .classLoader(DriverFixture.class.getClassLoader())
+            .deadLetterQueue(deadLetterQueue)
+            .brokerWritesDeadLetters(brokerWritesDeadLetters)
+            .start();
+    return new DriverFixture(task, driver.context(), driver);
   }
 
   static DriverFixture start(SinkTask task, Map<String, String> props, ShareConsumerEngine engine) {

@@ -36,7 +36,11 @@ class ScriptedSinkTask extends SinkTask {
   }
 
   @Override
-  public void start(Map<String, String> props) {}
+  public void start(Map<String, String> props) {
+    if (props.containsKey("test.fail.start")) {
+      throw new IllegalStateException("cannot reach the database");
+    }
+  }
 
   @Override
   public void open(Collection<TopicPartition> partitions) {

@@ -179,6 +179,19 @@ class SinkDriverPartsTest {
     }
   }
 
+  @Test
+  void aTaskWhoseStartFailsIsStillStopped() {
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    org.apache.kafka.connect.errors.ConnectException failure =
+        assertThrows(
+            org.apache.kafka.connect.errors.ConnectException.class,
+            () ->
+                DriverFixture.start(
+                    task, Map.of("test.fail.start", "1"), new InMemoryShareGroup(30_000, 1)));
+    assertTrue(failure.getMessage().contains("failed to start"), failure.getMessage());
+    assertTrue(task.stopped, "stop() follows a failed start(), as in the runtime");
+  }
+
   private static SinkRecord record(String topic) {
     return new SinkRecord(topic, 0, null, null, Schema.STRING_SCHEMA, "v", 0);
   }

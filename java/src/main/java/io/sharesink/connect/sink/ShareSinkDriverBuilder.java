@@ -1,0 +1,239 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.engine.ShareConsumerEngine;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.sink.SinkTask;
+import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.HeaderConverter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Wires a legacy sink task to a share group in the runtime's order: converters and transforms first
+ * (a bad class name fails before the task starts), then the task context, {@code
+ * task.initialize(context)} and {@code task.start(props)} under the task's class loader, then the
+ * driver. A hosting task needs only this:
+ *
+ * <pre>{@code
+ * ShareSinkDriver driver = new ShareSinkDriverBuilder()
+ *     .task(legacyTask).taskProps(legacyTaskProps).taskName("orders-to-pg-3")
+ *     .connectorName("orders-to-pg").taskId(3)
+ *     .engine(engine).classLoader(ourContextLoader)
+ *     .deadLetterProducerConfig(clientSettings)   // or .brokerWritesDeadLetters(true)
+ *     .pluginMetrics(context.pluginMetrics())
+ *     .start();
+ * }</pre>
+ */
+public final class ShareSinkDriverBuilder {
+
+  private static final Logger log = LoggerFactory.getLogger(ShareSinkDriverBuilder.class);
+
+  private SinkTask task;
+  private Map<String, String> taskProps;
+  private Supplier<Map<String, String>> latestConfigs;
+  private String connectorName = "sharesink";
+  private int taskId;
+  private String taskName;
+  private ShareConsumerEngine engine;
+  private ClassLoader classLoader;
+  private String defaultKeyConverter;
+  private String defaultValueConverter;
+  private String defaultHeaderConverter;
+  private Map<String, Object> deadLetterProducerConfig;
+  private DeadLetterQueue deadLetterQueue;
+  private boolean brokerWritesDeadLetters;
+  private PluginMetrics pluginMetrics;
+  private boolean internalRecords = true;
+
+  /** The legacy task, instantiated (under its own loader) but not initialized or started. */
+  public ShareSinkDriverBuilder task(SinkTask task) {
+    this.task = task;
+    return this;
+  }
+
+  /**
+   * What the legacy task is started with: its connector's settings as the runtime would pass them
+   * ({@code topics}, converters, {@code transforms}, {@code errors.*}, {@code share.*}).
+   */
+  public ShareSinkDriverBuilder taskProps(Map<String, String> taskProps) {
+    this.taskProps = Map.copyOf(taskProps);
+    return this;
+  }
+
+  /** What {@code context.configs()} returns; defaults to the start props. */
+  public ShareSinkDriverBuilder latestConfigs(Supplier<Map<String, String>> latestConfigs) {
+    this.latestConfigs = latestConfigs;
+    return this;
+  }
+
+  public ShareSinkDriverBuilder connectorName(String connectorName) {
+    this.connectorName = connectorName;
+    return this;
+  }
+
+  public ShareSinkDriverBuilder taskId(int taskId) {
+    this.taskId = taskId;
+    return this;
+  }
+
+  /** For logs; defaults to {@code <connector>-<task id>}. */
+  public ShareSinkDriverBuilder taskName(String taskName) {
+    this.taskName = taskName;
+    return this;
+  }
+
+  /** One subscribed share-group member; the caller closes it after {@code driver.stop()}. */
+  public ShareSinkDriverBuilder engine(ShareConsumerEngine engine) {
+    this.engine = engine;
+    return this;
+  }
+
+  /** Resolves converter, transform and predicate class names (the hosting task's TCCL). */
+  public ShareSinkDriverBuilder classLoader(ClassLoader classLoader) {
+    this.classLoader = classLoader;
+    return this;
+  }
+
+  /** Converters used when the task props name none (the worker's defaults, when known). */
+  public ShareSinkDriverBuilder defaultConverters(
+      String keyConverter, String valueConverter, String headerConverter) {
+    this.defaultKeyConverter = keyConverter;
+    this.defaultValueConverter = valueConverter;
+    this.defaultHeaderConverter = headerConverter;
+    return this;
+  }
+
+  /** Client settings for our own DLQ producer, used when a DLQ topic is configured. */
+  public ShareSinkDriverBuilder deadLetterProducerConfig(Map<String, Object> producerConfig) {
+    this.deadLetterProducerConfig = producerConfig;
+    return this;
+  }
+
+  /** A DLQ writer of the caller's own (takes precedence over the producer config). */
+  public ShareSinkDriverBuilder deadLetterQueue(DeadLetterQueue deadLetterQueue) {
+    this.deadLetterQueue = deadLetterQueue;
+    return this;
+  }
+
+  /**
+   * The share group's own DLQ (KIP-1191, configured on the group with {@code copy.record.enable})
+   * copies REJECTed records, so REJECT alone is enough: no producer.
+   */
+  public ShareSinkDriverBuilder brokerWritesDeadLetters(boolean brokerWritesDeadLetters) {
+    this.brokerWritesDeadLetters = brokerWritesDeadLetters;
+    return this;
+  }
+
+  /** Given to the task through its context, and where the driver's gauges are published. */
+  public ShareSinkDriverBuilder pluginMetrics(PluginMetrics pluginMetrics) {
+    this.pluginMetrics = pluginMetrics;
+    return this;
+  }
+
+  /** Whether to hand the task the runtime's InternalSinkRecord when reachable (default yes). */
+  public ShareSinkDriverBuilder internalRecords(boolean internalRecords) {
+    this.internalRecords = internalRecords;
+    return this;
+  }
+
+  /**
+   * Builds the pipeline, initializes and starts the task, and returns its driver. When the task's
+   * {@code start()} throws, {@code stop()} is still called on it (as the runtime does) before the
+   * failure is rethrown as a {@link ConnectException}.
+   */
+  public ShareSinkDriver start() {
+    Objects.requireNonNull(task, "task");
+    Objects.requireNonNull(taskProps, "taskProps");
+    Objects.requireNonNull(engine, "engine");
+    ClassLoader loader =
+        classLoader != null ? classLoader : Thread.currentThread().getContextClassLoader();
+    String name = taskName != null ? taskName : connectorName + "-" + taskId;
+    SinkDriverConfig config = new SinkDriverConfig(taskProps);
+
+    TransformChain transforms = null;
+    Converter keyConverter = null;
+    Converter valueConverter = null;
+    HeaderConverter headerConverter = null;
+    ErrorHandling errors = null;
+    try {
+      keyConverter =
+          ConnectPlugins.newConverter(taskProps, "key.converter", defaultKeyConverter, loader);
+      valueConverter =
+          ConnectPlugins.newConverter(taskProps, "value.converter", defaultValueConverter, loader);
+      headerConverter =
+          ConnectPlugins.newHeaderConverter(taskProps, defaultHeaderConverter, loader);
+      transforms = TransformChain.fromConfig(taskProps, loader);
+      DeadLetterQueue dlq = deadLetterQueue;
+      if (dlq == null
+          && !brokerWritesDeadLetters
+          && !config.dlqTopic().isEmpty()
+          && deadLetterProducerConfig != null) {
+        dlq =
+            KafkaDeadLetterQueue.create(
+                deadLetterProducerConfig,
+                config.dlqTopic(),
+                config.dlqContextHeaders(),
+                connectorName,
+                taskId);
+      }
+      errors = new ErrorHandling(config, name, dlq, brokerWritesDeadLetters);
+    } catch (RuntimeException e) {
+      if (transforms != null) {
+        transforms.close();
+      }
+      if (errors != null) {
+        errors.close();
+      }
+      throw e;
+    }
+
+    Supplier<Map<String, String>> configs = latestConfigs != null ? latestConfigs : () -> taskProps;
+    ShareSinkTaskContext context =
+        new ShareSinkTaskContext(configs, config, errors, pluginMetrics, name);
+    ClassLoader taskLoader = LoaderSwap.loaderOf(task);
+    try {
+      LoaderSwap.run(
+          taskLoader,
+          () -> {
+            task.initialize(context);
+            task.start(taskProps);
+          });
+    } catch (RuntimeException e) {
+      try {
+        LoaderSwap.run(taskLoader, task::stop);
+      } catch (RuntimeException stopFailure) {
+        e.addSuppressed(stopFailure);
+      }
+      transforms.close();
+      errors.close();
+      throw new ConnectException(name + ": the legacy task failed to start", e);
+    }
+
+    ShareSinkDriver driver =
+        new ShareSinkDriver(
+            task,
+            context,
+            engine,
+            keyConverter,
+            valueConverter,
+            headerConverter,
+            transforms,
+            config,
+            errors,
+            internalRecords,
+            name);
+    if (pluginMetrics != null) {
+      try {
+        driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());
+      } catch (RuntimeException e) {
+        log.warn("{}: could not register metrics", name, e);
+      }
+    }
+    return driver;
+  }
+}
