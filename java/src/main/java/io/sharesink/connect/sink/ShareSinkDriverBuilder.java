@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
  *
  * <pre>{@code
  * ShareSinkDriver driver = new ShareSinkDriverBuilder()
- *     .task(legacyTask).taskProps(legacyTaskProps).taskName("orders-to-pg-3")
+ *     .task(legacyTask).taskProps(legacyTaskProps).driverProps(ourTaskProps)
+ *     .taskName("orders-to-pg-3")
  *     .connectorName("orders-to-pg").taskId(3)
  *     .engine(engine).classLoader(ourContextLoader)
  *     .deadLetterProducerConfig(clientSettings)   // or .brokerWritesDeadLetters(true)
@@ -35,6 +36,7 @@ public final class ShareSinkDriverBuilder {
 
   private SinkTask task;
   private Map<String, String> taskProps;
+  private Map<String, String> driverProps;
   private Supplier<Map<String, String>> latestConfigs;
   private String connectorName = "sharesink";
   private int taskId;
@@ -62,6 +64,16 @@ public final class ShareSinkDriverBuilder {
    */
   public ShareSinkDriverBuilder taskProps(Map<String, String> taskProps) {
     this.taskProps = Map.copyOf(taskProps);
+    return this;
+  }
+
+  /**
+   * Settings the driver reads ({@code share.commit.*}, {@code errors.*}); defaults to the task
+   * props. Pass the hosting task's own props when the legacy task's props have the {@code share.*}
+   * keys stripped.
+   */
+  public ShareSinkDriverBuilder driverProps(Map<String, String> driverProps) {
+    this.driverProps = Map.copyOf(driverProps);
     return this;
   }
 
@@ -153,7 +165,7 @@ public final class ShareSinkDriverBuilder {
     ClassLoader loader =
         classLoader != null ? classLoader : Thread.currentThread().getContextClassLoader();
     String name = taskName != null ? taskName : connectorName + "-" + taskId;
-    SinkDriverConfig config = new SinkDriverConfig(taskProps);
+    SinkDriverConfig config = new SinkDriverConfig(driverProps != null ? driverProps : taskProps);
 
     TransformChain transforms = null;
     Converter keyConverter = null;
