@@ -28,6 +28,7 @@ use crate::cluster::Cluster;
 use crate::connection::Connection;
 use crate::error::EngineError;
 use crate::protocol::error_codes;
+use crate::security::Security;
 
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 /// IncrementalAlterConfigs resource type of a group (KIP-848/932 group configs).
@@ -53,6 +54,7 @@ impl ProduceRecord {
 
 pub struct Admin {
     cluster: Cluster,
+    security: Security,
     timeout: Duration,
     leaders: Mutex<HashMap<String, Arc<Connection>>>,
 }
@@ -66,14 +68,25 @@ fn now_ms() -> i64 {
 
 impl Admin {
     pub async fn connect(bootstrap_servers: &str, timeout: Duration) -> Result<Admin, EngineError> {
+        Self::connect_with(bootstrap_servers, Security::plaintext(), timeout).await
+    }
+
+    /// [`Admin::connect`] over TLS and/or SASL.
+    pub async fn connect_with(
+        bootstrap_servers: &str,
+        security: Security,
+        timeout: Duration,
+    ) -> Result<Admin, EngineError> {
         let cluster = Cluster::new(
             parse_bootstrap_servers(bootstrap_servers)?,
             "sharesink-admin".into(),
             timeout,
+            security.clone(),
         );
         cluster.control().await?;
         Ok(Admin {
             cluster,
+            security,
             timeout,
             leaders: Mutex::new(HashMap::new()),
         })
@@ -186,7 +199,10 @@ impl Admin {
         if let Some(conn) = leaders.get(&addr).filter(|c| !c.is_closed()) {
             return Ok(conn.clone());
         }
-        let conn = Arc::new(Connection::connect(&addr, "sharesink-admin", self.timeout).await?);
+        let conn = Arc::new(
+            Connection::connect_with(&addr, "sharesink-admin", self.timeout, &self.security)
+                .await?,
+        );
         leaders.insert(addr, conn.clone());
         Ok(conn)
     }

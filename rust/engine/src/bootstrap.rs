@@ -6,6 +6,7 @@ use tracing::debug;
 
 use crate::connection::Connection;
 use crate::error::EngineError;
+use crate::security::Security;
 
 /// Splits `bootstrap.servers` into "host:port" entries; a `SCHEME://` prefix is dropped.
 pub fn parse_bootstrap_servers(value: &str) -> Result<Vec<String>, EngineError> {
@@ -37,11 +38,14 @@ pub async fn connect_any(
     addresses: &[String],
     client_id: &str,
     timeout: Duration,
+    security: &Security,
 ) -> Result<Connection, EngineError> {
     let mut last_error = None;
     for addr in addresses {
-        match Connection::connect(addr, client_id, timeout).await {
+        match Connection::connect_with(addr, client_id, timeout, security).await {
             Ok(conn) => return Ok(conn),
+            // Wrong credentials or trust fail the same way everywhere: stop at once.
+            Err(e) if e.kind() == crate::ErrorKind::Authentication => return Err(e),
             Err(e) => {
                 debug!(%addr, error = %e, "bootstrap address unreachable");
                 last_error = Some(e);

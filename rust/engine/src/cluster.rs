@@ -18,6 +18,7 @@ use crate::bootstrap::connect_any;
 use crate::connection::Connection;
 use crate::error::EngineError;
 use crate::protocol::error_codes;
+use crate::security::Security;
 
 #[derive(Debug, Clone)]
 pub struct TopicInfo {
@@ -36,15 +37,22 @@ pub struct ClusterView {
 
 pub struct Cluster {
     bootstrap: Vec<String>,
+    security: Security,
     client_id: String,
     timeout: Duration,
     control: Mutex<Option<Arc<Connection>>>,
 }
 
 impl Cluster {
-    pub fn new(bootstrap: Vec<String>, client_id: String, timeout: Duration) -> Self {
+    pub fn new(
+        bootstrap: Vec<String>,
+        client_id: String,
+        timeout: Duration,
+        security: Security,
+    ) -> Self {
         Cluster {
             bootstrap,
+            security,
             client_id,
             timeout,
             control: Mutex::new(None),
@@ -57,7 +65,15 @@ impl Cluster {
         if let Some(conn) = guard.as_ref().filter(|c| !c.is_closed()) {
             return Ok(conn.clone());
         }
-        let conn = Arc::new(connect_any(&self.bootstrap, &self.client_id, self.timeout).await?);
+        let conn = Arc::new(
+            connect_any(
+                &self.bootstrap,
+                &self.client_id,
+                self.timeout,
+                &self.security,
+            )
+            .await?,
+        );
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::bootstrap::parse_bootstrap_servers;
 use crate::error::EngineError;
 use crate::protocol::share_requests::AcquireMode;
+use crate::security::Security;
 
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {
@@ -27,9 +28,9 @@ pub struct ConsumerConfig {
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
     pub max_buffered_bytes: usize,
+    /// TLS and SASL (`security.protocol`, `sasl.*`, `ssl.*`).
+    pub security: Security,
 }
-
-const KNOWN_UNSUPPORTED_PROTOCOLS: &[&str] = &["SSL", "SASL_SSL", "SASL_PLAINTEXT"];
 
 fn parse_num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
     props: &HashMap<String, String>,
@@ -87,25 +88,7 @@ impl ConsumerConfig {
                 ))
             }
         };
-        match props
-            .get("security.protocol")
-            .map(|s| s.trim().to_ascii_uppercase())
-        {
-            None => {}
-            Some(p) if p == "PLAINTEXT" => {}
-            Some(p) if KNOWN_UNSUPPORTED_PROTOCOLS.contains(&p.as_str()) => {
-                return Err(EngineError::config(
-                    "security.protocol",
-                    format!("{p} is not implemented by this engine version yet"),
-                ))
-            }
-            Some(p) => {
-                return Err(EngineError::config(
-                    "security.protocol",
-                    format!("unknown protocol `{p}`"),
-                ))
-            }
-        }
+        let security = Security::from_properties(props)?;
         let max_buffered_records = parse_num(
             props,
             "share.buffer.max.records",
@@ -132,6 +115,7 @@ impl ConsumerConfig {
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,
+            security,
         })
     }
 }
@@ -177,11 +161,16 @@ mod tests {
             ("max.poll.records", "0"),
             ("fetch.max.wait.ms", "-1"),
             ("share.acquire.mode", "greedy"),
-            ("security.protocol", "SASL_SSL"),
+            ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {
             let e = with(k, v);
+            let expected = if k == "security.protocol" {
+                "sasl.mechanism"
+            } else {
+                k
+            };
             assert!(
-                matches!(&e, EngineError::Config { key, .. } if key == k),
+                matches!(&e, EngineError::Config { key, .. } if key == expected),
                 "{e}"
             );
         }

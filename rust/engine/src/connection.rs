@@ -14,8 +14,7 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -23,6 +22,10 @@ use tracing::{debug, trace};
 
 use crate::error::EngineError;
 use crate::protocol::wire;
+use crate::security::{self, Security};
+
+type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// Largest response frame accepted; the broker caps fetches at about 55 MiB.
 const MAX_FRAME_BYTES: usize = 512 * 1024 * 1024;
@@ -81,21 +84,67 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Opens a TCP connection to `addr` ("host:port").
+    /// Opens a plaintext TCP connection to `addr` ("host:port").
     pub async fn connect(
         addr: &str,
         client_id: &str,
         timeout: Duration,
     ) -> Result<Connection, EngineError> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        Self::connect_with(addr, client_id, timeout, &Security::plaintext()).await
+    }
+
+    /// Opens a connection to `addr` ("host:port"): TCP, then TLS and SASL as `security` says.
+    pub async fn connect_with(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        security: &Security,
+    ) -> Result<Connection, EngineError> {
+        let work = async {
+            let conn = Self::open(addr, client_id, security).await?;
+            if let Some(creds) = &security.sasl {
+                crate::sasl::authenticate(&conn, creds).await?;
+                debug!(addr, mechanism = creds.mechanism.name(), "authenticated");
+            }
+            Ok(conn)
+        };
+        tokio::time::timeout(timeout, work)
             .await
             .map_err(|_| EngineError::timeout(timeout, format!("connecting to {addr}")))?
+    }
+
+    async fn open(
+        addr: &str,
+        client_id: &str,
+        security: &Security,
+    ) -> Result<Connection, EngineError> {
+        let stream = TcpStream::connect(addr)
+            .await
             .map_err(|source| EngineError::Connect {
                 addr: addr.to_string(),
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        let (read_half, write_half) = stream.into_split();
+        let (read_half, write_half): (ReadHalf, WriteHalf) = match &security.tls {
+            None => {
+                let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Some(tls) => {
+                let connector = tokio_rustls::TlsConnector::from(tls.clone());
+                let tls_stream = connector
+                    .connect(security::server_name(addr)?, stream)
+                    .await
+                    // A failed handshake is a trust problem (Java: SslAuthenticationException).
+                    .map_err(|e| {
+                        EngineError::Authentication(format!(
+                            "TLS handshake with {addr} failed: {e}"
+                        ))
+                    })?;
+                let (r, w) = tokio::io::split(tls_stream);
+                (Box::new(r), Box::new(w))
+            }
+        };
         let pending = Arc::new(Mutex::new(PendingTable::default()));
         let (frames, frame_rx) = mpsc::unbounded_channel();
         let reader = tokio::spawn(read_loop(addr.to_string(), read_half, pending.clone()));
@@ -215,12 +264,18 @@ impl Connection {
 
 async fn write_loop(
     addr: String,
-    mut socket: OwnedWriteHalf,
+    mut socket: WriteHalf,
     mut frames: mpsc::UnboundedReceiver<Bytes>,
     pending: Arc<Mutex<PendingTable>>,
 ) {
     while let Some(frame) = frames.recv().await {
-        if let Err(e) = socket.write_all(&frame).await {
+        // TLS buffers records inside the session: flush so that each frame leaves now.
+        if let Err(e) = async {
+            socket.write_all(&frame).await?;
+            socket.flush().await
+        }
+        .await
+        {
             debug!(%addr, error = %e, "write failed");
             pending
                 .lock()
@@ -231,7 +286,7 @@ async fn write_loop(
     }
 }
 
-async fn read_loop(addr: String, socket: OwnedReadHalf, pending: Arc<Mutex<PendingTable>>) {
+async fn read_loop(addr: String, socket: ReadHalf, pending: Arc<Mutex<PendingTable>>) {
     let mut socket = BufReader::with_capacity(64 * 1024, socket);
     let reason = loop {
         let length = match socket.read_i32().await {

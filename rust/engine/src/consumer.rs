@@ -48,6 +48,7 @@ impl ShareConsumer {
             config.bootstrap_servers.clone(),
             config.client_id.clone(),
             config.request_timeout,
+            config.security.clone(),
         );
         let control = cluster.control().await?;
         let report = tokio::time::timeout(config.request_timeout, api_versions(&control))

@@ -61,6 +61,9 @@ pub enum EngineError {
         message: Option<String>,
     },
 
+    #[error("authentication failed: {0}")]
+    Authentication(String),
+
     #[error("unsupported: {0}")]
     Unsupported(String),
 
@@ -107,6 +110,7 @@ impl EngineError {
                 ErrorKind::Connection
             }
             EngineError::Broker { code, .. } => error_codes::kind(*code),
+            EngineError::Authentication(_) => ErrorKind::Authentication,
             EngineError::Unsupported(_) => ErrorKind::Unsupported,
             EngineError::Protocol(_) => ErrorKind::Protocol,
             EngineError::Timeout { .. } => ErrorKind::Timeout,
@@ -143,6 +147,7 @@ impl EngineError {
             EngineError::Broker { api, code, message } => {
                 EngineError::broker(api, *code, message.clone())
             }
+            EngineError::Authentication(m) => EngineError::Authentication(m.clone()),
             EngineError::Unsupported(m) => EngineError::Unsupported(m.clone()),
             EngineError::Protocol(m) => EngineError::Protocol(m.clone()),
             EngineError::Timeout { after, what } => EngineError::timeout(*after, what.clone()),

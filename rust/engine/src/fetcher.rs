@@ -194,10 +194,11 @@ async fn send_next(
             shared.metrics.session_resets.fetch_add(1, Relaxed);
         }
         session.reset(true);
-        let conn = Connection::connect(
+        let conn = Connection::connect_with(
             &me.addr,
             &shared.config.client_id,
             shared.config.request_timeout,
+            &shared.config.security,
         )
         .await?;
         session.conn = Some(Arc::new(conn));

@@ -22,6 +22,8 @@ mod probe;
 pub mod protocol;
 mod record_batch;
 mod records;
+mod sasl;
+pub mod security;
 
 pub use acks::{Ack, AckKind, AckResult};
 pub use batch::{Batch, RecordHeader, ShareRecord, TimestampType};
@@ -29,8 +31,9 @@ pub use config::ConsumerConfig;
 pub use consumer::{properties, ShareConsumer};
 pub use error::{EngineError, ErrorKind};
 pub use metrics::MetricsSnapshot;
-pub use probe::{probe, ApiVersionRange, ProbeReport};
+pub use probe::{probe, probe_with, ApiVersionRange, ProbeReport};
 pub use protocol::share_requests::AcquireMode;
+pub use security::Security;
 
 /// The engine's version; the JNI layer reports it so Java can check it against the jar.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -196,10 +196,11 @@ async fn connect_coordinator(shared: &Shared) -> Result<Arc<Connection>, EngineE
         .find_group_coordinator(&shared.config.group_id)
         .await?;
     debug!(node, %addr, "group coordinator");
-    let conn = Connection::connect(
+    let conn = Connection::connect_with(
         &addr,
         &shared.config.client_id,
         shared.config.request_timeout,
+        &shared.config.security,
     )
     .await?;
     Ok(Arc::new(conn))

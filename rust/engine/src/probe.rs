@@ -10,6 +10,7 @@ use crate::bootstrap::{connect_any, parse_bootstrap_servers};
 use crate::connection::Connection;
 use crate::error::EngineError;
 use crate::protocol::error_codes;
+use crate::security::Security;
 
 /// One API the broker supports, with its version range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +84,18 @@ impl fmt::Display for ProbeReport {
 /// Connects to the first reachable bootstrap address, sends ApiVersions, returns what the
 /// broker offers.
 pub async fn probe(bootstrap_servers: &str, timeout: Duration) -> Result<ProbeReport, EngineError> {
+    probe_with(bootstrap_servers, &Security::plaintext(), timeout).await
+}
+
+/// [`probe`] over TLS and/or SASL.
+pub async fn probe_with(
+    bootstrap_servers: &str,
+    security: &Security,
+    timeout: Duration,
+) -> Result<ProbeReport, EngineError> {
     let addresses = parse_bootstrap_servers(bootstrap_servers)?;
     let work = async {
-        let conn = connect_any(&addresses, "sharesink-probe", timeout).await?;
+        let conn = connect_any(&addresses, "sharesink-probe", timeout, security).await?;
         api_versions(&conn).await
     };
     tokio::time::timeout(timeout, work)

@@ -46,6 +46,8 @@ pub fn name(code: i16) -> &'static str {
         29 => "TOPIC_AUTHORIZATION_FAILED",
         30 => "GROUP_AUTHORIZATION_FAILED",
         31 => "CLUSTER_AUTHORIZATION_FAILED",
+        33 => "UNSUPPORTED_SASL_MECHANISM",
+        34 => "ILLEGAL_SASL_STATE",
         35 => "UNSUPPORTED_VERSION",
         40 => "INVALID_CONFIG",
         42 => "INVALID_REQUEST",
@@ -71,7 +73,7 @@ pub fn kind(code: i16) -> ErrorKind {
         TOPIC_AUTHORIZATION_FAILED | GROUP_AUTHORIZATION_FAILED | CLUSTER_AUTHORIZATION_FAILED => {
             ErrorKind::Authorization
         }
-        SASL_AUTHENTICATION_FAILED => ErrorKind::Authentication,
+        SASL_AUTHENTICATION_FAILED | 33 | 34 => ErrorKind::Authentication,
         UNSUPPORTED_VERSION => ErrorKind::Unsupported,
         INVALID_REQUEST | 2 => ErrorKind::Protocol,
         40 | 24 => ErrorKind::Config,
