@@ -178,8 +178,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     // Explicit mode: everything of the last poll must be acknowledged first. What the driver has
     // not decided on is renewed and will come back.
     for (ConsumerRecord<byte[], byte[]> record : lastPollUnacknowledged.values()) {
-      consumer.acknowledge(record, AcknowledgeType.RENEW);
-      renewed.incrementAndGet();
+      acknowledgeNow(record, AckType.RENEW);
     }
     lastPollUnacknowledged.clear();
     pruneDeferred();
@@ -241,7 +240,21 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   }
 
   private void acknowledgeNow(ConsumerRecord<byte[], byte[]> record, AckType type) {
-    consumer.acknowledge(record, toKafka(type));
+    try {
+      consumer.acknowledge(record, toKafka(type));
+    } catch (IllegalStateException e) {
+      // The client no longer holds it (its partition moved away, its session was lost): the
+      // broker will redeliver it; nothing the driver can do.
+      ackErrors.incrementAndGet();
+      log.debug(
+          "{}: cannot acknowledge {}-{}@{}",
+          name,
+          record.topic(),
+          record.partition(),
+          record.offset(),
+          e);
+      return;
+    }
     switch (type) {
       case ACCEPT -> accepted.incrementAndGet();
       case RELEASE -> released.incrementAndGet();

@@ -94,6 +94,54 @@ class ShareSinkDriverBrokerTest {
   }
 
   @Test
+  void twoTasksShareOnePartitionAndTogetherWriteEveryRecordOnce() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("driver-two");
+    String group = unique("driver-two-group");
+    createTopic(bootstrap, topic, 1);
+    configureGroup(bootstrap, group, Map.of("share.auto.offset.reset", "earliest"));
+    produce(bootstrap, topic, IntStream.range(0, 200).mapToObj(i -> "r" + i).toList());
+
+    List<KafkaShareConsumerEngine> engines = new ArrayList<>();
+    List<DriverFixture> tasks = new ArrayList<>();
+    List<Path> files = List.of(dir.resolve("task0.txt"), dir.resolve("task1.txt"));
+    try {
+      for (Path file : files) {
+        KafkaShareConsumerEngine engine =
+            new KafkaShareConsumerEngine(
+                Map.of("bootstrap.servers", bootstrap, "group.id", group, "max.poll.records", "20"),
+                List.of(topic));
+        engines.add(engine);
+        tasks.add(
+            DriverFixture.start(
+                new FileStreamSinkTask(),
+                Map.of("file", file.toString(), "share.commit.interval.ms", "200"),
+                engine));
+      }
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (tasks.stream().mapToLong(t -> t.driver.metrics().snapshot().recordsAccepted()).sum()
+              < 200
+          && System.nanoTime() < deadline) {
+        for (DriverFixture task : tasks) {
+          task.driver.runCycle(Duration.ofMillis(100));
+        }
+      }
+    } finally {
+      tasks.forEach(t -> t.driver.stop());
+      engines.forEach(KafkaShareConsumerEngine::close);
+    }
+    List<String> written = new ArrayList<>();
+    for (Path file : files) {
+      written.addAll(Files.readAllLines(file));
+    }
+    assertEquals(200, written.size(), "every record written once across both tasks");
+    assertEquals(200, new HashSet<>(written).size());
+    assertTrue(
+        Files.readAllLines(files.get(0)).size() > 0 && Files.readAllLines(files.get(1)).size() > 0,
+        "both tasks consumed from the single partition");
+  }
+
+  @Test
   void aPoisonRecordGoesToTheDeadLetterQueueWithContextHeadersAndIsRejected() throws Exception {
     String bootstrap = bootstrap();
     String topic = unique("driver-dlq");
