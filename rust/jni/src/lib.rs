@@ -6,15 +6,21 @@
 //! and [`ThrowNative`] turns every error or panic into a Java `NativeException(kind, message,
 //! retriable)`. Nothing here may unwind into the JVM or abort it.
 
+mod ack_layout;
+mod batch_layout;
+mod consumer;
 mod error;
+mod logs;
 mod panic_hook;
 mod runtime;
 
 use std::time::Duration;
 
-use jni::objects::{JClass, JString};
-use jni::sys::{jint, jlong, JNI_VERSION_1_8};
+use jni::objects::{JByteArray, JByteBuffer, JClass, JLongArray, JString};
+use jni::sys::{jboolean, jint, jlong, JNI_VERSION_1_8};
 use jni::{Env, EnvUnowned, JavaVM};
+
+use crate::consumer::ConsumerHandle;
 
 pub use error::{Error, ThrowNative};
 
@@ -67,6 +73,288 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_panicForTest<'local
 ) {
     env.with_env(|env| intern_panic_for_test(env, &message))
         .resolve::<ThrowNative>()
+}
+
+/// `static native void init(int workerThreads, int maxLogLevel)`: runtime size (for the next
+/// runtime started) and the most verbose native log level wanted (0 off, 1 ERROR .. 5 TRACE);
+/// installs the log layer on first call.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_init<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    worker_threads: jint,
+    max_log_level: jint,
+) {
+    env.with_env(|_| intern_init(worker_threads, max_log_level))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native long create(byte[] config)`: joins a share group; returns the handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_create<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    config: JByteArray<'local>,
+) -> jlong {
+    env.with_env(|env| intern_create(env, &config))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native int poll(long handle, ByteBuffer buffer, long timeoutMs)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_poll<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    buffer: JByteBuffer<'local>,
+    timeout_ms: jlong,
+) -> jint {
+    env.with_env(|env| intern_poll(env, handle, &buffer, timeout_ms))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void wakeup(long handle)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_wakeup<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| consumer(handle).map(ConsumerHandle::wakeup))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void acknowledge(long handle, ByteBuffer acks, int length)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_acknowledge<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    acks: JByteBuffer<'local>,
+    length: jint,
+) {
+    env.with_env(|env| intern_acknowledge(env, handle, &acks, length))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native int acknowledgeSync(long handle, ByteBuffer acks, int length, long timeoutMs)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_acknowledgeSync<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    acks: JByteBuffer<'local>,
+    length: jint,
+    timeout_ms: jlong,
+) -> jint {
+    env.with_env(|env| intern_acknowledge_sync(env, handle, &acks, length, timeout_ms))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void metrics(long handle, long[] out)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_metrics<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    out: JLongArray<'local>,
+) {
+    env.with_env(|env| intern_metrics(env, handle, &out))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native int drainLogs(long handle, ByteBuffer out)`: handle 0 drains the global queue.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_drainLogs<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    out: JByteBuffer<'local>,
+) -> jint {
+    env.with_env(|env| intern_drain_logs(env, handle, &out))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void close(long handle)`: closes the share sessions (releasing what was not
+/// acknowledged) and leaves the group; wakes a blocked poll, which then returns -1.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_close<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| consumer(handle)?.close())
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void destroy(long handle)`: frees the handle. Java calls it once, after every
+/// other call on the handle has returned.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_destroy<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| intern_destroy(handle))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native boolean runtimeRunning()`: whether the engine runtime exists now.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_runtimeRunning<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jboolean {
+    env.with_env(|_| Ok::<_, Error>(runtime::is_running()))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native int layoutSelfTest(ByteBuffer out)`: writes the fixed batch of
+/// `batch_layout::self_test_records` as `poll` would, so Java can check its reader against the
+/// writer. Returns the record count, or minus the bytes needed.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_layoutSelfTest<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    out: JByteBuffer<'local>,
+) -> jint {
+    env.with_env(|env| intern_layout_self_test(env, &out))
+        .resolve::<ThrowNative>()
+}
+
+fn intern_init(worker_threads: jint, max_log_level: jint) -> Result<(), Error> {
+    if worker_threads > 0 {
+        runtime::set_worker_threads(worker_threads as usize);
+    }
+    logs::init(max_log_level.clamp(0, 5) as u8);
+    Ok(())
+}
+
+fn intern_create(env: &mut Env<'_>, config: &JByteArray<'_>) -> Result<jlong, Error> {
+    if config.is_null() {
+        return Err(Error::InvalidArgument("config must not be null".into()));
+    }
+    let blob = env.convert_byte_array(config)?;
+    let handle = ConsumerHandle::create(&blob)?;
+    Ok(Box::into_raw(handle) as jlong)
+}
+
+/// The consumer behind a handle.
+fn consumer(handle: jlong) -> Result<&'static ConsumerHandle, Error> {
+    if handle == 0 {
+        return Err(Error::InvalidArgument(
+            "consumer handle is 0 (closed)".into(),
+        ));
+    }
+    // SAFETY: a non-zero handle comes from `intern_create` and Java stops passing it before it
+    // calls `destroy` (NativeShareConsumerEngine's in-flight count), so the box is alive here.
+    Ok(unsafe { &*(handle as *const ConsumerHandle) })
+}
+
+/// The memory of a direct `ByteBuffer`.
+fn direct_buffer<'a>(env: &Env<'_>, buffer: &JByteBuffer<'_>) -> Result<&'a mut [u8], Error> {
+    if buffer.is_null() {
+        return Err(Error::InvalidArgument("buffer must not be null".into()));
+    }
+    let address = env
+        .get_direct_buffer_address(buffer)
+        .map_err(|_| Error::InvalidArgument("buffer must be a direct ByteBuffer".into()))?;
+    let capacity = env.get_direct_buffer_capacity(buffer)?;
+    // SAFETY: a direct buffer's memory stays valid while Java holds the buffer, which it does
+    // for the duration of this call; only the calling thread uses it meanwhile.
+    Ok(unsafe { std::slice::from_raw_parts_mut(address, capacity) })
+}
+
+fn intern_poll(
+    env: &mut Env<'_>,
+    handle: jlong,
+    buffer: &JByteBuffer<'_>,
+    timeout_ms: jlong,
+) -> Result<jint, Error> {
+    let consumer = consumer(handle)?;
+    let timeout = timeout_from_millis(timeout_ms)?;
+    let out = direct_buffer(env, buffer)?;
+    consumer.poll(out, timeout)
+}
+
+fn ack_request<'a>(
+    env: &Env<'_>,
+    acks: &JByteBuffer<'_>,
+    length: jint,
+) -> Result<(&'a mut [u8], usize), Error> {
+    let buf = direct_buffer(env, acks)?;
+    let length = usize::try_from(length)
+        .ok()
+        .filter(|l| *l <= buf.len())
+        .ok_or_else(|| Error::InvalidArgument(format!("length {length} outside the buffer")))?;
+    Ok((buf, length))
+}
+
+fn intern_acknowledge(
+    env: &mut Env<'_>,
+    handle: jlong,
+    acks: &JByteBuffer<'_>,
+    length: jint,
+) -> Result<(), Error> {
+    let consumer = consumer(handle)?;
+    let (buf, length) = ack_request(env, acks, length)?;
+    consumer.acknowledge(&buf[..length])
+}
+
+fn intern_acknowledge_sync(
+    env: &mut Env<'_>,
+    handle: jlong,
+    acks: &JByteBuffer<'_>,
+    length: jint,
+    timeout_ms: jlong,
+) -> Result<jint, Error> {
+    let consumer = consumer(handle)?;
+    let timeout = timeout_from_millis(timeout_ms)?;
+    let (buf, length) = ack_request(env, acks, length)?;
+    consumer.acknowledge_sync(buf, length, timeout)
+}
+
+fn intern_metrics(env: &mut Env<'_>, handle: jlong, out: &JLongArray<'_>) -> Result<(), Error> {
+    let consumer = consumer(handle)?;
+    if out.is_null() || out.len(env)? < consumer::METRICS_FIELDS {
+        return Err(Error::InvalidArgument(format!(
+            "metrics needs a long[{}]",
+            consumer::METRICS_FIELDS
+        )));
+    }
+    Ok(out.set_region(env, 0, &consumer.metrics())?)
+}
+
+fn intern_drain_logs(
+    env: &mut Env<'_>,
+    handle: jlong,
+    out: &JByteBuffer<'_>,
+) -> Result<jint, Error> {
+    let out = direct_buffer(env, out)?;
+    let written = if handle == 0 {
+        logs::global_queue().drain_into(out)
+    } else {
+        consumer(handle)?.drain_logs(out)
+    };
+    Ok(written as jint)
+}
+
+fn intern_destroy(handle: jlong) -> Result<(), Error> {
+    if handle == 0 {
+        return Ok(());
+    }
+    // SAFETY: see `consumer`; Java calls destroy exactly once, with no other call in flight.
+    drop(unsafe { Box::from_raw(handle as *mut ConsumerHandle) });
+    Ok(())
+}
+
+fn intern_layout_self_test(env: &mut Env<'_>, out: &JByteBuffer<'_>) -> Result<jint, Error> {
+    let out = direct_buffer(env, out)?;
+    let records = batch_layout::self_test_records();
+    Ok(match batch_layout::write_batch(&records, out, 0, 0) {
+        batch_layout::Written::Records { records, .. } => records as jint,
+        batch_layout::Written::TooSmall { needed } => -(needed as jint),
+    })
 }
 
 fn intern_native_version<'local>(env: &mut Env<'local>) -> Result<JString<'local>, Error> {

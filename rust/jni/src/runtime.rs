@@ -1,45 +1,143 @@
 //! The tokio runtime of this library: one per loaded library (so one per plugin class loader and
-//! JVM), created on first use, with a few named worker threads. Java threads enter it through
-//! `block_on`; tokio threads never call into the JVM.
+//! JVM), created on first use, with a few named worker threads, and shut down when its last user
+//! (a consumer handle or a running probe) lets go. Java threads enter it through
+//! [`RuntimeLease::block_on`]; tokio threads never call into the JVM.
+//!
+//! Why shut it down at all: Connect keeps plugin class loaders (and so this library) for the
+//! worker's life, and a connector that is deleted should leave no threads behind.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
 use crate::error::Error;
 
 /// Small on purpose: Connect workers run many plugins, and the engine's work is I/O bound.
-const WORKER_THREADS: usize = 2;
-const MAX_BLOCKING_THREADS: usize = 4;
+pub(crate) const DEFAULT_WORKER_THREADS: usize = 2;
+/// The blocking pool only resolves host names (tokio's `lookup_host`).
+const MAX_BLOCKING_THREADS: usize = 2;
+/// How long shutdown waits for engine tasks that are still running (consumers are closed by
+/// then, so this only bounds stragglers such as a half-open connection attempt).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-
-fn runtime() -> Result<&'static Runtime, Error> {
-    RUNTIME
-        .get_or_init(|| {
-            let counter = AtomicUsize::new(0);
-            Builder::new_multi_thread()
-                .worker_threads(WORKER_THREADS)
-                .max_blocking_threads(MAX_BLOCKING_THREADS)
-                .thread_name_fn(move || {
-                    format!(
-                        "sharesink-engine-{}",
-                        counter.fetch_add(1, Ordering::Relaxed)
-                    )
-                })
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the sharesink tokio runtime: {e}"))
-        })
-        .as_ref()
-        .map_err(|e| Error::Internal(e.clone()))
+struct Registry {
+    runtime: Option<Arc<Runtime>>,
+    users: usize,
+    worker_threads: usize,
 }
 
-/// Runs `future` to completion on the calling (Java) thread, with the runtime's I/O and timers.
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    runtime: None,
+    users: 0,
+    worker_threads: DEFAULT_WORKER_THREADS,
+});
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    // The registry holds no invariant a panic could break half-way; keep going after one.
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets the worker thread count of the next runtime to be created (the running one, if any,
+/// keeps its size).
+pub(crate) fn set_worker_threads(threads: usize) {
+    registry().worker_threads = threads.clamp(1, 64);
+}
+
+/// Whether a runtime is running now (for tests and diagnostics).
+pub(crate) fn is_running() -> bool {
+    registry().runtime.is_some()
+}
+
+fn build(worker_threads: usize) -> Result<Runtime, Error> {
+    let counter = AtomicUsize::new(0);
+    Builder::new_multi_thread()
+        .worker_threads(worker_threads)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_name_fn(move || {
+            format!(
+                "sharesink-engine-{}",
+                counter.fetch_add(1, Ordering::Relaxed)
+            )
+        })
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot start the sharesink tokio runtime: {e}")))
+}
+
+/// A claim on the shared runtime: the runtime lives while a lease does. Drop leases on a Java
+/// thread, never inside `block_on` (the last one shuts the runtime down).
+pub(crate) struct RuntimeLease {
+    runtime: Option<Arc<Runtime>>,
+}
+
+impl RuntimeLease {
+    pub(crate) fn acquire() -> Result<Self, Error> {
+        let mut registry = registry();
+        let runtime = match &registry.runtime {
+            Some(runtime) => runtime.clone(),
+            None => {
+                let runtime = Arc::new(build(registry.worker_threads)?);
+                registry.runtime = Some(runtime.clone());
+                runtime
+            }
+        };
+        registry.users += 1;
+        Ok(RuntimeLease {
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Runs `future` to completion on the calling (Java) thread, with the runtime's I/O and
+    /// timers; spawned tasks run on the runtime's workers.
+    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("a lease holds its runtime until dropped")
+            .block_on(future)
+    }
+}
+
+impl RuntimeLease {
+    /// Makes the runtime current on this thread (for sync engine calls that may touch tokio
+    /// primitives) until the guard drops.
+    pub(crate) fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+        self.runtime
+            .as_ref()
+            .expect("a lease holds its runtime until dropped")
+            .enter()
+    }
+}
+
+impl Drop for RuntimeLease {
+    fn drop(&mut self) {
+        let mine = self.runtime.take();
+        let last = {
+            let mut registry = registry();
+            registry.users = registry.users.saturating_sub(1);
+            if registry.users == 0 {
+                registry.runtime.take()
+            } else {
+                None
+            }
+        };
+        drop(mine);
+        if let Some(runtime) = last {
+            // Every lease is gone, so this is the only reference left.
+            match Arc::try_unwrap(runtime) {
+                Ok(runtime) => runtime.shutdown_timeout(SHUTDOWN_TIMEOUT),
+                Err(still_shared) => drop(still_shared),
+            }
+        }
+    }
+}
+
+/// Runs one future on a lease taken for just this call (for one-shot calls such as `probe`).
 pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
-    Ok(runtime()?.block_on(future))
+    let lease = RuntimeLease::acquire()?;
+    Ok(lease.block_on(future))
 }
 
 #[cfg(test)]
@@ -47,13 +145,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_futures_on_named_workers() {
-        let name = block_on(async {
+    fn runs_futures_on_named_workers_and_stops_with_the_last_lease() {
+        let lease = RuntimeLease::acquire().unwrap();
+        let name = lease.block_on(async {
             tokio::spawn(async { std::thread::current().name().map(str::to_owned) })
                 .await
                 .unwrap()
-        })
-        .unwrap();
+        });
         assert!(name.unwrap().starts_with("sharesink-engine-"));
+        let second = RuntimeLease::acquire().unwrap();
+        drop(lease);
+        assert!(is_running(), "a lease is still held");
+        drop(second);
+        // Other tests in this binary may hold leases of their own; only check ours went away
+        // when nobody else runs one.
+        let again = block_on(async { 7 }).unwrap();
+        assert_eq!(again, 7);
     }
 }

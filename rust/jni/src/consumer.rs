@@ -1,0 +1,254 @@
+//! A share consumer behind a Java `long` handle, and the work behind each consumer export.
+//!
+//! Lifecycle: `create` boxes a [`ConsumerHandle`] and returns the raw pointer; Java
+//! (`NativeShareConsumerEngine`) guarantees that `destroy` runs once, after every other call on
+//! the handle has returned, and never passes a handle after that. `wakeup` and `close` may run
+//! while `poll` blocks on another thread: the engine's consumer takes `&self` everywhere.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sharesink_engine::{Batch, ConsumerConfig, ErrorKind, ShareConsumer};
+use tracing::Instrument;
+
+use crate::ack_layout;
+use crate::batch_layout::{self, Written};
+use crate::error::Error;
+use crate::logs::{self, ConsumerLogs};
+use crate::runtime::RuntimeLease;
+
+/// A batch the caller's buffer could not take whole: the rest goes out on the next poll.
+struct Pending {
+    batch: Batch,
+    next: usize,
+}
+
+pub(crate) struct ConsumerHandle {
+    consumer: ShareConsumer,
+    /// Every call into the consumer runs in this span, which routes its log lines.
+    span: tracing::Span,
+    logs: ConsumerLogs,
+    pending: Mutex<Option<Pending>>,
+    /// Declared last so it is dropped last: the runtime outlives the consumer.
+    lease: RuntimeLease,
+}
+
+/// Values written by `metrics`, in this order (NativeShareConsumerEngine reads them).
+pub(crate) const METRICS_FIELDS: usize = 17;
+
+/// What `poll` returns when the consumer is closed.
+pub(crate) const POLL_CLOSED: i32 = -1;
+
+/// Reads the create blob: little-endian `i32 n, n × (key, value), i32 t, t × topic`, each
+/// string as `i32 length, UTF-8 bytes` (written by NativeShareConsumerEngine.configBlob).
+pub(crate) fn parse_config_blob(
+    blob: &[u8],
+) -> Result<(HashMap<String, String>, Vec<String>), Error> {
+    struct Reader<'a> {
+        blob: &'a [u8],
+        pos: usize,
+    }
+    impl Reader<'_> {
+        fn i32(&mut self) -> Result<usize, Error> {
+            let bytes = self
+                .blob
+                .get(self.pos..self.pos + 4)
+                .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
+            self.pos += 4;
+            let v = i32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+            usize::try_from(v)
+                .map_err(|_| Error::InvalidArgument(format!("negative length {v} in config")))
+        }
+        fn string(&mut self) -> Result<String, Error> {
+            let len = self.i32()?;
+            let bytes = self
+                .blob
+                .get(self.pos..self.pos + len)
+                .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
+            self.pos += len;
+            String::from_utf8(bytes.to_vec())
+                .map_err(|_| Error::InvalidArgument("configuration is not UTF-8".into()))
+        }
+    }
+    let mut r = Reader { blob, pos: 0 };
+    let mut props = HashMap::new();
+    for _ in 0..r.i32()? {
+        let key = r.string()?;
+        let value = r.string()?;
+        props.insert(key, value);
+    }
+    let topics = (0..r.i32()?)
+        .map(|_| r.string())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((props, topics))
+}
+
+impl ConsumerHandle {
+    /// Joins the share group; blocks until the engine's start returns.
+    pub(crate) fn create(config_blob: &[u8]) -> Result<Box<ConsumerHandle>, Error> {
+        let (props, topics) = parse_config_blob(config_blob)?;
+        let config = ConsumerConfig::from_properties(&props)?;
+        let lease = RuntimeLease::acquire()?;
+        let logs = ConsumerLogs::register();
+        let span = logs.span();
+        let consumer =
+            lease.block_on(ShareConsumer::start(config, topics).instrument(span.clone()))?;
+        Ok(Box::new(ConsumerHandle {
+            consumer,
+            span,
+            logs,
+            pending: Mutex::new(None),
+            lease,
+        }))
+    }
+
+    /// Lines waiting in this consumer's log queue and the global one.
+    fn pending_logs(&self) -> usize {
+        self.logs.queue.len() + logs::global_queue().len()
+    }
+
+    /// Writes the next batch (or the rest of a split one) into `out`; see `NativeEngine.poll`.
+    pub(crate) fn poll(&self, out: &mut [u8], timeout: Duration) -> Result<i32, Error> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.is_none() {
+            let polled = self
+                .lease
+                .block_on(self.consumer.poll(timeout).instrument(self.span.clone()));
+            match polled {
+                Ok(Some(batch)) if !batch.is_empty() => *pending = Some(Pending { batch, next: 0 }),
+                Ok(_) => {
+                    return match batch_layout::write_batch::<sharesink_engine::ShareRecord>(
+                        &[],
+                        out,
+                        self.pending_logs(),
+                        0,
+                    ) {
+                        Written::Records { .. } => Ok(0),
+                        Written::TooSmall { needed } => Ok(-(needed as i32)),
+                    };
+                }
+                Err(e) if e.kind() == ErrorKind::Closed => return Ok(POLL_CLOSED),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let p = pending.as_mut().expect("set above");
+        let rest = &p.batch.records()[p.next..];
+        match batch_layout::write_batch(rest, out, self.pending_logs(), 0) {
+            Written::Records { records, .. } => {
+                p.next += records;
+                if p.next == p.batch.len() {
+                    *pending = None;
+                }
+                Ok(records as i32)
+            }
+            Written::TooSmall { needed } => {
+                // Needed is at least the header size, so this is always below POLL_CLOSED.
+                Ok(-(i32::try_from(needed).map_err(|_| {
+                    Error::Internal(format!("a record needs {needed} bytes, beyond 2 GiB"))
+                })?))
+            }
+        }
+    }
+
+    pub(crate) fn wakeup(&self) {
+        self.consumer.wakeup();
+    }
+
+    pub(crate) fn acknowledge(&self, request: &[u8]) -> Result<(), Error> {
+        let acks = ack_layout::read_acks(request)?;
+        let _runtime = self.lease.enter();
+        let _span = self.span.enter();
+        Ok(self.consumer.acknowledge(&acks)?)
+    }
+
+    /// Returns the number of results written over the request in `buf`.
+    pub(crate) fn acknowledge_sync(
+        &self,
+        buf: &mut [u8],
+        length: usize,
+        timeout: Duration,
+    ) -> Result<i32, Error> {
+        let acks = ack_layout::read_acks(&buf[..length])?;
+        let results = self.lease.block_on(
+            self.consumer
+                .acknowledge_sync(&acks, timeout)
+                .instrument(self.span.clone()),
+        )?;
+        Ok(ack_layout::write_results(&results, buf) as i32)
+    }
+
+    pub(crate) fn metrics(&self) -> [i64; METRICS_FIELDS] {
+        let m = self.consumer.metrics();
+        let n = |v: u64| v.min(i64::MAX as u64) as i64;
+        [
+            n(m.records_fetched),
+            n(m.bytes_fetched),
+            n(m.gap_acked),
+            n(m.accepted),
+            n(m.released),
+            n(m.rejected),
+            n(m.renewed),
+            n(m.ack_errors),
+            n(m.fetch_requests),
+            m.fetch_latency_avg_ms.to_bits() as i64,
+            n(m.ack_requests),
+            m.ack_latency_avg_ms.to_bits() as i64,
+            n(m.records_in_flight),
+            n(m.records_buffered),
+            n(m.rejoins),
+            n(m.session_resets),
+            n(m.records_expired),
+        ]
+    }
+
+    pub(crate) fn close(&self) -> Result<(), Error> {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(self
+            .lease
+            .block_on(self.consumer.close().instrument(self.span.clone()))?)
+    }
+
+    pub(crate) fn drain_logs(&self, out: &mut [u8]) -> usize {
+        self.logs.queue.drain_into(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let s = |b: &mut Vec<u8>, v: &str| {
+            b.extend((v.len() as i32).to_le_bytes());
+            b.extend(v.as_bytes());
+        };
+        b.extend((props.len() as i32).to_le_bytes());
+        for (k, v) in props {
+            s(&mut b, k);
+            s(&mut b, v);
+        }
+        b.extend((topics.len() as i32).to_le_bytes());
+        for t in topics {
+            s(&mut b, t);
+        }
+        b
+    }
+
+    #[test]
+    fn config_blob_round_trip() {
+        let b = blob(&[("group.id", "g"), ("client.id", "ü")], &["a", "b"]);
+        let (props, topics) = parse_config_blob(&b).unwrap();
+        assert_eq!(props["client.id"], "ü");
+        assert_eq!(topics, vec!["a", "b"]);
+        assert!(parse_config_blob(&b[..b.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn bad_config_is_a_config_error_before_any_connection() {
+        let b = blob(&[("bootstrap.servers", "h:1")], &["t"]);
+        let err = ConsumerHandle::create(&b).err().unwrap();
+        assert_eq!(err.kind_name(), "CONFIG");
+    }
+}
