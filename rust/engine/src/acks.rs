@@ -87,9 +87,36 @@ pub(crate) struct PendingAck {
     pub last: i64,
     pub code: i8,
     pub waiter: Option<oneshot::Sender<AckOutcome>>,
+    /// False for the engine's own Gap and Release acks (records never handed out).
+    pub from_caller: bool,
 }
 
 impl PendingAck {
+    pub fn from_caller(
+        first: i64,
+        last: i64,
+        code: i8,
+        waiter: Option<oneshot::Sender<AckOutcome>>,
+    ) -> Self {
+        PendingAck {
+            first,
+            last,
+            code,
+            waiter,
+            from_caller: true,
+        }
+    }
+
+    pub fn from_engine(first: i64, last: i64, code: i8) -> Self {
+        PendingAck {
+            first,
+            last,
+            code,
+            waiter: None,
+            from_caller: false,
+        }
+    }
+
     fn resolve(self, outcome: AckOutcome) {
         if let Some(w) = self.waiter {
             let _ = w.send(outcome);
@@ -207,6 +234,16 @@ impl AcksInFlight {
         counts
     }
 
+    /// Records the caller settled for good (accept, release, reject) in these acks.
+    pub fn caller_settled(&self) -> u64 {
+        self.by_partition
+            .values()
+            .flatten()
+            .filter(|a| a.from_caller && (1..=3).contains(&a.code))
+            .map(|a| (a.last - a.first + 1) as u64)
+            .sum()
+    }
+
     pub fn resolve_partition(&mut self, key: &PartitionKey, outcome: AckOutcome) {
         if let Some(acks) = self.by_partition.remove(key) {
             for a in acks {
@@ -235,12 +272,7 @@ mod tests {
     use super::*;
 
     fn pending(first: i64, last: i64, code: i8) -> PendingAck {
-        PendingAck {
-            first,
-            last,
-            code,
-            waiter: None,
-        }
+        PendingAck::from_caller(first, last, code, None)
     }
 
     #[test]
@@ -287,16 +319,7 @@ mod tests {
         let mut q = AckQueue::default();
         let (tx, mut rx) = oneshot::channel();
         q.push((t, 0), pending(0, 9, 1), false);
-        q.push(
-            (t, 0),
-            PendingAck {
-                first: 5,
-                last: 6,
-                code: 3,
-                waiter: Some(tx),
-            },
-            false,
-        );
+        q.push((t, 0), PendingAck::from_caller(5, 6, 3, Some(tx)), false);
         q.push((t, 0), pending(20, 20, 4), false);
         assert!(q.is_urgent() && q.has_renew());
         let (topics, _) = q.take();

@@ -14,6 +14,8 @@ pub struct ConsumerConfig {
     pub bootstrap_servers: Vec<String>,
     pub group_id: String,
     pub client_id: String,
+    /// `client.rack`, sent with the join heartbeat.
+    pub client_rack: Option<String>,
     /// ShareFetch MaxRecords and BatchSize (`max.poll.records`).
     pub max_poll_records: i32,
     pub fetch_max_bytes: i32,
@@ -71,6 +73,10 @@ impl ConsumerConfig {
             .get("client.id")
             .cloned()
             .unwrap_or_else(|| format!("sharesink-{group_id}"));
+        let client_rack = props
+            .get("client.rack")
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
         let max_poll_records = parse_num(props, "max.poll.records", 500, 1, i32::MAX)?;
         let fetch_max_bytes = parse_num(props, "fetch.max.bytes", 50 * 1024 * 1024, 1, i32::MAX)?;
         let fetch_min_bytes = parse_num(props, "fetch.min.bytes", 1, 0, i32::MAX)?;
@@ -107,6 +113,7 @@ impl ConsumerConfig {
             bootstrap_servers,
             group_id,
             client_id,
+            client_rack,
             max_poll_records,
             fetch_max_bytes,
             fetch_min_bytes,

@@ -235,12 +235,7 @@ impl ShareConsumer {
             };
             fetcher.push_ack(
                 (topic_id, ack.partition),
-                PendingAck {
-                    first: ack.first_offset,
-                    last: ack.last_offset,
-                    code: ack.kind as i8,
-                    waiter,
-                },
+                PendingAck::from_caller(ack.first_offset, ack.last_offset, ack.kind as i8, waiter),
                 urgent,
             );
             waiters.push(rx);

@@ -391,7 +391,7 @@ fn send_body(
         RequestKind::Fetch => (ApiKey::ShareFetch, shared.share_fetch_version),
         RequestKind::Acknowledge => (ApiKey::ShareAcknowledge, shared.share_acknowledge_version),
     };
-    shared.metrics.acks_sent(acks.record_counts());
+    shared.metrics.acks_sent(&acks);
     let response = conn.send_raw(api, version, &body)?;
     Ok(InFlight {
         kind,
@@ -586,26 +586,12 @@ fn handle_fetch(
             ) {
                 Ok(extracted) => {
                     for (first, last) in extracted.gaps {
-                        me.push_ack(
-                            key,
-                            PendingAck {
-                                first,
-                                last,
-                                code: GAP,
-                                waiter: None,
-                            },
-                            false,
-                        );
+                        me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
                     }
                     for (first, last) in extracted.unread {
                         me.push_ack(
                             key,
-                            PendingAck {
-                                first,
-                                last,
-                                code: AckKind::Release as i8,
-                                waiter: None,
-                            },
+                            PendingAck::from_engine(first, last, AckKind::Release as i8),
                             false,
                         );
                     }
@@ -645,12 +631,7 @@ fn release_all(
     for a in acquired {
         me.push_ack(
             key,
-            PendingAck {
-                first: a.first_offset,
-                last: a.last_offset,
-                code: AckKind::Release as i8,
-                waiter: None,
-            },
+            PendingAck::from_engine(a.first_offset, a.last_offset, AckKind::Release as i8),
             false,
         );
     }
@@ -741,7 +722,7 @@ async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Sessio
             .await?;
         ShareAcknowledgeResponse::decode(response, shared.share_acknowledge_version)
     };
-    shared.metrics.acks_sent(in_flight.record_counts());
+    shared.metrics.acks_sent(&in_flight);
     let timeout = shared.config.request_timeout;
     match tokio::time::timeout(timeout, outcome).await {
         Ok(Ok(response)) => {

@@ -218,6 +218,12 @@ async fn heartbeat(
         )))
         .with_member_id(StrBytes::from_string(shared.member_id.clone()))
         .with_member_epoch(epoch)
+        // Rack and topics only at join: null means unchanged afterwards.
+        .with_rack_id(
+            subscription
+                .and(shared.config.client_rack.as_ref())
+                .map(|r| StrBytes::from_string(r.clone())),
+        )
         .with_subscribed_topic_names(subscription.map(|topics| {
             topics
                 .iter()

@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::acks::AcksInFlight;
+
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     pub records_fetched: AtomicU64,
@@ -35,13 +37,12 @@ impl Metrics {
             .fetch_add(latency.as_micros() as u64, Relaxed);
     }
 
-    pub fn acks_sent(&self, counts: [u64; 5]) {
-        for (slot, n) in self.acked.iter().zip(counts) {
+    pub fn acks_sent(&self, acks: &AcksInFlight) {
+        for (slot, n) in self.acked.iter().zip(acks.record_counts()) {
             slot.fetch_add(n, Relaxed);
         }
-        // Gaps were never handed to the caller.
-        let settled = counts[1] + counts[2] + counts[3];
-        self.records_in_flight.fetch_sub(settled as i64, Relaxed);
+        self.records_in_flight
+            .fetch_sub(acks.caller_settled() as i64, Relaxed);
     }
 
     pub fn snapshot(&self) -> MetricsSnapshot {
