@@ -439,6 +439,7 @@ async fn record_limit_mode_caps_each_fetch() {
         .consumer(&[
             ("share.acquire.mode", "record_limit"),
             ("max.poll.records", "7"),
+            ("client.rack", "rack-a"),
         ])
         .await;
     let deadline = Instant::now() + TIMEOUT;
