@@ -94,6 +94,7 @@ public final class ShareSinkDriver {
   private long renewMarginMs;
   private ConnectException failure;
   private boolean stopped;
+  private boolean lockWarned;
   private volatile boolean stopping;
 
   /**
@@ -334,6 +335,7 @@ public final class ShareSinkDriver {
         continue;
       }
       metrics.recordsPolled.incrementAndGet();
+      warnIfLockTooShort(batch.lockDeadlineMs(i) - now);
       if (raw.deliveryCount() > 1) {
         metrics.redeliveries.incrementAndGet();
       }
@@ -349,6 +351,20 @@ public final class ShareSinkDriver {
       ready.add(new Pending(entry, record));
     }
     metrics.recordsInFlight.set(ledger.size());
+  }
+
+  private void warnIfLockTooShort(long lockMs) {
+    if (!lockWarned && lockMs > 0 && config.commitIntervalMs() > lockMs / 2) {
+      lockWarned = true;
+      log.warn(
+          "{}: {}={} ms is not well below the acquisition lock ({} ms): records the sink buffers"
+              + " will be renewed before every commit; lower it or raise the group's"
+              + " share.record.lock.duration.ms",
+          taskName,
+          SinkDriverConfig.COMMIT_INTERVAL_MS,
+          config.commitIntervalMs(),
+          lockMs);
+    }
   }
 
   private void handleConversionFailure(Entry entry, RawRecord raw, RecordFailedException e) {
