@@ -1,0 +1,315 @@
+package io.sharesink.engine;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link ShareConsumerEngine} over the native (Rust) engine: one share-group member behind a
+ * {@code long} handle, one JNI crossing per poll and per batch of acknowledgements.
+ *
+ * <p>The native library must be loaded first ({@code
+ * io.sharesink.connect.nativelib.NativeLoader#ensureLoaded()}); this package knows nothing of
+ * Connect, so it does not load it itself.
+ *
+ * <p>Lifecycle: every call holds the handle while it runs (an in-flight count under a lock). {@link
+ * #close} marks the engine closed, closes the native member (which wakes a blocked poll on another
+ * thread), and frees the handle once the last in-flight call has returned; calls after close throw
+ * {@link IllegalStateException}, a {@link #wakeup} after close does nothing. The first consumer in
+ * the JVM starts the native runtime, the last one to close stops it.
+ *
+ * <p>Logs: native log lines of this member are re-logged through SLF4J by the thread that polls (or
+ * closes), so they carry its MDC; see {@link NativeLogBridge}.
+ */
+public final class NativeShareConsumerEngine implements ShareConsumerEngine {
+
+  private static final Logger log = LoggerFactory.getLogger(NativeShareConsumerEngine.class);
+
+  /** JVM property: the native runtime's worker thread count (default 2). */
+  public static final String THREADS_PROPERTY = "sharesink.engine.threads";
+
+  /** Values {@link NativeEngine#metrics} writes; see {@code consumer.rs}. */
+  static final int METRICS_FIELDS = 17;
+
+  /** Starting poll buffer; batches that do not fit are split, so it grows only for huge records. */
+  static final int DEFAULT_BUFFER_BYTES = 1 << 20;
+
+  /** How long close waits for calls still running on other threads before leaving the free. */
+  private static final long CLOSE_WAIT_MS = 30_000;
+
+  private final Object lock = new Object();
+  private long handle;
+  private int inFlight;
+  private boolean closed;
+
+  private final String description;
+  private ByteBuffer pollBuffer;
+  private final AckLayout ackLayout = new AckLayout();
+  private final NativeLogBridge logs = new NativeLogBridge();
+  private final long[] metricsValues = new long[METRICS_FIELDS];
+
+  /**
+   * Joins the share group {@code group.id} as a new member subscribed to {@code topics}.
+   *
+   * @param kafkaSettings Kafka client settings (see {@link KafkaClientConfigTranslator})
+   * @throws EngineException with kind CONFIG for bad settings, CONNECTION or TIMEOUT when the
+   *     cluster cannot be reached, and so on
+   */
+  public NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics) {
+    this(kafkaSettings, topics, DEFAULT_BUFFER_BYTES);
+  }
+
+  NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics, int bufferBytes) {
+    Map<String, String> props = KafkaClientConfigTranslator.translate(kafkaSettings);
+    this.description = "share member of " + props.get("group.id") + " on " + topics;
+    byte[] blob = configBlob(props, topics);
+    try {
+      NativeEngine.init(Integer.getInteger(THREADS_PROPERTY, 0), NativeLogBridge.maxLevel());
+    } catch (UnsatisfiedLinkError e) {
+      throw new EngineException(
+          EngineException.Kind.INTERNAL,
+          "the sharesink native library is not loaded (NativeLoader.ensureLoaded() first): " + e,
+          e);
+    }
+    try {
+      this.handle = NativeEngine.create(blob);
+    } finally {
+      // Lines about a failed start are in the global queue; show them either way.
+      logs.drain(0);
+    }
+    this.pollBuffer =
+        ByteBuffer.allocateDirect(Math.max(bufferBytes, BatchLayout.HEADER_BYTES))
+            .order(ByteOrder.LITTLE_ENDIAN);
+    logs.drain(handle);
+  }
+
+  /** The create blob: little-endian {@code i32 n, n × (key, value), i32 t, t × topic}. */
+  static byte[] configBlob(Map<String, String> props, List<String> topics) {
+    int size = 8;
+    byte[][] strings = new byte[props.size() * 2 + topics.size()][];
+    int s = 0;
+    for (Map.Entry<String, String> e : props.entrySet()) {
+      strings[s++] = e.getKey().getBytes(StandardCharsets.UTF_8);
+      strings[s++] = e.getValue().getBytes(StandardCharsets.UTF_8);
+    }
+    for (String topic : topics) {
+      strings[s++] = topic.getBytes(StandardCharsets.UTF_8);
+    }
+    for (byte[] b : strings) {
+      size += 4 + b.length;
+    }
+    ByteBuffer out = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    out.putInt(props.size());
+    for (int i = 0; i < props.size() * 2; i++) {
+      out.putInt(strings[i].length).put(strings[i]);
+    }
+    out.putInt(topics.size());
+    for (int i = props.size() * 2; i < strings.length; i++) {
+      out.putInt(strings[i].length).put(strings[i]);
+    }
+    return out.array();
+  }
+
+  private long enter() {
+    synchronized (lock) {
+      if (closed) {
+        throw new IllegalStateException("the native share consumer engine is closed");
+      }
+      inFlight++;
+      return handle;
+    }
+  }
+
+  private void exit() {
+    synchronized (lock) {
+      inFlight--;
+      freeIfIdle();
+    }
+  }
+
+  /** Frees the handle once closed and no call holds it. Called with the lock held. */
+  private void freeIfIdle() {
+    if (closed && inFlight == 0 && handle != 0) {
+      long h = handle;
+      handle = 0;
+      try {
+        logs.drain(h);
+      } finally {
+        NativeEngine.destroy(h);
+        lock.notifyAll();
+      }
+    }
+  }
+
+  @Override
+  public ShareBatch poll(Duration timeout) {
+    long h = enter();
+    try {
+      long timeoutMs = Math.max(0, timeout.toMillis());
+      int count = NativeEngine.poll(h, pollBuffer, timeoutMs);
+      while (count < -1) {
+        grow(-count);
+        count = NativeEngine.poll(h, pollBuffer, 0);
+      }
+      if (count < 0 || NativeShareBatch.pendingLogs(pollBuffer) > 0) {
+        logs.drain(h);
+        logs.drain(0);
+      }
+      return count <= 0 ? NativeShareBatch.EMPTY : new NativeShareBatch(pollBuffer);
+    } finally {
+      exit();
+    }
+  }
+
+  private void grow(int needed) {
+    int capacity = pollBuffer.capacity();
+    while (capacity < needed) {
+      capacity = capacity > Integer.MAX_VALUE / 2 ? Integer.MAX_VALUE : capacity * 2;
+    }
+    log.debug(
+        "{}: poll buffer grows to {} bytes for a record of {}", description, capacity, needed);
+    pollBuffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+  }
+
+  @Override
+  public void acknowledge(Acknowledgements acks) {
+    if (acks.isEmpty()) {
+      return;
+    }
+    long h = enter();
+    try {
+      synchronized (ackLayout) {
+        int length = ackLayout.pack(acks);
+        NativeEngine.acknowledge(h, ackLayout.buffer(), length);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+    if (acks.isEmpty()) {
+      return List.of();
+    }
+    long h = enter();
+    try {
+      synchronized (ackLayout) {
+        int length = ackLayout.pack(acks);
+        int count =
+            NativeEngine.acknowledgeSync(
+                h, ackLayout.buffer(), length, Math.max(0, timeout.toMillis()));
+        return ackLayout.results(acks, count);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /** Restarts the acquisition locks of the given ranges: {@link AckType#RENEW} for each. */
+  public void renew(Acknowledgements ranges) {
+    Acknowledgements renew = new Acknowledgements();
+    for (Acknowledgements.Range r : ranges.ranges()) {
+      renew.add(r.topic(), r.partition(), r.firstOffset(), r.lastOffset(), AckType.RENEW);
+    }
+    acknowledge(renew);
+  }
+
+  @Override
+  public void wakeup() {
+    long h;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      inFlight++;
+      h = handle;
+    }
+    try {
+      NativeEngine.wakeup(h);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public EngineMetrics metrics() {
+    long h = enter();
+    try {
+      long[] m = metricsValues;
+      synchronized (m) {
+        NativeEngine.metrics(h, m);
+        return new EngineMetrics(
+            m[0],
+            m[1],
+            m[3],
+            m[4],
+            m[5],
+            m[6],
+            m[7],
+            m[8],
+            Double.longBitsToDouble(m[9]),
+            Double.longBitsToDouble(m[11]),
+            m[12]);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public void close() {
+    long h;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      inFlight++; // the close itself holds the handle until the native close returns
+      h = handle;
+    }
+    try {
+      NativeEngine.close(h);
+    } catch (EngineException e) {
+      log.warn("{}: closing the native share consumer failed: {}", description, e.getMessage());
+    } finally {
+      synchronized (lock) {
+        inFlight--;
+        freeIfIdle();
+        long deadline = System.currentTimeMillis() + CLOSE_WAIT_MS;
+        while (handle != 0) {
+          long left = deadline - System.currentTimeMillis();
+          if (left <= 0) {
+            log.warn(
+                "{}: {} call(s) still running {} ms after close; the last one frees the handle",
+                description,
+                inFlight,
+                CLOSE_WAIT_MS);
+            break;
+          }
+          try {
+            lock.wait(left);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  /** Whether the native engine runtime (its threads) exists now; for tests and diagnostics. */
+  public static boolean runtimeRunning() {
+    return NativeEngine.runtimeRunning();
+  }
+
+  @Override
+  public String toString() {
+    return description;
+  }
+}
