@@ -202,8 +202,9 @@ impl ConsumerHandle {
         ]
     }
 
+    /// Never touches `pending`: a poll blocked on another thread holds that lock, and this
+    /// call is what wakes it. A batch still pending is dropped with the handle.
     pub(crate) fn close(&self) -> Result<(), Error> {
-        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(self
             .lease
             .block_on(self.consumer.close().instrument(self.span.clone()))?)

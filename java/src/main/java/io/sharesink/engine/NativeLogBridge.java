@@ -35,24 +35,62 @@ final class NativeLogBridge {
   private static final Logger root = LoggerFactory.getLogger(LOGGER_PREFIX);
   private static final ConcurrentHashMap<String, Logger> loggers = new ConcurrentHashMap<>();
 
+  /** Where drained lines go; SLF4J outside tests. */
+  interface Sink {
+    /** The native level code (0 off .. 5 TRACE) of the most verbose line wanted. */
+    int maxLevel();
+
+    void log(int level, String target, String text);
+  }
+
+  /** Each native target to its own SLF4J logger, at the line's level. */
+  static final Sink SLF4J =
+      new Sink() {
+        @Override
+        public int maxLevel() {
+          if (root.isTraceEnabled()) {
+            return 5;
+          }
+          if (root.isDebugEnabled()) {
+            return 4;
+          }
+          if (root.isInfoEnabled()) {
+            return 3;
+          }
+          if (root.isWarnEnabled()) {
+            return 2;
+          }
+          return root.isErrorEnabled() ? 1 : 0;
+        }
+
+        @Override
+        public void log(int level, String target, String text) {
+          Logger logger = loggerFor(target);
+          switch (level) {
+            case 1 -> logger.error(text);
+            case 2 -> logger.warn(text);
+            case 3 -> logger.info(text);
+            case 4 -> logger.debug(text);
+            default -> logger.trace(text);
+          }
+        }
+      };
+
   private final ByteBuffer buffer =
       ByteBuffer.allocateDirect(BUFFER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+  private final Sink sink;
 
-  /** The native level code (0 off .. 5 TRACE) matching what SLF4J would print. */
-  static int maxLevel() {
-    if (root.isTraceEnabled()) {
-      return 5;
-    }
-    if (root.isDebugEnabled()) {
-      return 4;
-    }
-    if (root.isInfoEnabled()) {
-      return 3;
-    }
-    if (root.isWarnEnabled()) {
-      return 2;
-    }
-    return root.isErrorEnabled() ? 1 : 0;
+  NativeLogBridge() {
+    this(SLF4J);
+  }
+
+  NativeLogBridge(Sink sink) {
+    this.sink = sink;
+  }
+
+  /** The native level code (0 off .. 5 TRACE) matching what the sink would print. */
+  int maxLevel() {
+    return sink.maxLevel();
   }
 
   /** Drains the queue of {@code handle} (0: the global queue) into SLF4J. */
@@ -61,7 +99,10 @@ final class NativeLogBridge {
       int written = NativeEngine.drainLogs(handle, buffer);
       long dropped = buffer.getLong(8);
       if (dropped > 0) {
-        root.warn("{} native log lines were dropped: the native log queue was full", dropped);
+        sink.log(
+            2,
+            "sharesink_jni",
+            dropped + " native log lines were dropped: the native log queue was full");
       }
       int pos = 16;
       for (int i = 0; i < written; i++) {
@@ -72,7 +113,7 @@ final class NativeLogBridge {
         int textLength = buffer.getInt(pos);
         String text = utf8(pos + 4, textLength);
         pos += 4 + textLength;
-        log(level, target, text);
+        sink.log(level, target, text);
       }
       if (written == 0 || buffer.getInt(4) == 0) {
         return;
@@ -89,16 +130,5 @@ final class NativeLogBridge {
   static Logger loggerFor(String target) {
     return loggers.computeIfAbsent(
         target, t -> LoggerFactory.getLogger(LOGGER_PREFIX + "." + t.replace("::", ".")));
-  }
-
-  private static void log(int level, String target, String text) {
-    Logger logger = loggerFor(target);
-    switch (level) {
-      case 1 -> logger.error(text);
-      case 2 -> logger.warn(text);
-      case 3 -> logger.info(text);
-      case 4 -> logger.debug(text);
-      default -> logger.trace(text);
-    }
   }
 }

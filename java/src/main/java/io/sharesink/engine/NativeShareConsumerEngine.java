@@ -50,7 +50,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   private final String description;
   private ByteBuffer pollBuffer;
   private final AckLayout ackLayout = new AckLayout();
-  private final NativeLogBridge logs = new NativeLogBridge();
+  private final NativeLogBridge logs;
   private final long[] metricsValues = new long[METRICS_FIELDS];
 
   /**
@@ -61,15 +61,17 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
    *     cluster cannot be reached, and so on
    */
   public NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics) {
-    this(kafkaSettings, topics, DEFAULT_BUFFER_BYTES);
+    this(kafkaSettings, topics, DEFAULT_BUFFER_BYTES, new NativeLogBridge());
   }
 
-  NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics, int bufferBytes) {
+  NativeShareConsumerEngine(
+      Map<String, ?> kafkaSettings, List<String> topics, int bufferBytes, NativeLogBridge logs) {
+    this.logs = logs;
     Map<String, String> props = KafkaClientConfigTranslator.translate(kafkaSettings);
     this.description = "share member of " + props.get("group.id") + " on " + topics;
     byte[] blob = configBlob(props, topics);
     try {
-      NativeEngine.init(Integer.getInteger(THREADS_PROPERTY, 0), NativeLogBridge.maxLevel());
+      NativeEngine.init(Integer.getInteger(THREADS_PROPERTY, 0), logs.maxLevel());
     } catch (UnsatisfiedLinkError e) {
       throw new EngineException(
           EngineException.Kind.INTERNAL,
