@@ -9,13 +9,15 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, ProduceRequest, ProduceResponse, TopicName,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ProduceRequest,
+    ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -140,6 +142,27 @@ impl Admin {
             self.timeout,
             format!("topic {name} to get leaders"),
         ))
+    }
+
+    /// Deletes a topic.
+    pub async fn delete_topic(&self, name: &str) -> Result<(), EngineError> {
+        let conn = self.cluster.control().await?;
+        let request = DeleteTopicsRequest::default()
+            .with_topics(vec![DeleteTopicState::default()
+                .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))])
+            .with_timeout_ms(self.timeout.as_millis() as i32);
+        let response: DeleteTopicsResponse =
+            self.call("DeleteTopics", conn.request(&request, 6)).await?;
+        for t in response.responses {
+            if t.error_code != error_codes::NONE {
+                return Err(EngineError::broker(
+                    "DeleteTopics",
+                    t.error_code,
+                    t.error_message.map(|m| m.to_string()),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Sets dynamic group configs with IncrementalAlterConfigs (resource type GROUP = 32).

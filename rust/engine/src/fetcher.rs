@@ -500,6 +500,14 @@ fn top_level_error(
     }
     let failed = acks.resolve_all((code, message.clone()));
     shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
+    if matches!(code, UNKNOWN_TOPIC_ID | UNKNOWN_TOPIC_OR_PARTITION) {
+        // A topic in the session is gone or recreated: rebuild the session from fresh
+        // metadata rather than repeat the same failing request.
+        if generation == session.generation {
+            session.reset(false);
+        }
+        shared.refresh_metadata.notify_one();
+    }
     let error = EngineError::broker(api, code, message);
     if !error.is_retriable() {
         shared.fail(error.duplicate());

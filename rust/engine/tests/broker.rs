@@ -684,3 +684,67 @@ mod protocol_facts {
         );
     }
 }
+
+fn count_topics(per_topic: &mut BTreeMap<String, usize>, batch: &Batch) {
+    for r in batch.records() {
+        *per_topic.entry(r.topic.to_string()).or_default() += 1;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_one_subscribed_topic_leaves_the_other_flowing() {
+    let f = fixture("deleted", 1, 10, &[]).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    let other = unique("kept");
+    admin.create_topic(&other, 1).await.unwrap();
+    let produce = |n: usize| {
+        (0..n)
+            .map(|i| ProduceRecord::value(Bytes::from(format!("kept-{i}"))))
+            .collect::<Vec<_>>()
+    };
+    admin
+        .produce(&other, 0, &produce(10), Compression::None)
+        .await
+        .unwrap();
+    let mut props = properties([
+        ("bootstrap.servers", f.bootstrap.as_str()),
+        ("group.id", f.group.as_str()),
+        ("fetch.max.wait.ms", "200"),
+    ]);
+    props.insert("client.id".into(), "deleted-test".into());
+    let c = ShareConsumer::start(
+        ConsumerConfig::from_properties(&props).unwrap(),
+        vec![f.topic.clone(), other.clone()],
+    )
+    .await
+    .unwrap();
+    let mut per_topic: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while per_topic.values().sum::<usize>() < 20 && Instant::now() < deadline {
+        if let Some(b) = c.poll(Duration::from_millis(500)).await.expect("poll") {
+            count_topics(&mut per_topic, &b);
+            c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
+        }
+    }
+    assert_eq!(per_topic.values().sum::<usize>(), 20);
+    admin.delete_topic(&f.topic).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    admin
+        .produce(&other, 0, &produce(10), Compression::None)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while per_topic.get(&other).copied().unwrap_or(0) < 20 && Instant::now() < deadline {
+        match c.poll(Duration::from_millis(500)).await {
+            Ok(Some(b)) => {
+                count_topics(&mut per_topic, &b);
+                c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
+            }
+            Ok(None) => {}
+            Err(e) => panic!("consumer failed after a topic deletion: {e}"),
+        }
+    }
+    println!("per topic {per_topic:?}; metrics {:?}", c.metrics());
+    assert_eq!(per_topic.get(&other).copied(), Some(20));
+    c.close().await.unwrap();
+}
