@@ -748,3 +748,44 @@ async fn deleting_one_subscribed_topic_leaves_the_other_flowing() {
     assert_eq!(per_topic.get(&other).copied(), Some(20));
     c.close().await.unwrap();
 }
+
+/// Scaling up: a member loses a partition to a newcomer while it still holds records of it.
+/// Its acks for them must still apply (they go on a ShareFetch that adds and forgets the
+/// partition in the same request), and the newcomer must not get those records again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_for_a_partition_just_reassigned_still_apply() {
+    let f = fixture("moved", 2, 20, &[]).await;
+    let a = f.consumer(&[]).await;
+    let mut held = Vec::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while held.len() < 40 && Instant::now() < deadline {
+        if let Some(b) = a.poll(Duration::from_millis(500)).await.expect("poll") {
+            held.extend(b.acks(AckKind::Accept));
+            held.sort_by_key(|x| (x.partition, x.first_offset));
+            let n: i64 = held
+                .iter()
+                .map(|x| x.last_offset - x.first_offset + 1)
+                .sum();
+            if n == 40 {
+                break;
+            }
+        }
+    }
+    assert_eq!(a.assignment().len(), 2);
+    let b = f.consumer(&[]).await;
+    let deadline = Instant::now() + TIMEOUT;
+    while a.assignment().len() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!("a now has {:?}, b has {:?}", a.assignment(), b.assignment());
+    assert_eq!(a.assignment().len(), 1, "newcomer got no partition");
+    let results = a.acknowledge_sync(&held, TIMEOUT).await.expect("ack");
+    println!("{results:?}");
+    assert!(
+        results.iter().all(|r| r.is_ok()),
+        "acks after reassignment failed: {results:?}"
+    );
+    assert_quiet(&b, Duration::from_secs(3)).await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
