@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::incremental_alter_configs_request::{
@@ -15,9 +16,11 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ProduceRequest,
-    ProduceResponse, TopicName,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, EndTxnRequest, EndTxnResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest,
+    ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -59,6 +62,75 @@ pub struct Admin {
     security: Security,
     timeout: Duration,
     leaders: Mutex<HashMap<String, Arc<Connection>>>,
+}
+
+struct TransactionalProducer {
+    transactional_id: TransactionalId,
+    producer_id: i64,
+    producer_epoch: i16,
+}
+
+fn check(api: &'static str, code: i16) -> Result<(), EngineError> {
+    if code == error_codes::NONE {
+        Ok(())
+    } else {
+        Err(EngineError::broker(api, code, None))
+    }
+}
+
+fn produce_request(
+    topic: &str,
+    partition: i32,
+    records: &[ProduceRecord],
+    compression: Compression,
+    transaction: Option<&TransactionalProducer>,
+) -> Result<ProduceRequest, EngineError> {
+    let timestamp = now_ms();
+    let (producer_id, producer_epoch) =
+        transaction.map_or((-1, -1), |t| (t.producer_id, t.producer_epoch));
+    let encoded: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Record {
+            transactional: transaction.is_some(),
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // offset − sequence must stay constant for the encoder to keep one batch.
+            sequence: i as i32,
+            timestamp,
+            key: r.key.clone(),
+            value: r.value.clone(),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
+                .collect::<IndexMap<_, _>>(),
+            delete_horizon: false,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &encoded,
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .map_err(|e| EngineError::Internal(format!("encoding records: {e}")))?;
+    Ok(ProduceRequest::default()
+        .with_transactional_id(transaction.map(|t| t.transactional_id.clone()))
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(buf.freeze()))])]))
 }
 
 fn now_ms() -> i64 {
@@ -238,55 +310,152 @@ impl Admin {
         records: &[ProduceRecord],
         compression: Compression,
     ) -> Result<i64, EngineError> {
-        let timestamp = now_ms();
-        let encoded: Vec<Record> = records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // offset − sequence must stay constant for the encoder to keep one batch.
-                sequence: i as i32,
-                timestamp,
-                key: r.key.clone(),
-                value: r.value.clone(),
-                headers: r
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
-                    .collect::<IndexMap<_, _>>(),
-                delete_horizon: false,
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &encoded,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .map_err(|e| EngineError::Internal(format!("encoding records: {e}")))?;
-        let request = ProduceRequest::default()
-            .with_acks(-1)
-            .with_timeout_ms(self.timeout.as_millis() as i32)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(buf.freeze()))])]);
+        let request = produce_request(topic, partition, records, compression, None)?;
+        self.produce_retrying(topic, partition, &request).await
+    }
+
+    /// Produces `records` in one transaction (its own transactional id) and commits or aborts
+    /// it, so the partition gets a transactional batch followed by a control batch (the
+    /// commit/abort marker). For tests of gap acknowledgement and isolation levels.
+    pub async fn produce_transaction(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[ProduceRecord],
+        commit: bool,
+    ) -> Result<i64, EngineError> {
+        let transactional_id = format!("sharesink-admin-{}", uuid::Uuid::new_v4().simple());
+        let txn_id = || TransactionalId(StrBytes::from_string(transactional_id.clone()));
+        let coordinator = self.transaction_coordinator(&transactional_id).await?;
+        // A fresh transaction state topic answers "loading" for a while.
+        let mut attempts = 0;
+        let init = loop {
+            attempts += 1;
+            let init: InitProducerIdResponse = self
+                .call(
+                    "InitProducerId",
+                    coordinator.request(
+                        &InitProducerIdRequest::default()
+                            .with_transactional_id(Some(txn_id()))
+                            .with_transaction_timeout_ms(60_000)
+                            .with_producer_id(ProducerId(-1))
+                            .with_producer_epoch(-1),
+                        4,
+                    ),
+                )
+                .await?;
+            match check("InitProducerId", init.error_code) {
+                Err(e) if e.is_retriable() && attempts < 100 => {
+                    tokio::time::sleep(Duration::from_millis(200)).await
+                }
+                Err(e) => return Err(e),
+                Ok(()) => break init,
+            }
+        };
+        let (producer_id, producer_epoch) = (init.producer_id, init.producer_epoch);
+        let add: AddPartitionsToTxnResponse = self
+            .call(
+                "AddPartitionsToTxn",
+                coordinator.request(
+                    &AddPartitionsToTxnRequest::default()
+                        .with_v3_and_below_transactional_id(txn_id())
+                        .with_v3_and_below_producer_id(producer_id)
+                        .with_v3_and_below_producer_epoch(producer_epoch)
+                        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                            .with_partitions(vec![partition])]),
+                    3,
+                ),
+            )
+            .await?;
+        for t in &add.results_by_topic_v3_and_below {
+            for p in &t.results_by_partition {
+                check("AddPartitionsToTxn", p.partition_error_code)?;
+            }
+        }
+        let producer = TransactionalProducer {
+            transactional_id: txn_id(),
+            producer_id: producer_id.0,
+            producer_epoch,
+        };
+        let request = produce_request(
+            topic,
+            partition,
+            records,
+            Compression::None,
+            Some(&producer),
+        )?;
+        let base = self.produce_retrying(topic, partition, &request).await?;
+        let end: EndTxnResponse = self
+            .call(
+                "EndTxn",
+                coordinator.request(
+                    &EndTxnRequest::default()
+                        .with_transactional_id(txn_id())
+                        .with_producer_id(producer_id)
+                        .with_producer_epoch(producer_epoch)
+                        .with_committed(commit),
+                    3,
+                ),
+            )
+            .await?;
+        check("EndTxn", end.error_code)?;
+        Ok(base)
+    }
+
+    async fn transaction_coordinator(
+        &self,
+        transactional_id: &str,
+    ) -> Result<Connection, EngineError> {
+        let control = self.cluster.control().await?;
+        for _ in 0..50 {
+            let response: FindCoordinatorResponse = self
+                .call(
+                    "FindCoordinator",
+                    control.request(
+                        &FindCoordinatorRequest::default()
+                            .with_key_type(1)
+                            .with_coordinator_keys(vec![StrBytes::from_string(
+                                transactional_id.to_string(),
+                            )]),
+                        4,
+                    ),
+                )
+                .await?;
+            let c = response
+                .coordinators
+                .first()
+                .ok_or_else(|| EngineError::protocol("FindCoordinator returned no coordinator"))?;
+            if c.error_code == error_codes::NONE {
+                let addr = format!("{}:{}", c.host.as_str(), c.port);
+                return Connection::connect_with(
+                    &addr,
+                    "sharesink-admin",
+                    self.timeout,
+                    &self.security,
+                )
+                .await;
+            }
+            // The transaction state topic is created on first use.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(EngineError::timeout(
+            self.timeout,
+            "transaction coordinator",
+        ))
+    }
+
+    async fn produce_retrying(
+        &self,
+        topic: &str,
+        partition: i32,
+        request: &ProduceRequest,
+    ) -> Result<i64, EngineError> {
         // A new topic's leader may not be ready yet: retry retriable errors for a while.
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = self.produce_once(topic, partition, &request).await;
-            match result {
+            match self.produce_once(topic, partition, request).await {
                 Err(e) if e.is_retriable() && attempts < 50 => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
