@@ -1,7 +1,6 @@
 package io.sharesink.engine;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,12 +32,20 @@ final class AckLayout {
 
   static final int RANGE_BYTES = 32;
 
-  private ByteBuffer buffer = ByteBuffer.allocateDirect(16 * 1024).order(ByteOrder.LITTLE_ENDIAN);
+  static final int INITIAL_BYTES = 16 * 1024;
+
+  private ByteBuffer buffer;
   private final Map<String, Integer> topicIndex = new HashMap<>();
   private final List<byte[]> topicNames = new ArrayList<>();
 
   ByteBuffer buffer() {
     return buffer;
+  }
+
+  /** Gives the buffer back to the pool; the layout is unusable afterwards. */
+  void release() {
+    DirectBuffers.give(buffer);
+    buffer = null;
   }
 
   /** Packs {@code acks}; returns the number of bytes used. */
@@ -102,12 +109,15 @@ final class AckLayout {
   }
 
   private void ensure(int length) {
-    if (buffer.capacity() < length) {
+    if (buffer == null) {
+      buffer = DirectBuffers.take(Math.max(INITIAL_BYTES, length));
+    } else if (buffer.capacity() < length) {
       int capacity = buffer.capacity();
       while (capacity < length) {
         capacity *= 2;
       }
-      buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+      DirectBuffers.give(buffer);
+      buffer = DirectBuffers.take(capacity);
     }
   }
 

@@ -1,7 +1,6 @@
 package io.sharesink.engine;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
@@ -76,8 +75,9 @@ final class NativeLogBridge {
         }
       };
 
-  private final ByteBuffer buffer =
-      ByteBuffer.allocateDirect(BUFFER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+  /** Taken on first drain, given back by {@link #release}. */
+  private ByteBuffer buffer;
+
   private final Sink sink;
 
   NativeLogBridge() {
@@ -95,6 +95,9 @@ final class NativeLogBridge {
 
   /** Drains the queue of {@code handle} (0: the global queue) into SLF4J. */
   void drain(long handle) {
+    if (buffer == null) {
+      buffer = DirectBuffers.take(BUFFER_BYTES);
+    }
     for (int round = 0; round < MAX_ROUNDS; round++) {
       int written = NativeEngine.drainLogs(handle, buffer);
       long dropped = buffer.getLong(8);
@@ -119,6 +122,12 @@ final class NativeLogBridge {
         return;
       }
     }
+  }
+
+  /** Gives the buffer back to the pool (a later drain takes one again). */
+  void release() {
+    DirectBuffers.give(buffer);
+    buffer = null;
   }
 
   private String utf8(int position, int length) {

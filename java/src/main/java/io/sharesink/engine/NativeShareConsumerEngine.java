@@ -80,13 +80,14 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     }
     try {
       this.handle = NativeEngine.create(blob);
-    } finally {
-      // Lines about a failed start are in the global queue; show them either way.
+    } catch (RuntimeException | Error e) {
+      // Lines about a failed start are in the global queue.
       logs.drain(0);
+      logs.release();
+      throw e;
     }
-    this.pollBuffer =
-        ByteBuffer.allocateDirect(Math.max(bufferBytes, BatchLayout.HEADER_BYTES))
-            .order(ByteOrder.LITTLE_ENDIAN);
+    logs.drain(0);
+    this.pollBuffer = DirectBuffers.take(Math.max(bufferBytes, BatchLayout.HEADER_BYTES));
     logs.drain(handle);
   }
 
@@ -144,6 +145,13 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
       } finally {
         NativeEngine.destroy(h);
         lock.notifyAll();
+        // No call holds the engine now and none can start: its buffers can serve the next one.
+        logs.release();
+        synchronized (ackLayout) {
+          ackLayout.release();
+        }
+        DirectBuffers.give(pollBuffer);
+        pollBuffer = null;
       }
     }
   }
@@ -175,7 +183,8 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     }
     log.debug(
         "{}: poll buffer grows to {} bytes for a record of {}", description, capacity, needed);
-    pollBuffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+    DirectBuffers.give(pollBuffer);
+    pollBuffer = DirectBuffers.take(capacity);
   }
 
   @Override
