@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tokio_rustls::rustls::{
     self,
     client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
@@ -255,18 +255,6 @@ fn trust_anchors(
 }
 
 fn tls_config(props: &HashMap<String, String>) -> Result<ClientConfig, EngineError> {
-    for key in [
-        "ssl.keystore.location",
-        "ssl.keystore.key",
-        "ssl.keystore.certificate.chain",
-    ] {
-        if get(props, key).is_some() {
-            return Err(EngineError::config(
-                key,
-                "client certificates (mutual TLS) are not supported yet",
-            ));
-        }
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     for cert in trust_anchors(props)? {
@@ -286,8 +274,8 @@ fn tls_config(props: &HashMap<String, String>) -> Result<ClientConfig, EngineErr
         .get("ssl.endpoint.identification.algorithm")
         .map(|v| !v.trim().is_empty())
         .unwrap_or(true);
-    let config = if check_hostname {
-        builder.with_root_certificates(roots).with_no_client_auth()
+    let builder = if check_hostname {
+        builder.with_root_certificates(roots)
     } else {
         let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
             .build()
@@ -295,9 +283,114 @@ fn tls_config(props: &HashMap<String, String>) -> Result<ClientConfig, EngineErr
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyHostName(inner)))
-            .with_no_client_auth()
     };
-    Ok(config)
+    match client_identity(props)? {
+        None => Ok(builder.with_no_client_auth()),
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
+            EngineError::config("ssl.keystore.key", format!("unusable client key: {e}"))
+        }),
+    }
+}
+
+type ClientIdentity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+fn pem_identity(pem: &[u8], setting: &str) -> Result<ClientIdentity, EngineError> {
+    let chain = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::config(setting, format!("bad PEM certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(EngineError::config(setting, "no certificate found"));
+    }
+    let key = PrivateKeyDer::from_pem_slice(pem)
+        .map_err(|e| EngineError::config(setting, format!("no unencrypted private key: {e}")))?;
+    Ok((chain, key))
+}
+
+/// The client certificate chain and key for mutual TLS, from Kafka's PEM settings
+/// (`ssl.keystore.certificate.chain` + `ssl.keystore.key`, or a PEM file at
+/// `ssl.keystore.location` with `ssl.keystore.type=PEM`) or a PKCS12 keystore. Encrypted PEM
+/// keys are refused.
+fn client_identity(props: &HashMap<String, String>) -> Result<Option<ClientIdentity>, EngineError> {
+    if let (Some(chain), Some(key)) = (
+        get(props, "ssl.keystore.certificate.chain"),
+        get(props, "ssl.keystore.key"),
+    ) {
+        if get(props, "ssl.key.password").is_some() {
+            return Err(EngineError::config(
+                "ssl.key.password",
+                "encrypted PEM keys are not supported; pass an unencrypted PKCS#8 key",
+            ));
+        }
+        let (certs, _) = pem_identity(
+            format!("{chain}\n{key}").as_bytes(),
+            "ssl.keystore.certificate.chain",
+        )?;
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
+            EngineError::config(
+                "ssl.keystore.key",
+                format!("no unencrypted private key: {e}"),
+            )
+        })?;
+        return Ok(Some((certs, key)));
+    }
+    let Some(location) = get(props, "ssl.keystore.location") else {
+        return Ok(None);
+    };
+    let data = std::fs::read(location).map_err(|e| {
+        EngineError::config(
+            "ssl.keystore.location",
+            format!("cannot read {location}: {e}"),
+        )
+    })?;
+    match get(props, "ssl.keystore.type")
+        .unwrap_or("JKS")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "PEM" => pem_identity(&data, "ssl.keystore.location").map(Some),
+        "PKCS12" => {
+            let password = get(props, "ssl.keystore.password").unwrap_or("");
+            let store = p12_keystore::KeyStore::from_pkcs12(
+                &data,
+                password,
+                p12_keystore::Pkcs12ImportPolicy::Relaxed,
+            )
+            .map_err(|e| {
+                EngineError::config(
+                    "ssl.keystore.location",
+                    format!("cannot open PKCS12 {location}: {e}"),
+                )
+            })?;
+            let chain = store
+                .entries()
+                .find_map(|(_, entry)| match entry {
+                    p12_keystore::KeyStoreEntry::PrivateKeyChain(chain) => Some(chain.clone()),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    EngineError::config(
+                        "ssl.keystore.location",
+                        format!("{location} holds no private key"),
+                    )
+                })?;
+            let certs = chain
+                .certs()
+                .iter()
+                .map(|c| CertificateDer::from(c.as_der().to_vec()))
+                .collect();
+            let key = PrivateKeyDer::try_from(chain.key().as_der().to_vec()).map_err(|e| {
+                EngineError::config(
+                    "ssl.keystore.location",
+                    format!("unusable private key: {e}"),
+                )
+            })?;
+            Ok(Some((certs, key)))
+        }
+        other => Err(EngineError::config(
+            "ssl.keystore.type",
+            format!("{other} keystores cannot be read by the engine; use PKCS12 or PEM"),
+        )),
+    }
 }
 
 /// Checks the certificate chain but accepts any host name.
@@ -420,6 +513,62 @@ mod tests {
             matches!(e, EngineError::Config { ref key, .. } if key == "ssl.truststore.location"),
             "{e}"
         );
+    }
+
+    fn data(name: &str) -> String {
+        format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn client_certificates_from_pem_settings_pem_file_and_pkcs12() {
+        let cert = std::fs::read_to_string(data("client-cert.pem")).unwrap();
+        let key = std::fs::read_to_string(data("client-key.pk8.pem")).unwrap();
+        let with = |extra: &[(&str, &str)]| {
+            let mut p = props(&[("security.protocol", "SSL"), ("ssl.truststore.type", "PEM")]);
+            p.insert("ssl.truststore.certificates".into(), cert.clone());
+            for (k, v) in extra {
+                p.insert(k.to_string(), v.to_string());
+            }
+            Security::from_properties(&p)
+        };
+        let has_client_cert = |s: Security| s.tls.unwrap().client_auth_cert_resolver.has_certs();
+        assert!(has_client_cert(
+            with(&[
+                ("ssl.keystore.type", "PEM"),
+                ("ssl.keystore.certificate.chain", &cert),
+                ("ssl.keystore.key", &key),
+            ])
+            .unwrap()
+        ));
+        let both =
+            std::env::temp_dir().join(format!("sharesink-identity-{}.pem", std::process::id()));
+        std::fs::write(&both, format!("{cert}{key}")).unwrap();
+        let file = with(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", both.to_str().unwrap()),
+        ]);
+        let _ = std::fs::remove_file(&both);
+        assert!(has_client_cert(file.unwrap()));
+        let p12 = data("client.p12");
+        assert!(has_client_cert(
+            with(&[
+                ("ssl.keystore.type", "PKCS12"),
+                ("ssl.keystore.location", &p12),
+                ("ssl.keystore.password", "secret"),
+            ])
+            .unwrap()
+        ));
+        let wrong = with(&[
+            ("ssl.keystore.type", "PKCS12"),
+            ("ssl.keystore.location", &p12),
+            ("ssl.keystore.password", "nope"),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(wrong, EngineError::Config { ref key, .. } if key == "ssl.keystore.location"),
+            "{wrong}"
+        );
+        assert!(!has_client_cert(with(&[]).unwrap()));
     }
 
     #[test]
