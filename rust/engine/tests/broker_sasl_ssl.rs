@@ -78,6 +78,15 @@ async fn scram_over_tls_with_pkcs12_and_pem_truststores() {
         probe_with(&bootstrap, &security(&p), TIMEOUT)
             .await
             .expect("PEM truststore");
+        // Inline, as the Java side passes translated truststores.
+        p.remove("ssl.truststore.location");
+        p.insert(
+            "ssl.truststore.certificates".into(),
+            std::fs::read_to_string(&pem).unwrap(),
+        );
+        probe_with(&bootstrap, &security(&p), TIMEOUT)
+            .await
+            .expect("inline PEM certificates");
     }
 }
 
