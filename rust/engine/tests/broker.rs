@@ -887,3 +887,64 @@ async fn read_committed_never_delivers_aborted_records() {
     assert_quiet(&again, Duration::from_secs(6)).await;
     again.close().await.unwrap();
 }
+
+/// More members than partitions: all three share the one partition (the simple assignor gives
+/// it to each), and the broker hands each record to one of them only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_share_one_partition() {
+    let f = fixture("shared", 1, 0, &[]).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    for chunk in 0..30 {
+        admin
+            .produce(
+                &f.topic,
+                0,
+                &values(&format!("c{chunk}"), 10),
+                Compression::None,
+            )
+            .await
+            .unwrap();
+    }
+    let members = [
+        Arc::new(f.consumer(&[("max.poll.records", "10")]).await),
+        Arc::new(f.consumer(&[("max.poll.records", "10")]).await),
+        Arc::new(f.consumer(&[("max.poll.records", "10")]).await),
+    ];
+    let run = |c: Arc<ShareConsumer>| async move {
+        let mut seen = BTreeSet::new();
+        let mut idle_since = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && idle_since.elapsed() < Duration::from_secs(8) {
+            if let Some(batch) = c.poll(Duration::from_millis(300)).await.expect("poll") {
+                idle_since = Instant::now();
+                for r in batch.records() {
+                    assert!(seen.insert(r.offset), "duplicate within a member");
+                }
+                // Slow consumers, so that the others get a share.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                c.acknowledge(&batch.acks(AckKind::Accept)).expect("ack");
+            }
+        }
+        seen
+    };
+    let (a, b, c) = tokio::join!(
+        run(members[0].clone()),
+        run(members[1].clone()),
+        run(members[2].clone())
+    );
+    println!(
+        "members got {} / {} / {} records",
+        a.len(),
+        b.len(),
+        c.len()
+    );
+    assert!(
+        a.is_disjoint(&b) && a.is_disjoint(&c) && b.is_disjoint(&c),
+        "overlap"
+    );
+    assert_eq!(a.len() + b.len() + c.len(), 300);
+    for m in members.iter() {
+        assert_eq!(m.assignment().len(), 1);
+        m.close().await.unwrap();
+    }
+}
