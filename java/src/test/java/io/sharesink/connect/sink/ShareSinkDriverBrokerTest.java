@@ -248,12 +248,14 @@ class ShareSinkDriverBrokerTest {
             System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
     KafkaShareConsumerEngine engine =
         new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
-    KafkaShareConsumerEngine peer =
-        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
     DriverFixture fixture =
         DriverFixture.start(task, Map.of("share.commit.interval.ms", "1000"), engine);
+    KafkaShareConsumerEngine peer = null;
     int peerGot = 0;
     try {
+      fixture.runUntil(() -> task.allPut().size() == 3, Duration.ofSeconds(30), "3 records put");
+      // A second member joins only now, so that any record it gets is one the first lost.
+      peer = new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
       while (fixture.driver.metrics().snapshot().recordsAccepted() < 3
           && System.nanoTime() < deadline) {
@@ -264,7 +266,9 @@ class ShareSinkDriverBrokerTest {
     } finally {
       fixture.driver.stop();
       engine.close();
-      peer.close();
+      if (peer != null) {
+        peer.close();
+      }
     }
     assertEquals(3, fixture.driver.metrics().snapshot().recordsAccepted());
     assertTrue(System.currentTimeMillis() >= flushAt, "accepted only after the sink flushed");
