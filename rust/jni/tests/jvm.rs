@@ -10,8 +10,11 @@ use std::sync::OnceLock;
 use jni::objects::{JClass, JString};
 use jni::{jni_sig, jni_str, Env, EnvUnowned, InitArgsBuilder, JNIVersion, JavaVM};
 use sharesink_jni::{
+    Java_io_sharesink_engine_NativeEngine_create as create,
+    Java_io_sharesink_engine_NativeEngine_layoutSelfTest as layout_self_test,
     Java_io_sharesink_engine_NativeEngine_nativeVersion as native_version,
     Java_io_sharesink_engine_NativeEngine_panicForTest as panic_for_test,
+    Java_io_sharesink_engine_NativeEngine_poll as poll,
     Java_io_sharesink_engine_NativeEngine_probe as probe,
 };
 
@@ -186,6 +189,77 @@ fn engine_errors_keep_their_kind_and_retriability() {
                 "{}",
                 thrown.message
             );
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A create blob (see NativeEngine.create): properties, then topics.
+fn config_blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
+    fn put(b: &mut Vec<u8>, s: &str) {
+        b.extend((s.len() as i32).to_le_bytes());
+        b.extend(s.as_bytes());
+    }
+    let mut b = (props.len() as i32).to_le_bytes().to_vec();
+    for (k, v) in props {
+        put(&mut b, k);
+        put(&mut b, v);
+    }
+    b.extend((topics.len() as i32).to_le_bytes());
+    for t in topics {
+        put(&mut b, t);
+    }
+    b
+}
+
+#[test]
+fn consumer_exports_refuse_bad_input_with_config_errors() {
+    jvm()
+        .attach_current_thread(|env| -> TestResult {
+            let blob = env.byte_array_from_slice(&config_blob(
+                &[("bootstrap.servers", "127.0.0.1:9")],
+                &["t"],
+            ))?;
+            let handle = create(unowned(env), JClass::null(), blob);
+            assert_eq!(handle, 0);
+            let thrown = take_native_exception(env)?;
+            assert_eq!(thrown.kind, "CONFIG");
+            assert!(thrown.message.contains("group.id"), "{}", thrown.message);
+
+            let truncated = env.byte_array_from_slice(&[1, 0, 0])?;
+            create(unowned(env), JClass::null(), truncated);
+            assert_eq!(take_native_exception(env)?.kind, "CONFIG");
+
+            let mut memory = vec![0u8; 64];
+            // SAFETY: `memory` outlives the buffer's use in this test.
+            let buffer = unsafe { env.new_direct_byte_buffer(memory.as_mut_ptr(), memory.len())? };
+            poll(unowned(env), JClass::null(), 0, buffer, 10);
+            let thrown = take_native_exception(env)?;
+            assert_eq!(thrown.kind, "CONFIG");
+            assert!(thrown.message.contains("handle"), "{}", thrown.message);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_layout_self_test_writes_into_a_direct_buffer() {
+    jvm()
+        .attach_current_thread(|env| -> TestResult {
+            let mut memory = vec![0u8; 8192];
+            // SAFETY: `memory` outlives the buffer's use in this test.
+            let buffer = unsafe { env.new_direct_byte_buffer(memory.as_mut_ptr(), memory.len())? };
+            let written = layout_self_test(unowned(env), JClass::null(), buffer);
+            assert!(!env.exception_check());
+            assert_eq!(written, 5);
+            assert_eq!(i32::from_le_bytes(memory[0..4].try_into().unwrap()), 1);
+            assert_eq!(i32::from_le_bytes(memory[4..8].try_into().unwrap()), 5);
+
+            let mut small = vec![0u8; 40];
+            // SAFETY: as above.
+            let buffer = unsafe { env.new_direct_byte_buffer(small.as_mut_ptr(), small.len())? };
+            let needed = layout_self_test(unowned(env), JClass::null(), buffer);
+            assert!(needed < -40, "asks for more than 40 bytes: {needed}");
             Ok(())
         })
         .unwrap();
