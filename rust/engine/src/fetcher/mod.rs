@@ -1,0 +1,244 @@
+//! One share session with one leader broker, on its own connection: keeps a ShareFetch
+//! outstanding whenever the delivery buffer has room, piggy-backs finished acknowledgements
+//! on it, and sends ShareAcknowledge only for acks that cannot wait (sync acks, renewals,
+//! a full buffer). Closing sends epoch −1, which releases every record still held.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kafka_protocol::messages::ApiKey;
+use tokio::sync::{watch, Notify};
+use tracing::{debug, info};
+
+use crate::acks::{AckQueue, AcksInFlight, PartitionKey, PendingAck};
+use crate::connection::{Connection, ResponseFuture};
+use crate::core::Shared;
+use crate::protocol::error_codes::*;
+use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
+
+mod receive;
+mod send;
+
+use receive::handle_response;
+use send::send_next;
+
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(500);
+const CLOSE_EPOCH: i32 = -1;
+
+/// The part of a fetcher other tasks touch: its ack queue and desired partitions.
+pub(crate) struct FetcherHandle {
+    pub node_id: i32,
+    pub addr: String,
+    pub acks: Mutex<AckQueue>,
+    desired: Mutex<BTreeSet<PartitionKey>>,
+    pub wake: Notify,
+}
+
+impl FetcherHandle {
+    pub fn new(node_id: i32, addr: String) -> Self {
+        FetcherHandle {
+            node_id,
+            addr,
+            acks: Mutex::new(AckQueue::default()),
+            desired: Mutex::new(BTreeSet::new()),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn set_desired(&self, partitions: BTreeSet<PartitionKey>) {
+        let mut d = self.desired.lock().expect("desired");
+        if *d != partitions {
+            *d = partitions;
+            drop(d);
+            self.wake.notify_one();
+        }
+    }
+
+    pub fn push_ack(&self, key: PartitionKey, ack: PendingAck, urgent: bool) {
+        self.acks.lock().expect("acks").push(key, ack, urgent);
+        self.wake.notify_one();
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RequestKind {
+    Fetch,
+    Acknowledge,
+}
+
+struct InFlight {
+    kind: RequestKind,
+    response: ResponseFuture,
+    acks: AcksInFlight,
+    /// Session generation the request belongs to; a stale session error must not reset a
+    /// newer session.
+    generation: u64,
+    sent_at: Instant,
+    sent_wall_ms: i64,
+}
+
+struct Session {
+    conn: Option<Arc<Connection>>,
+    epoch: i32,
+    generation: u64,
+    partitions: BTreeSet<PartitionKey>,
+}
+
+impl Session {
+    fn next_epoch(&mut self) -> i32 {
+        let current = self.epoch;
+        // Wraps from i32::MAX to 1, never back to 0 (which would open a new session).
+        self.epoch = if current == i32::MAX { 1 } else { current + 1 };
+        current
+    }
+
+    fn reset(&mut self, drop_connection: bool) {
+        self.epoch = 0;
+        self.generation += 1;
+        self.partitions.clear();
+        if drop_connection {
+            self.conn = None;
+        }
+    }
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    me: Arc<FetcherHandle>,
+    mut closing: watch::Receiver<bool>,
+) {
+    let mut space = shared.buffer.subscribe_space();
+    let mut session = Session {
+        conn: None,
+        epoch: 0,
+        generation: 0,
+        partitions: BTreeSet::new(),
+    };
+    let mut fetch: Option<InFlight> = None;
+    let mut ack: Option<InFlight> = None;
+    let mut backoff_until: Option<tokio::time::Instant> = None;
+    info!(node = me.node_id, addr = %me.addr, "share fetcher started");
+
+    loop {
+        let is_closing = *closing.borrow();
+        if is_closing && fetch.is_none() && ack.is_none() {
+            break;
+        }
+        let backing_off = backoff_until.is_some_and(|t| t > tokio::time::Instant::now());
+        if !backing_off && !is_closing {
+            backoff_until = None;
+            if let Err(e) = send_next(&shared, &me, &mut session, &mut fetch, &mut ack).await {
+                if e.kind() == crate::error::ErrorKind::Unsupported {
+                    shared.fail(e);
+                    return;
+                }
+                debug!(node = me.node_id, error = %e, "share fetcher cannot send");
+                session.reset(true);
+                backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
+            }
+        }
+        let sleep_until = backoff_until
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
+                let done = fetch.take().expect("guarded");
+                if let Err(e) = handle_response(&shared, &me, &mut session, done, result) {
+                    debug!(node = me.node_id, error = %e, "share fetch failed");
+                    backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
+                }
+            }
+            result = async { (&mut ack.as_mut().expect("guarded").response).await }, if ack.is_some() => {
+                let done = ack.take().expect("guarded");
+                if let Err(e) = handle_response(&shared, &me, &mut session, done, result) {
+                    debug!(node = me.node_id, error = %e, "share acknowledge failed");
+                    backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
+                }
+            }
+            _ = me.wake.notified() => {}
+            _ = space.changed() => {}
+            _ = closing.changed(), if !is_closing => {}
+            _ = tokio::time::sleep_until(sleep_until) => {}
+        }
+    }
+    close_session(&shared, &me, &mut session).await;
+    info!(node = me.node_id, "share fetcher stopped");
+}
+
+/// Epoch −1: applies the last acks and releases everything else this member holds here.
+async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Session) {
+    let (topics, in_flight) = me.acks.lock().expect("acks").take();
+    let conn = match (&session.conn, session.epoch) {
+        (Some(conn), epoch) if epoch > 0 && !conn.is_closed() => conn.clone(),
+        _ => {
+            in_flight.resolve_all((
+                SHARE_SESSION_NOT_FOUND,
+                Some("no open share session at close".into()),
+            ));
+            session.conn = None;
+            return;
+        }
+    };
+    let has_renew = topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.batches)
+        .any(|b| b.types.contains(&4));
+    let request = ShareAcknowledgeRequest {
+        group_id: shared.config.group_id.clone(),
+        member_id: shared.member_id.clone(),
+        session_epoch: CLOSE_EPOCH,
+        is_renew_ack: has_renew,
+        topics,
+    };
+    let outcome = async {
+        let body = request.encode(shared.share_acknowledge_version)?;
+        let response = conn
+            .request_raw(
+                ApiKey::ShareAcknowledge,
+                shared.share_acknowledge_version,
+                &body,
+            )
+            .await?;
+        ShareAcknowledgeResponse::decode(response, shared.share_acknowledge_version)
+    };
+    shared.metrics.acks_sent(&in_flight);
+    let timeout = shared.config.request_timeout;
+    match tokio::time::timeout(timeout, outcome).await {
+        Ok(Ok(response)) => {
+            debug!(
+                node = me.node_id,
+                code = response.error_code,
+                "share session closed"
+            );
+            let mut in_flight = in_flight;
+            for (topic_id, partitions) in response.responses {
+                for p in partitions {
+                    in_flight.resolve_partition(
+                        &(topic_id, p.partition),
+                        (p.error_code, p.error_message),
+                    );
+                }
+            }
+            in_flight.resolve_all((response.error_code, response.error_message));
+        }
+        Ok(Err(e)) => {
+            debug!(node = me.node_id, error = %e, "closing share session failed");
+            in_flight.resolve_all((NETWORK_EXCEPTION, Some(e.to_string())));
+        }
+        Err(_) => {
+            in_flight.resolve_all((
+                REQUEST_TIMED_OUT,
+                Some("closing the share session timed out".into()),
+            ));
+        }
+    }
+    session.conn = None;
+}

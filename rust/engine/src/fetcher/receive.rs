@@ -1,0 +1,303 @@
+//! Applying ShareFetch/ShareAcknowledge responses: records to the buffer, gap and release
+//! acks for what cannot be delivered, ack results to their waiters, session resets.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use kafka_protocol::messages::ShareFetchResponse;
+use kafka_protocol::protocol::Decodable;
+use tracing::{debug, trace, warn};
+
+use super::{FetcherHandle, InFlight, RequestKind, Session};
+use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
+use crate::batch::Batch;
+use crate::core::Shared;
+use crate::error::EngineError;
+use crate::protocol::error_codes::*;
+use crate::protocol::share_requests::ShareAcknowledgeResponse;
+use crate::records;
+
+fn is_session_error(code: i16) -> bool {
+    matches!(
+        code,
+        SHARE_SESSION_NOT_FOUND | INVALID_SHARE_SESSION_EPOCH | SHARE_SESSION_LIMIT_REACHED
+    )
+}
+
+pub(super) fn handle_response(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    done: InFlight,
+    result: Result<bytes::Bytes, EngineError>,
+) -> Result<(), EngineError> {
+    let InFlight {
+        kind,
+        acks,
+        generation,
+        sent_at,
+        sent_wall_ms,
+        ..
+    } = done;
+    let body = match result {
+        Ok(b) => b,
+        Err(e) => {
+            // The connection is gone, and with it the session and its locks.
+            let failed = acks.resolve_all((NETWORK_EXCEPTION, Some(e.to_string())));
+            shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
+            if generation == session.generation {
+                session.reset(true);
+                shared.metrics.session_resets.fetch_add(1, Relaxed);
+            }
+            return Err(e);
+        }
+    };
+    match kind {
+        RequestKind::Fetch => {
+            shared.metrics.fetch_done(sent_at.elapsed());
+            let mut body = body;
+            let response = ShareFetchResponse::decode(&mut body, 1)
+                .map_err(|e| EngineError::protocol(format!("decoding ShareFetch response: {e}")))?;
+            handle_fetch(
+                shared,
+                me,
+                session,
+                acks,
+                generation,
+                sent_wall_ms,
+                response,
+            )
+        }
+        RequestKind::Acknowledge => {
+            shared.metrics.ack_request_done(sent_at.elapsed());
+            let response =
+                ShareAcknowledgeResponse::decode(body, shared.share_acknowledge_version)?;
+            handle_acknowledge(shared, me, session, acks, generation, response)
+        }
+    }
+}
+
+/// A top-level error of a ShareFetch/ShareAcknowledge response.
+struct TopLevelError {
+    api: &'static str,
+    code: i16,
+    message: Option<String>,
+}
+
+/// Handles a top-level error; returns Err when the caller should back off.
+fn top_level_error(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    acks: AcksInFlight,
+    generation: u64,
+    TopLevelError { api, code, message }: TopLevelError,
+) -> Result<(), EngineError> {
+    if is_session_error(code) {
+        warn!(
+            node = me.node_id,
+            code,
+            name = name(code),
+            "share session lost; reopening"
+        );
+        if generation == session.generation {
+            session.reset(false);
+            shared.metrics.session_resets.fetch_add(1, Relaxed);
+        }
+        // Try the acks again on the new session: the records may still be locked to us.
+        me.acks.lock().expect("acks").requeue(acks);
+        return if code == SHARE_SESSION_LIMIT_REACHED {
+            Err(EngineError::broker(api, code, message))
+        } else {
+            Ok(())
+        };
+    }
+    let failed = acks.resolve_all((code, message.clone()));
+    shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
+    if matches!(code, UNKNOWN_TOPIC_ID | UNKNOWN_TOPIC_OR_PARTITION) {
+        // A topic in the session is gone or recreated: rebuild the session from fresh
+        // metadata rather than repeat the same failing request.
+        if generation == session.generation {
+            session.reset(false);
+        }
+        shared.refresh_metadata.notify_one();
+    }
+    let error = EngineError::broker(api, code, message);
+    if !error.is_retriable() {
+        shared.fail(error.duplicate());
+    }
+    Err(error)
+}
+
+fn handle_fetch(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    mut acks: AcksInFlight,
+    generation: u64,
+    sent_wall_ms: i64,
+    response: ShareFetchResponse,
+) -> Result<(), EngineError> {
+    if response.error_code != NONE {
+        let message = response.error_message.map(|m| m.to_string());
+        return top_level_error(
+            shared,
+            me,
+            session,
+            acks,
+            generation,
+            TopLevelError {
+                api: "ShareFetch",
+                code: response.error_code,
+                message,
+            },
+        );
+    }
+    let lock_deadline_ms = sent_wall_ms + response.acquisition_lock_timeout_ms.max(0) as i64;
+    shared
+        .lock_timeout_ms
+        .store(response.acquisition_lock_timeout_ms, Relaxed);
+    let mut batch = Batch::default();
+    let mut refresh = false;
+    for topic in response.responses {
+        let topic_name = shared.topic_name(&topic.topic_id);
+        for p in topic.partitions {
+            let key = (topic.topic_id, p.partition_index);
+            let ack_message = p.acknowledge_error_message.map(|m| m.to_string());
+            if p.acknowledge_error_code != NONE {
+                warn!(topic = ?topic_name, partition = p.partition_index, code = p.acknowledge_error_code,
+                      name = name(p.acknowledge_error_code), message = ?ack_message, "acknowledgement failed");
+                shared.metrics.ack_errors.fetch_add(1, Relaxed);
+            }
+            acks.resolve_partition(&key, (p.acknowledge_error_code, ack_message));
+            if p.error_code != NONE {
+                debug!(topic = ?topic_name, partition = p.partition_index, code = p.error_code, "partition fetch error");
+                refresh |= matches!(
+                    p.error_code,
+                    NOT_LEADER_OR_FOLLOWER
+                        | FENCED_LEADER_EPOCH
+                        | UNKNOWN_TOPIC_OR_PARTITION
+                        | UNKNOWN_TOPIC_ID
+                );
+                if matches!(
+                    p.error_code,
+                    TOPIC_AUTHORIZATION_FAILED | GROUP_AUTHORIZATION_FAILED
+                ) {
+                    shared.fail(EngineError::broker(
+                        "ShareFetch",
+                        p.error_code,
+                        p.error_message.map(|m| m.to_string()),
+                    ));
+                }
+                continue;
+            }
+            if p.acquired_records.is_empty() {
+                continue;
+            }
+            let Some(topic_name) = &topic_name else {
+                warn!(topic_id = %topic.topic_id, "records for an unknown topic id; releasing");
+                release_all(me, key, &p.acquired_records);
+                continue;
+            };
+            match records::extract(
+                topic_name,
+                p.partition_index,
+                p.records,
+                &p.acquired_records,
+                lock_deadline_ms,
+            ) {
+                Ok(extracted) => {
+                    for (first, last) in extracted.gaps {
+                        me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
+                    }
+                    for (first, last) in extracted.unread {
+                        me.push_ack(
+                            key,
+                            PendingAck::from_engine(first, last, AckKind::Release as i8),
+                            false,
+                        );
+                    }
+                    batch.records.extend(extracted.records);
+                }
+                Err(e) => {
+                    warn!(topic = %topic_name, partition = p.partition_index, error = %e, "unreadable records; releasing them");
+                    release_all(me, key, &p.acquired_records);
+                }
+            }
+        }
+    }
+    // Partitions with acks but absent from the response had nothing to report: applied.
+    acks.resolve_all((NONE, None));
+    if refresh {
+        shared.refresh_metadata.notify_one();
+    }
+    if !batch.is_empty() {
+        let n = batch.len() as u64;
+        shared.metrics.records_fetched.fetch_add(n, Relaxed);
+        shared
+            .metrics
+            .bytes_fetched
+            .fetch_add(batch.payload_bytes() as u64, Relaxed);
+        shared.metrics.records_buffered.fetch_add(n as i64, Relaxed);
+        trace!(node = me.node_id, records = n, "fetched");
+        shared.buffer.push(batch);
+    }
+    Ok(())
+}
+
+fn release_all(
+    me: &FetcherHandle,
+    key: PartitionKey,
+    acquired: &[kafka_protocol::messages::share_fetch_response::AcquiredRecords],
+) {
+    for a in acquired {
+        me.push_ack(
+            key,
+            PendingAck::from_engine(a.first_offset, a.last_offset, AckKind::Release as i8),
+            false,
+        );
+    }
+}
+
+fn handle_acknowledge(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    mut acks: AcksInFlight,
+    generation: u64,
+    response: ShareAcknowledgeResponse,
+) -> Result<(), EngineError> {
+    if response.error_code != NONE {
+        return top_level_error(
+            shared,
+            me,
+            session,
+            acks,
+            generation,
+            TopLevelError {
+                api: "ShareAcknowledge",
+                code: response.error_code,
+                message: response.error_message,
+            },
+        );
+    }
+    if let Some(ms) = response.acquisition_lock_timeout_ms {
+        shared.lock_timeout_ms.store(ms, Relaxed);
+    }
+    let mut refresh = false;
+    for (topic_id, partitions) in response.responses {
+        for p in partitions {
+            if p.error_code != NONE {
+                warn!(topic_id = %topic_id, partition = p.partition, code = p.error_code,
+                      name = name(p.error_code), message = ?p.error_message, "acknowledgement failed");
+                shared.metrics.ack_errors.fetch_add(1, Relaxed);
+                refresh |= matches!(p.error_code, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH);
+            }
+            acks.resolve_partition(&(topic_id, p.partition), (p.error_code, p.error_message));
+        }
+    }
+    acks.resolve_all((NONE, None));
+    if refresh {
+        shared.refresh_metadata.notify_one();
+    }
+    Ok(())
+}

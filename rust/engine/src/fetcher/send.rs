@@ -1,0 +1,246 @@
+//! Deciding what a share session sends next, and building ShareFetch/ShareAcknowledge.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kafka_protocol::messages::ApiKey;
+use tracing::trace;
+
+use super::{wall_ms, FetcherHandle, InFlight, RequestKind, Session};
+use crate::acks::{AcksInFlight, PartitionKey};
+use crate::connection::Connection;
+use crate::core::Shared;
+use crate::error::EngineError;
+use crate::protocol::error_codes::*;
+use crate::protocol::share_requests::{AcquireMode, ShareAcknowledgeRequest, ShareFetchRequest};
+
+/// Decides what (if anything) to send now, and sends it.
+pub(super) async fn send_next(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    fetch: &mut Option<InFlight>,
+    ack: &mut Option<InFlight>,
+) -> Result<(), EngineError> {
+    let desired = me.desired.lock().expect("desired").clone();
+    let has_acks = !me.acks.lock().expect("acks").is_empty();
+    if session.conn.as_ref().is_none_or(|c| c.is_closed()) {
+        if desired.is_empty() && !has_acks {
+            return Ok(());
+        }
+        if fetch.is_some() || ack.is_some() {
+            return Ok(()); // let their failures arrive first
+        }
+        if session.epoch != 0 {
+            shared.metrics.session_resets.fetch_add(1, Relaxed);
+        }
+        session.reset(true);
+        let conn = Connection::connect_with(
+            &me.addr,
+            &shared.config.client_id,
+            shared.config.request_timeout,
+            &shared.config.security,
+        )
+        .await?;
+        session.conn = Some(Arc::new(conn));
+    }
+    let conn = session.conn.clone().expect("connected above");
+    let room = shared.buffer.has_room();
+
+    if session.epoch == 0 {
+        if fetch.is_some() || ack.is_some() {
+            return Ok(());
+        }
+        if !desired.is_empty() && (room || has_acks) {
+            // A new session may not carry acks (INVALID_REQUEST); they go on the next
+            // request. Without room, fetch knobs of 0 open the session without acquiring.
+            let add = desired.iter().cloned().collect();
+            let request = fetch_request(shared, session, add, Vec::new(), Vec::new(), room);
+            session.partitions = desired;
+            *fetch = Some(send(
+                shared,
+                &conn,
+                RequestKind::Fetch,
+                request,
+                AcksInFlight::default(),
+                session,
+            )?);
+        } else if desired.is_empty() && has_acks {
+            // No partition of this leader is assigned any more and no session is open: the
+            // records these acks refer to were released when their session ended.
+            let (_, stale) = me.acks.lock().expect("acks").take();
+            let failed = stale.resolve_all((
+                SHARE_SESSION_NOT_FOUND,
+                Some("the share session holding these records has ended".into()),
+            ));
+            shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
+        }
+        return Ok(());
+    }
+
+    let (urgent, has_renew) = {
+        let q = me.acks.lock().expect("acks");
+        (q.is_urgent(), q.has_renew())
+    };
+    let fetch_wanted = room && !desired.is_empty();
+    let forget_needed = session.partitions.iter().any(|p| !desired.contains(p));
+    if fetch.is_none() && !has_renew && (fetch_wanted || forget_needed) {
+        let (topics, in_flight) = me.acks.lock().expect("acks").take();
+        let mut add: Vec<PartitionKey> = desired.difference(&session.partitions).cloned().collect();
+        let forget: Vec<PartitionKey> = session.partitions.difference(&desired).cloned().collect();
+        // Acks for partitions outside the session ride along as add + forget (as Java does).
+        let mut forget = forget;
+        for t in &topics {
+            for p in &t.partitions {
+                let key = (t.topic_id, p.partition);
+                if !desired.contains(&key) && !forget.contains(&key) {
+                    forget.push(key);
+                }
+            }
+        }
+        add.retain(|k| !in_flight.partitions().any(|a| a == k));
+        let request = fetch_request(shared, session, add, topics, forget, fetch_wanted);
+        session.partitions = desired;
+        *fetch = Some(send(
+            shared,
+            &conn,
+            RequestKind::Fetch,
+            request,
+            in_flight,
+            session,
+        )?);
+        return Ok(());
+    }
+    // Acks that cannot wait for the next fetch go on a ShareAcknowledge, pipelined behind an
+    // outstanding fetch if there is one.
+    let ack_due = has_acks && (urgent || has_renew || (fetch.is_none() && !fetch_wanted));
+    if ack.is_none() && ack_due {
+        let (topics, in_flight) = me.acks.lock().expect("acks").take();
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let request = ShareAcknowledgeRequest {
+            group_id: shared.config.group_id.clone(),
+            member_id: shared.member_id.clone(),
+            session_epoch: session.next_epoch(),
+            is_renew_ack: has_renew,
+            topics,
+        };
+        let body = request.encode(shared.share_acknowledge_version)?;
+        *ack = Some(send_body(
+            shared,
+            &conn,
+            RequestKind::Acknowledge,
+            body,
+            in_flight,
+            session,
+        )?);
+    }
+    Ok(())
+}
+
+fn fetch_request(
+    shared: &Shared,
+    session: &mut Session,
+    add: Vec<PartitionKey>,
+    mut topics: Vec<crate::protocol::share_requests::TopicAcks>,
+    forget: Vec<PartitionKey>,
+    fetch_records: bool,
+) -> ShareFetchRequest {
+    use crate::protocol::share_requests::{PartitionAcks, TopicAcks};
+    for (topic_id, partition) in add {
+        match topics.iter_mut().find(|t| t.topic_id == topic_id) {
+            Some(t) => t.partitions.push(PartitionAcks {
+                partition,
+                batches: Vec::new(),
+            }),
+            None => topics.push(TopicAcks {
+                topic_id,
+                partitions: vec![PartitionAcks {
+                    partition,
+                    batches: Vec::new(),
+                }],
+            }),
+        }
+    }
+    let mut forgotten: Vec<(uuid::Uuid, Vec<i32>)> = Vec::new();
+    for (topic_id, partition) in forget {
+        match forgotten.iter_mut().find(|(t, _)| *t == topic_id) {
+            Some((_, ps)) => ps.push(partition),
+            None => forgotten.push((topic_id, vec![partition])),
+        }
+    }
+    let c = &shared.config;
+    // With no room, knobs of 0 make the broker apply acks and skip the fetch.
+    let (max_wait_ms, min_bytes, max_bytes, max_records) = if fetch_records {
+        (
+            c.fetch_max_wait.as_millis() as i32,
+            c.fetch_min_bytes,
+            c.fetch_max_bytes,
+            c.max_poll_records,
+        )
+    } else {
+        (0, 0, 0, 0)
+    };
+    ShareFetchRequest {
+        group_id: c.group_id.clone(),
+        member_id: shared.member_id.clone(),
+        session_epoch: session.next_epoch(),
+        max_wait_ms,
+        min_bytes,
+        max_bytes,
+        max_records,
+        batch_size: c.max_poll_records,
+        acquire_mode: if shared.share_fetch_version >= 2 {
+            c.acquire_mode
+        } else {
+            AcquireMode::BatchOptimized
+        },
+        is_renew_ack: false,
+        topics,
+        forgotten,
+    }
+}
+
+fn send(
+    shared: &Shared,
+    conn: &Connection,
+    kind: RequestKind,
+    request: ShareFetchRequest,
+    acks: AcksInFlight,
+    session: &Session,
+) -> Result<InFlight, EngineError> {
+    trace!(
+        epoch = request.session_epoch,
+        topics = request.topics.len(),
+        forgotten = request.forgotten.len(),
+        "ShareFetch"
+    );
+    let body = request.encode(shared.share_fetch_version)?;
+    send_body(shared, conn, kind, body, acks, session)
+}
+
+fn send_body(
+    shared: &Shared,
+    conn: &Connection,
+    kind: RequestKind,
+    body: bytes::Bytes,
+    acks: AcksInFlight,
+    session: &Session,
+) -> Result<InFlight, EngineError> {
+    let (api, version) = match kind {
+        RequestKind::Fetch => (ApiKey::ShareFetch, shared.share_fetch_version),
+        RequestKind::Acknowledge => (ApiKey::ShareAcknowledge, shared.share_acknowledge_version),
+    };
+    shared.metrics.acks_sent(&acks);
+    let response = conn.send_raw(api, version, &body)?;
+    Ok(InFlight {
+        kind,
+        response,
+        acks,
+        generation: session.generation,
+        sent_at: Instant::now(),
+        sent_wall_ms: wall_ms(),
+    })
+}
