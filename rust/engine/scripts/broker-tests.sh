@@ -26,8 +26,8 @@ export SHARESINK_BROKER_RESTART_CMD="cd '$repo/tests' && python3 -c 'from harnes
 for group in $groups; do
   case $group in
     broker)  cargo test -p sharesink-engine --features broker-tests --test broker ;;
-    sasl)    cargo test -p sharesink-engine --features broker-sasl-tests --test broker_sasl_ssl ;;
-    restart) cargo test -p sharesink-engine --features broker-restart-tests --test broker_restart ;;
+    sasl)    cargo test -p sharesink-engine --features broker-tests --test broker_sasl_ssl ;;
+    restart) cargo test -p sharesink-engine --features broker-tests --test broker_restart ;;
     *) echo "unknown test group $group (broker | sasl | restart)" >&2; exit 2 ;;
   esac
 done

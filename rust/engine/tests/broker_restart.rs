@@ -1,6 +1,6 @@
 //! Fault test: the consumer keeps going across a broker restart without losing records.
 //!
-//! Built only with `--features broker-restart-tests`; needs `SHARESINK_BOOTSTRAP` and
+//! Built only with `--features broker-tests`; needs `SHARESINK_BOOTSTRAP` and
 //! `SHARESINK_BROKER_RESTART_CMD` (a shell command that restarts that broker and returns when
 //! it is back), and FAILS when either is missing. With the harness:
 //!
@@ -8,7 +8,7 @@
 //! export SHARESINK_PORT_BASE=42000 SHARESINK_CLUSTER_DIR=/tmp/engine-dev
 //! export SHARESINK_BOOTSTRAP=127.0.0.1:42092
 //! export SHARESINK_BROKER_RESTART_CMD='cd tests && python3 -c "from harness.cluster import Cluster; Cluster().restart_broker()"'
-//! cargo test -p sharesink-engine --features broker-restart-tests --test broker_restart
+//! cargo test -p sharesink-engine --features broker-tests --test broker_restart
 //! ```
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Tests against a broker's SASL_SSL listener (TLS + SCRAM), as the harness starts it with
 //! `cluster.py up --sasl-ssl`.
 //!
-//! Built only with `--features broker-sasl-tests`; needs `SHARESINK_SASL_SSL_BOOTSTRAP` and
+//! Built only with `--features broker-tests`; needs `SHARESINK_SASL_SSL_BOOTSTRAP` and
 //! `SHARESINK_CLIENT_PROPERTIES` (a Kafka client properties file with `security.protocol`,
 //! `sasl.*` and `ssl.truststore.*`, e.g. the harness's `<cluster dir>/tls/client-sasl-ssl.properties`)
 //! and FAILS when either is missing:
@@ -10,7 +10,7 @@
 //! SHARESINK_PORT_BASE=42000 SHARESINK_CLUSTER_DIR=/tmp/engine-dev python3 tests/harness/cluster.py up --sasl-ssl
 //! SHARESINK_SASL_SSL_BOOTSTRAP=127.0.0.1:42094 \
 //! SHARESINK_CLIENT_PROPERTIES=/tmp/engine-dev/tls/client-sasl-ssl.properties \
-//!   cargo test -p sharesink-engine --features broker-sasl-tests --test broker_sasl_ssl
+//!   cargo test -p sharesink-engine --features broker-tests --test broker_sasl_ssl
 //! ```
 
 use std::collections::HashMap;
