@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -74,7 +75,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       new LinkedHashMap<>();
 
   /** Records handed to the driver and not decided on by it. */
-  private final Set<Key> heldByDriver = new java.util.HashSet<>();
+  private final Set<Key> heldByDriver = new HashSet<>();
 
   private final Map<Key, Deferred> deferred = new LinkedHashMap<>();
 

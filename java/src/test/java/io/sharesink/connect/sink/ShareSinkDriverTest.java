@@ -247,13 +247,13 @@ class ShareSinkDriverTest {
 
   @Test
   void retriablePutIsRetriedWithTheSameRecordsWhileLocksAreRenewed() {
-    long shortLock = 600;
+    long shortLock = 1_000;
     InMemoryShareGroup group = new InMemoryShareGroup(shortLock, 10);
     for (int i = 0; i < 4; i++) {
       group.produce("t", 0, null, "v" + i);
     }
     ScriptedSinkTask task = new ScriptedSinkTask();
-    long outageEnds = System.currentTimeMillis() + 2_000; // over three lock durations
+    long outageEnds = System.currentTimeMillis() + 2_500; // over two lock durations
     task.onPut =
         records -> {
           if (!records.isEmpty() && System.currentTimeMillis() < outageEnds) {
@@ -280,11 +280,11 @@ class ShareSinkDriverTest {
 
   @Test
   void bufferedRecordsAreRenewedUntilTheSinkFlushes() {
-    InMemoryShareGroup group = new InMemoryShareGroup(500, 10);
+    InMemoryShareGroup group = new InMemoryShareGroup(1_000, 10);
     group.produce("t", 0, null, "v");
     ScriptedSinkTask task = new ScriptedSinkTask();
     TopicPartition tp = new TopicPartition("t", 0);
-    long flushAt = System.currentTimeMillis() + 1_500;
+    long flushAt = System.currentTimeMillis() + 2_500;
     task.onPreCommit =
         offsets ->
             System.currentTimeMillis() < flushAt ? Map.of(tp, new OffsetAndMetadata(0)) : offsets;
@@ -483,14 +483,14 @@ class ShareSinkDriverTest {
 
   @Test
   void pausedPartitionsAreHeldAndRenewedThenDeliveredAfterResume() {
-    InMemoryShareGroup group = new InMemoryShareGroup(500, 10);
+    InMemoryShareGroup group = new InMemoryShareGroup(1_000, 10);
     ScriptedSinkTask task = new ScriptedSinkTask();
     TopicPartition paused = new TopicPartition("t", 1);
     DriverFixture fixture = start(task, props(), group);
     task.ctx().pause(paused);
     group.produce("t", 0, null, "a");
     group.produce("t", 1, null, "b");
-    fixture.runFor(Duration.ofMillis(1_500));
+    fixture.runFor(Duration.ofMillis(2_000));
     assertEquals(List.of("a"), task.allPut().stream().map(SinkRecord::value).toList());
     assertEquals(State.ACQUIRED, group.rec("t", 1, 0).state);
     assertEquals(0, group.expiredLocks, "held records are renewed");
