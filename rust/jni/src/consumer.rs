@@ -93,7 +93,14 @@ impl ConsumerHandle {
         let logs = ConsumerLogs::register();
         let span = logs.span();
         let consumer =
-            lease.block_on(ShareConsumer::start(config, topics).instrument(span.clone()))?;
+            match lease.block_on(ShareConsumer::start(config, topics).instrument(span.clone())) {
+                Ok(consumer) => consumer,
+                Err(e) => {
+                    // The caller drains the global queue after a failed create.
+                    logs.queue.move_into(logs::global_queue());
+                    return Err(e.into());
+                }
+            };
         Ok(Box::new(ConsumerHandle {
             consumer,
             span,

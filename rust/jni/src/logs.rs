@@ -74,6 +74,19 @@ impl LogQueue {
         self.len.store(lines.len(), Relaxed);
     }
 
+    /// Moves every queued line to `other` (e.g. a consumer's lines when it failed to start and
+    /// its queue is about to go, so the caller still drains them from the global queue).
+    pub(crate) fn move_into(&self, other: &LogQueue) {
+        let lines: Vec<LogLine> = {
+            let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+            self.len.store(0, Relaxed);
+            lines.drain(..).collect()
+        };
+        for line in lines {
+            other.push(line);
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len.load(Relaxed)
     }
@@ -402,5 +415,20 @@ mod tests {
         });
         assert_eq!(big.drain_into(&mut small), 1);
         assert_eq!(big.len(), 0);
+    }
+
+    #[test]
+    fn lines_of_a_consumer_that_failed_to_start_move_to_the_global_queue() {
+        let from = LogQueue::default();
+        let to = LogQueue::default();
+        for text in ["a", "b"] {
+            from.push(LogLine {
+                level: 2,
+                target: "t",
+                text: text.into(),
+            });
+        }
+        from.move_into(&to);
+        assert_eq!((from.len(), to.len()), (0, 2));
     }
 }
