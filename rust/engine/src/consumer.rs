@@ -19,7 +19,7 @@ use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::core::{run_router, Shared};
 use crate::error::EngineError;
-use crate::membership::{self, Assignment};
+use crate::membership::{self, Assignment, Subscription};
 use crate::metrics::MetricsSnapshot;
 use crate::probe::api_versions;
 use crate::protocol::error_codes;
@@ -31,6 +31,7 @@ pub struct ShareConsumer {
     closing: watch::Sender<bool>,
     /// Tells the membership task to send its leave heartbeat.
     leaving: watch::Sender<bool>,
+    subscription: watch::Sender<Subscription>,
     tasks: Mutex<Option<(JoinHandle<()>, JoinHandle<()>)>>,
 }
 
@@ -38,12 +39,7 @@ impl ShareConsumer {
     /// Connects, checks the broker's share-group API versions and joins the group. Returns
     /// once the join is under way; records flow after the first assignment.
     pub async fn start(config: ConsumerConfig, topics: Vec<String>) -> Result<Self, EngineError> {
-        if topics.is_empty() || topics.iter().any(|t| t.trim().is_empty()) {
-            return Err(EngineError::config(
-                "topics",
-                "at least one non-empty topic name is required",
-            ));
-        }
+        check_topics(&topics)?;
         let cluster = Cluster::new(
             config.bootstrap_servers.clone(),
             config.client_id.clone(),
@@ -94,23 +90,58 @@ impl ShareConsumer {
         let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
         let (closing, closing_rx) = watch::channel(false);
         let (leaving, leaving_rx) = watch::channel(false);
+        let (subscription, subscription_rx) = watch::channel(Arc::new(topics.clone()));
         // Every event of this member's tasks carries the group and member id.
         let span = info_span!("share_consumer", group = %shared.config.group_id, member = %shared.member_id);
         let membership_task = tokio::spawn(
-            membership::run(shared.clone(), topics.clone(), assignment_tx, leaving_rx)
-                .instrument(info_span!(parent: &span, "membership")),
+            membership::run(
+                shared.clone(),
+                subscription_rx.clone(),
+                assignment_tx,
+                leaving_rx,
+            )
+            .instrument(info_span!(parent: &span, "membership")),
         );
         let router_task = tokio::spawn(
-            run_router(shared.clone(), topics, assignment.clone(), closing_rx)
-                .instrument(span.clone()),
+            run_router(
+                shared.clone(),
+                subscription_rx,
+                assignment.clone(),
+                closing_rx,
+            )
+            .instrument(span.clone()),
         );
         Ok(ShareConsumer {
             shared,
             assignment,
             closing,
             leaving,
+            subscription,
             tasks: Mutex::new(Some((router_task, membership_task))),
         })
+    }
+
+    /// Replaces the subscription (e.g. after re-resolving a topic pattern). The member stays
+    /// in the group; the new topic list goes out with an immediate heartbeat and the
+    /// assignment follows.
+    pub fn subscribe(&self, topics: Vec<String>) -> Result<(), EngineError> {
+        if self.is_closing() {
+            return Err(EngineError::Closed);
+        }
+        check_topics(&topics)?;
+        self.subscription.send_if_modified(|current| {
+            let changed = **current != topics;
+            if changed {
+                info!(?topics, "subscription changed");
+                *current = Arc::new(topics);
+            }
+            changed
+        });
+        Ok(())
+    }
+
+    pub fn subscription(&self) -> Vec<String> {
+        self.subscription.borrow().as_ref().clone()
     }
 
     pub fn member_id(&self) -> &str {
@@ -306,6 +337,16 @@ impl ShareConsumer {
         info!(member_id = %self.shared.member_id, dropped_buffered_records = dropped, "share consumer closed");
         Ok(())
     }
+}
+
+fn check_topics(topics: &[String]) -> Result<(), EngineError> {
+    if topics.is_empty() || topics.iter().any(|t| t.trim().is_empty()) {
+        return Err(EngineError::config(
+            "topics",
+            "at least one non-empty topic name is required",
+        ));
+    }
+    Ok(())
 }
 
 fn wall_ms() -> i64 {

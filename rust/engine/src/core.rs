@@ -17,7 +17,7 @@ use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::fetcher::{self, FetcherHandle};
-use crate::membership::Assignment;
+use crate::membership::{Assignment, Subscription};
 use crate::metrics::Metrics;
 
 const METADATA_RETRY: Duration = Duration::from_millis(500);
@@ -116,7 +116,7 @@ struct RunningFetcher {
 /// hold in its session. On `closing`, waits for every fetcher to close its session.
 pub(crate) async fn run_router(
     shared: Arc<Shared>,
-    topics: Vec<String>,
+    subscription: watch::Receiver<Subscription>,
     mut assignment: watch::Receiver<Arc<Assignment>>,
     mut closing: watch::Receiver<bool>,
 ) {
@@ -126,6 +126,7 @@ pub(crate) async fn run_router(
             break;
         }
         let current = assignment.borrow_and_update().clone();
+        let topics = subscription.borrow().clone();
         match apply(&shared, &topics, &current, &mut fetchers, &closing).await {
             Ok(()) => {
                 tokio::select! {

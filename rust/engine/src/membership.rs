@@ -21,10 +21,12 @@ use crate::protocol::error_codes::*;
 /// Assigned partitions by topic id, sorted.
 pub(crate) type Assignment = Vec<(Uuid, Vec<i32>)>;
 
-/// While the assignment is empty, heartbeat this often: the coordinator recomputes
-/// assignments about every second (`group.share.assignment.interval.ms`), so waiting the full
-/// heartbeat interval would delay the first records by ~5 s.
-const EMPTY_ASSIGNMENT_HEARTBEAT: Duration = Duration::from_millis(1000);
+/// While the assignment is empty, or for a while after a subscription change, heartbeat this
+/// often: the coordinator recomputes assignments about every second
+/// (`group.share.assignment.interval.ms`), so waiting the full heartbeat interval would delay
+/// records by ~5 s. The broker accepts the early heartbeats.
+const FAST_HEARTBEAT: Duration = Duration::from_millis(1000);
+const SUBSCRIPTION_CHANGE_FAST_HEARTBEATS: Duration = Duration::from_secs(10);
 const RETRY_BACKOFF: Duration = Duration::from_millis(500);
 const LEAVE_EPOCH: i32 = -1;
 
@@ -60,13 +62,22 @@ fn is_fatal(code: i16) -> bool {
     )
 }
 
+/// Topic names the member subscribes to; replaced as a whole by `ShareConsumer::subscribe`.
+pub(crate) type Subscription = Arc<Vec<String>>;
+
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    topics: Vec<String>,
+    mut subscription: watch::Receiver<Subscription>,
     assignment_tx: watch::Sender<Arc<Assignment>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut epoch = 0i32;
+    // A new subscription goes out with the next heartbeat and counts as sent only once one
+    // succeeded.
+    let mut subscription_unsent = false;
+    // Heartbeat fast until then: after a subscription change the new partitions are assigned
+    // only once the coordinator has initialised their share state, a second or more later.
+    let mut fast_until = tokio::time::Instant::now();
     let mut coordinator: Option<Arc<Connection>> = None;
     let mut assigned_any = false;
     loop {
@@ -91,10 +102,13 @@ pub(crate) async fn run(
                 }
             },
         };
-        let subscription = (epoch == 0).then_some(topics.as_slice());
-        match heartbeat(&shared, &conn, epoch, subscription).await {
+        subscription_unsent |= subscription.has_changed().unwrap_or(false);
+        let topics = subscription.borrow_and_update().clone();
+        let send_topics = (epoch == 0 || subscription_unsent).then_some(topics.as_slice());
+        match heartbeat(&shared, &conn, epoch, send_topics).await {
             Ok(response) => match response.error_code {
                 NONE => {
+                    subscription_unsent = false;
                     if epoch == 0 {
                         info!(member_id = %shared.member_id, epoch = response.member_epoch, "joined share group");
                     }
@@ -116,12 +130,20 @@ pub(crate) async fn run(
                         info!(epoch, partitions = ?parts, "assignment");
                         assignment_tx.send_replace(Arc::new(parts));
                     }
-                    let next = if assigned_any {
-                        interval
+                    let fast = !assigned_any || tokio::time::Instant::now() < fast_until;
+                    let next = if fast {
+                        interval.min(FAST_HEARTBEAT)
                     } else {
-                        interval.min(EMPTY_ASSIGNMENT_HEARTBEAT)
+                        interval
                     };
-                    wait(next, &mut shutdown).await;
+                    // A subscription change is sent at once rather than at the next interval.
+                    tokio::select! {
+                        _ = wait(next, &mut shutdown) => {}
+                        _ = subscription.changed() => {
+                            subscription_unsent = true;
+                            fast_until = tokio::time::Instant::now() + SUBSCRIPTION_CHANGE_FAST_HEARTBEATS;
+                        }
+                    }
                 }
                 UNKNOWN_MEMBER_ID | FENCED_MEMBER_EPOCH => {
                     warn!(

@@ -948,3 +948,39 @@ async fn three_members_share_one_partition() {
         m.close().await.unwrap();
     }
 }
+
+/// `subscribe` replaces the topic list in place: the member keeps its id and gets the new
+/// topic's records (the Java side re-resolves `topics.regex` this way).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_adds_a_topic_without_rejoining() {
+    let f = fixture("resub", 1, 5, &[]).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    let added = unique("added");
+    admin.create_topic(&added, 1).await.unwrap();
+    admin
+        .produce(&added, 0, &values("added", 7), Compression::None)
+        .await
+        .unwrap();
+    let c = f.consumer(&[]).await;
+    let member = c.member_id().to_string();
+    let first = values_until_quiet(&c, Duration::from_secs(3)).await;
+    assert_eq!(first.len(), 5);
+    c.subscribe(vec![f.topic.clone(), added.clone()]).unwrap();
+    assert_eq!(c.subscription().len(), 2);
+    let started = Instant::now();
+    let mut second = Vec::new();
+    while second.len() < 7 && started.elapsed() < TIMEOUT {
+        second.extend(values_until_quiet(&c, Duration::from_secs(1)).await);
+    }
+    println!(
+        "after subscribe: {second:?} ({:?}); metrics {:?}",
+        started.elapsed(),
+        c.metrics()
+    );
+    assert_eq!(second.len(), 7);
+    assert!(second.iter().all(|v| v.starts_with("added-")));
+    assert_eq!(c.member_id(), member);
+    assert_eq!(c.metrics().rejoins, 0);
+    assert!(c.subscribe(vec![]).is_err());
+    c.close().await.unwrap();
+}
