@@ -1,0 +1,419 @@
+"""Shared helpers for the share-mode end-to-end tests (tests/e2e/test_share_*.py).
+
+Everything here drives real parts: the Connect worker through REST, the broker through Kafka's
+own tools (harness), PostgreSQL through psql. Nothing here is a sink.
+
+Measured figures: `record_figures(scenario, ...)` prints them and writes
+`build/e2e-figures/<scenario>.json`; `build/e2e-figures/summary.json` collects every scenario
+of the run (records produced, delivered, duplicated, lost, plus what else a test measured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+import pytest
+
+from harness.cluster import REPO_ROOT, SHARE_GROUP_COMMAND, Cluster, Rest, RestError
+
+SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+FIGURES_DIR = Path(os.environ.get("SHARESINK_FIGURES_DIR", REPO_ROOT / "build" / "e2e-figures"))
+
+
+# ----------------------------------------------------------------------------------------------
+# small things
+
+
+def uniq(prefix: str) -> str:
+    """A fresh name: `prefix` + 8 hex digits (lower case, no dashes: usable as a SQL table)."""
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, interval: float = 0.5,
+             on_timeout: Optional[Callable[[], str]] = None) -> Any:
+    """Bounded wait until `check()` is truthy; returns its value, fails the test on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            extra = ""
+            if on_timeout is not None:
+                try:
+                    extra = "\n" + on_timeout()
+                except Exception as e:  # noqa: BLE001 - diagnostics only
+                    extra = f"\n(diagnostics failed: {e})"
+            pytest.fail(f"{what}: not reached within {timeout:.0f}s{extra}", pytrace=False)
+        time.sleep(interval)
+
+
+class Progress:
+    """Waits for a counter to reach a target, failing only when it stops moving for `stall` s
+    (bounded by `timeout` overall). Records the samples (t, value)."""
+
+    def __init__(self, what: str, read: Callable[[], int]):
+        self.what = what
+        self.read = read
+        self.samples: List[tuple] = []
+
+    def wait(self, target: int, stall: float = 120, timeout: float = 900, interval: float = 1.0,
+             on_timeout: Optional[Callable[[], str]] = None) -> int:
+        start = time.monotonic()
+        last_change = start
+        last = None
+        while True:
+            v = self.read()
+            now = time.monotonic()
+            self.samples.append((round(now - start, 2), v))
+            if v != last:
+                last, last_change = v, now
+            if v >= target:
+                return v
+            if now - last_change > stall or now - start > timeout:
+                extra = on_timeout() if on_timeout else ""
+                pytest.fail(f"{self.what}: {v} of {target} after {now - start:.0f}s "
+                            f"(no progress for {now - last_change:.0f}s)\n{extra}", pytrace=False)
+            time.sleep(interval)
+
+
+def record_figures(scenario: str, **figures: Any) -> Dict[str, Any]:
+    """Print the measured figures of a scenario and store them for the notes."""
+    figures = {"scenario": scenario, "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               **figures}
+    FIGURES_DIR.mkdir(parents=True, exist_ok=True)
+    (FIGURES_DIR / f"{scenario}.json").write_text(json.dumps(figures, indent=1, default=str) + "\n")
+    summary_path = FIGURES_DIR / "summary.json"
+    lock = FIGURES_DIR / ".lock"
+    with open(lock, "w") as lf:
+        import fcntl
+        fcntl.flock(lf, fcntl.LOCK_EX)
+        try:
+            summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        except ValueError:
+            summary = {}
+        summary[scenario] = figures
+        summary_path.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    print(f"\nFIGURES {scenario}: " + json.dumps(figures, default=str))
+    return figures
+
+
+def count_figures(expected: Iterable[str], delivered: Sequence[str]) -> Dict[str, int]:
+    """produced / delivered / distinct / duplicated / lost / unexpected for value lists."""
+    exp = set(expected)
+    c = Counter(delivered)
+    distinct = set(c)
+    return {
+        "produced": len(exp),
+        "delivered": len(delivered),
+        "distinct_delivered": len(distinct & exp),
+        "duplicated": sum(n - 1 for v, n in c.items() if n > 1),
+        "lost": len(exp - distinct),
+        "unexpected": len(distinct - exp),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# worker, connector
+
+
+def worker_log(cluster: Cluster, index: int = 0) -> str:
+    p = cluster.logs_dir / f"worker-{index}.log"
+    return p.read_text(errors="replace") if p.exists() else ""
+
+
+class LogMark:
+    """Reads what a worker log gained since the mark was taken."""
+
+    def __init__(self, cluster: Cluster, index: int = 0):
+        self.path = cluster.logs_dir / f"worker-{index}.log"
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+
+    def text(self) -> str:
+        if not self.path.exists():
+            return ""
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            return f.read().decode("utf-8", "replace")
+
+    def lines(self, pattern: str) -> List[str]:
+        rx = re.compile(pattern)
+        return [l for l in self.text().splitlines() if rx.search(l)]
+
+
+def share_config(cluster: Cluster, name: str, topics: str, sink_class: str, tasks: int,
+                 **extra: Any) -> Dict[str, str]:
+    """A ShareSinkConnector config running `sink_class`; `extra` keys with '_' may be given as
+    a dict through `extra` too (use cfg.update for dotted keys)."""
+    cfg = {
+        "name": name,
+        "connector.class": SHARE_SINK,
+        "share.sink.connector.class": sink_class,
+        "topics": topics,
+        "tasks.max": str(tasks),
+        "share.consumer.bootstrap.servers": cluster.bootstrap,
+    }
+    cfg.update({k: str(v) for k, v in extra.items()})
+    return cfg
+
+
+def group_of(name: str) -> str:
+    return f"connect-share-{name}"
+
+
+def connector_trace(rest: Rest, name: str) -> str:
+    try:
+        st = rest.connector_status(name)
+    except RestError as e:
+        return f"(status: {e})"
+    out = [f"connector {st.get('connector', {}).get('state')} on {st.get('connector', {}).get('worker_id')}"]
+    if st.get("connector", {}).get("trace"):
+        out.append(st["connector"]["trace"][:3000])
+    for t in st.get("tasks", []):
+        out.append(f"task {t.get('id')} {t.get('state')} on {t.get('worker_id')}")
+        if t.get("trace"):
+            out.append(t["trace"][:3000])
+    return "\n".join(out)
+
+
+def task_states(rest: Rest, name: str) -> Dict[int, str]:
+    try:
+        st = rest.connector_status(name)
+    except RestError:
+        return {}
+    return {t["id"]: t["state"] for t in st.get("tasks", [])}
+
+
+def failed_task_trace(rest: Rest, name: str) -> Optional[str]:
+    try:
+        st = rest.connector_status(name)
+    except RestError:
+        return None
+    if st.get("connector", {}).get("state") == "FAILED":
+        return st["connector"].get("trace") or "connector FAILED"
+    for t in st.get("tasks", []):
+        if t.get("state") == "FAILED":
+            return t.get("trace") or f"task {t['id']} FAILED"
+    return None
+
+
+def assert_no_failed_task(rest: Rest, name: str) -> None:
+    trace = failed_task_trace(rest, name)
+    if trace:
+        pytest.fail(f"connector {name} has a FAILED part:\n{trace[:4000]}", pytrace=False)
+
+
+def start_connector(rest: Rest, name: str, config: Mapping[str, Any], tasks: Optional[int] = None,
+                    timeout: float = 120) -> dict:
+    rest.put_connector(name, config)
+    try:
+        return rest.wait_connector_running(name, tasks=tasks, timeout=timeout)
+    except Exception as e:  # HarnessError: show it as a test failure with the trace
+        pytest.fail(f"connector {name} did not start: {e}", pytrace=False)
+
+
+def delete_connector(rest: Rest, name: str) -> None:
+    try:
+        rest.delete_connector(name)
+    except Exception as e:  # noqa: BLE001 - cleanup
+        print(f"(could not delete connector {name}: {e})")
+
+
+def stop_connector(rest: Rest, name: str, timeout: float = 60) -> None:
+    """PUT /connectors/<name>/stop (KIP-875) and wait for STOPPED: tasks end their sessions."""
+    rest._retry_busy(lambda: rest.put(f"/connectors/{name}/stop"))
+    wait_for(f"connector {name} STOPPED",
+             lambda: rest.connector_status(name).get("connector", {}).get("state") == "STOPPED",
+             timeout=timeout)
+
+
+# ----------------------------------------------------------------------------------------------
+# share group inspection (Kafka's ShareGroupCommand)
+
+
+def share_group_offsets(cluster: Cluster, group: str) -> Dict[tuple, Dict[str, Optional[int]]]:
+    """{(topic, partition): {'start': start offset, 'lag': lag}} from
+    `ShareGroupCommand --describe --offsets`; {} when the group has no offsets yet."""
+    p = cluster.run_tool(SHARE_GROUP_COMMAND, "--bootstrap-server", cluster.bootstrap,
+                         "--describe", "--group", group, "--offsets", check=False, timeout=120)
+    res: Dict[tuple, Dict[str, Optional[int]]] = {}
+    header: Optional[List[str]] = None
+    for line in p.stdout.splitlines():
+        cols = line.split()
+        if not cols:
+            continue
+        if cols[0] == "GROUP":
+            header = cols
+            continue
+        if header is None or len(cols) < 3:
+            continue
+        row = dict(zip(header, cols))
+        try:
+            part = int(row.get("PARTITION", ""))
+        except ValueError:
+            continue
+
+        def num(k):
+            v = row.get(k)
+            return int(v) if v is not None and v.lstrip("-").isdigit() else None
+
+        res[(row.get("TOPIC"), part)] = {"start": num("START-OFFSET"), "lag": num("LAG")}
+    return res
+
+
+def accepted_upper_bound(offsets: Mapping[tuple, Mapping[str, Optional[int]]]) -> int:
+    """Sum of the share-partition start offsets: every record below its partition's start
+    offset has been acknowledged (ACCEPTed, or archived) by the group."""
+    return sum(v["start"] or 0 for v in offsets.values() if v["start"] is not None and v["start"] >= 0)
+
+
+def total_lag(offsets: Mapping[tuple, Mapping[str, Optional[int]]]) -> Optional[int]:
+    lags = [v["lag"] for v in offsets.values()]
+    if not lags or any(l is None for l in lags):
+        return None
+    return sum(lags)
+
+
+def drain_group(cluster: Cluster, topic: str, group: str, expect_at_most: int,
+                timeout_ms: int = 15000) -> int:
+    """Records still available to `group` (consumed and ACCEPTed by Kafka's own share
+    consumer, so call it only once the connector is gone)."""
+    r = cluster.share_consume(topic, group, max(expect_at_most, 1), timeout_ms=timeout_ms,
+                              check=False)
+    return r["records"] or 0
+
+
+# ----------------------------------------------------------------------------------------------
+# producing
+
+
+def produce_values(cluster: Cluster, topic: str, values: Sequence[str],
+                   keys: Optional[Sequence[Optional[str]]] = None,
+                   headers: Optional[Sequence[Optional[Mapping[str, str]]]] = None,
+                   chunk: int = 200_000) -> int:
+    n = 0
+    for i in range(0, len(values), chunk):
+        n += cluster.produce(topic, list(values[i:i + chunk]),
+                             keys=list(keys[i:i + chunk]) if keys is not None else None,
+                             headers=list(headers[i:i + chunk]) if headers is not None else None)
+    return n
+
+
+ROW_KEY_SCHEMA = {"type": "struct", "optional": False, "name": "sharesink.e2e.Key",
+                  "fields": [{"field": "id", "type": "int64", "optional": False}]}
+ROW_VALUE_SCHEMA = {"type": "struct", "optional": False, "name": "sharesink.e2e.Row",
+                    "fields": [{"field": "id", "type": "int64", "optional": False},
+                               {"field": "name", "type": "string", "optional": True},
+                               {"field": "seq", "type": "int64", "optional": False}]}
+
+
+def row_key(i: int) -> str:
+    return json.dumps({"schema": ROW_KEY_SCHEMA, "payload": {"id": i}}, separators=(",", ":"))
+
+
+def row_value(i: int, seq: int = 1, name: Optional[str] = None) -> str:
+    return json.dumps({"schema": ROW_VALUE_SCHEMA,
+                       "payload": {"id": i, "name": name or f"row-{i}", "seq": seq}},
+                      separators=(",", ":"))
+
+
+def produce_rows(cluster: Cluster, topic: str, ids: Iterable[int], seq: int = 1) -> int:
+    ids = list(ids)
+    return produce_values(cluster, topic, [row_value(i, seq) for i in ids],
+                          keys=[row_key(i) for i in ids])
+
+
+# ----------------------------------------------------------------------------------------------
+# sinks' outputs
+
+
+def file_lines(path: Path) -> List[str]:
+    if not path.exists():
+        return []
+    data = path.read_bytes().decode("utf-8", "replace")
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def file_line_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return f.read().count(b"\n")
+
+
+def jdbc_config(pg: Mapping[str, Any], **extra: Any) -> Dict[str, str]:
+    """Debezium JDBC sink settings for the harness PostgreSQL; table = topic name."""
+    cfg = {
+        "connection.url": pg["jdbc_url"],
+        "connection.username": pg["user"],
+        "connection.password": pg["password"],
+        "insert.mode": "upsert",
+        "primary.key.mode": "record_key",
+        "primary.key.fields": "id",
+        "schema.evolution": "basic",
+        "key.converter": JSON_CONVERTER,
+        "key.converter.schemas.enable": "true",
+        "value.converter": JSON_CONVERTER,
+        "value.converter.schemas.enable": "true",
+    }
+    cfg.update({k: str(v) for k, v in extra.items()})
+    return cfg
+
+
+def pg_scalar(cluster: Cluster, sql: str, db: str = "sharesink", default: Optional[int] = None) -> Optional[int]:
+    out = cluster.psql(sql, db=db, check=False).strip()
+    try:
+        return int(out.splitlines()[-1])
+    except (ValueError, IndexError):
+        return default
+
+
+def pg_rows(cluster: Cluster, table: str) -> int:
+    """count(*) of a table; 0 when it does not exist (yet) or PostgreSQL is down."""
+    return pg_scalar(cluster, f'SELECT count(*) FROM "{table}"', default=0) or 0
+
+
+def pg_distinct_ids(cluster: Cluster, table: str) -> int:
+    return pg_scalar(cluster, f'SELECT count(DISTINCT id) FROM "{table}"', default=0) or 0
+
+
+class Sampler(threading.Thread):
+    """Samples `read()` every `interval` s in the background: [(t, value)]."""
+
+    def __init__(self, read: Callable[[], Any], interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.read, self.interval = read, interval
+        self.samples: List[tuple] = []
+        self._stop_ev = threading.Event()
+        self.t0 = time.monotonic()
+
+    def run(self):
+        while not self._stop_ev.is_set():
+            try:
+                v = self.read()
+            except Exception as e:  # noqa: BLE001
+                v = e
+            self.samples.append((time.monotonic() - self.t0, v))
+            self._stop_ev.wait(self.interval)
+
+    def stop(self):
+        self._stop_ev.set()
+        self.join(timeout=30)
+        return self.samples
