@@ -114,22 +114,24 @@ def test_broker_dlq_needs_the_cluster_prefix(cluster: Cluster, worker: Rest):
 
 
 def test_legacy_connector_errors_are_reported(cluster: Cluster, worker: Rest, postgres):
-    # Debezium JDBC's own validate(): a connection.url it cannot use is its error, on its key.
+    # Debezium JDBC's own validate() (run as the classic runtime would) flags batch.size=abc on
+    # its own key; through sharesink the same error must appear on the same key.
     name = uniq("validate-")
     cfg = {
         "name": name,
         "share.sink.connector.class": JDBC_SINK,
         "share.consumer.bootstrap.servers": cluster.bootstrap,
         "topics": name,
-        "connection.url": "jdbc:postgresql://127.0.0.1:1/nowhere",
-        "connection.username": "x",
-        "connection.password": "y",
-        "insert.mode": "upsert",
-        "primary.key.mode": "none",
+        "connection.url": postgres["jdbc_url"],
+        "connection.username": postgres["user"],
+        "connection.password": postgres["password"],
+        "batch.size": "abc",
     }
+    classic = Rest.validation_errors(worker.validate(JDBC_SINK, {k: v for k, v in cfg.items()
+                                                                  if not k.startswith("share.")}))
+    assert "batch.size" in classic, f"Debezium itself no longer flags batch.size=abc: {classic}"
     errs = _errors(worker, cfg)
-    # Debezium's validate says upsert needs a primary key mode other than none.
-    assert errs, "the legacy connector's validation found nothing"
+    assert "batch.size" in errs, f"the legacy connector's own error is missing: {errs}"
     assert not any(k.startswith("share.") for k in errs), f"errors on sharesink keys: {errs}"
 
 
