@@ -417,3 +417,30 @@ class Sampler(threading.Thread):
         self._stop_ev.set()
         self.join(timeout=30)
         return self.samples
+
+
+CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+
+
+def share_console_consume(cluster: Cluster, topic: str, group: str, max_messages: int,
+                          timeout_ms: int = 10000, print_headers: bool = False) -> List[str]:
+    """Values (headers\\tvalue with print_headers) that Kafka's own console share consumer gets
+    from `group` (it ACCEPTs them). Call it only once the connector is gone."""
+    args = ["--bootstrap-server", cluster.bootstrap, "--topic", topic, "--group", group,
+            "--max-messages", max(max_messages, 1), "--timeout-ms", timeout_ms]
+    if print_headers:
+        args += ["--formatter-property", "print.headers=true"]
+    p = cluster.run_tool(CONSOLE_SHARE_CONSUMER, *args, check=False,
+                         timeout=timeout_ms / 1000 + 120)
+    return [l for l in p.stdout.splitlines() if l.strip()]
+
+
+def pg_waiting_on_locks(cluster: Cluster) -> int:
+    """Backends of database sharesink waiting on a heavyweight lock (e.g. a row lock)."""
+    return pg_scalar(cluster, "SELECT count(*) FROM pg_stat_activity WHERE datname = 'sharesink' "
+                              "AND wait_event_type = 'Lock'", db="postgres", default=0) or 0
+
+
+def stop_worker_if_running(cluster: Cluster, index: int) -> None:
+    if cluster.is_running(f"worker-{index}"):
+        cluster.stop_worker(index)
