@@ -1,6 +1,12 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.admin.GroupSettings;
+import io.sharesink.connect.sink.SinkDriverConfig;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -8,6 +14,8 @@ import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigDef.Width;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
@@ -19,93 +27,349 @@ public class ShareSinkConfig extends AbstractConfig {
   /** Prefix of the keys sharesink owns; they are never passed to the legacy sink. */
   public static final String SHARE_PREFIX = "share.";
 
+  // ---- legacy sink
+
   public static final String SINK_CONNECTOR_CLASS_CONFIG = "share.sink.connector.class";
   private static final String SINK_CONNECTOR_CLASS_DOC =
       "Class (or alias) of the unmodified sink connector to run on a share group, e.g."
           + " org.apache.kafka.connect.file.FileStreamSinkConnector. It may live in its own"
-          + " plugin.path directory; it is loaded through the worker's plugin class loaders.";
-  private static final String SINK_CONNECTOR_CLASS_DISPLAY = "Legacy sink connector class";
+          + " plugin.path directory; it is loaded through the worker's plugin class loaders and"
+          + " must be a SinkConnector. Every setting without the 'share.' prefix is handed to it.";
 
   public static final String TOPICS_CONFIG = "topics";
   private static final String TOPICS_DOC =
       "Topics the share group consumes. Also passed to the legacy connector and its tasks as"
-          + " their 'topics'.";
-  private static final String TOPICS_DISPLAY = "Topics";
+          + " their 'topics'. (topics.regex is not supported: share groups subscribe by name.)";
+
+  // ---- share group
+
+  public static final String GROUP_ID_CONFIG = "share.group.id";
+  private static final String GROUP_ID_DOC =
+      "The share group the tasks join. Default: connect-share-<connector name>. Under the sink"
+          + " runtime the consumer group was connect-<connector name>; see"
+          + " share.migration.enable.";
+  public static final String GROUP_ID_PREFIX = "connect-share-";
+
+  public static final String AUTO_OFFSET_RESET_CONFIG = "share.auto.offset.reset";
+  private static final String AUTO_OFFSET_RESET_DOC =
+      "Group config share.auto.offset.reset, set on the share group when the connector starts:"
+          + " where the group starts on a partition it has no state for yet. 'earliest' (default,"
+          + " as Connect's sink runtime), 'latest', or 'by_duration:<ISO-8601 duration>' (e.g."
+          + " by_duration:PT1H). It never moves a partition the group has already started on; use"
+          + " kafka-share-groups.sh --reset-offsets for that.";
+  public static final String AUTO_OFFSET_RESET_DEFAULT = "earliest";
+
+  public static final String LOCK_DURATION_MS_CONFIG = "share.record.lock.duration.ms";
+  private static final String LOCK_DURATION_MS_DOC =
+      "Group config share.record.lock.duration.ms, set on the share group when given: how long a"
+          + " task holds a record before it goes to another task. Must lie within the broker's"
+          + " group.share.min/max.record.lock.duration.ms. Unset: the broker's default (30 s)."
+          + " Held records are renewed, so this bounds how long a crashed task's records wait.";
+
+  public static final String DELIVERY_COUNT_LIMIT_CONFIG = "share.delivery.count.limit";
+  private static final String DELIVERY_COUNT_LIMIT_DOC =
+      "Group config share.delivery.count.limit, set on the share group when given: after this"
+          + " many deliveries a record is archived (or written to the broker's DLQ). Must lie within"
+          + " the broker's group.share.min/max.delivery.count.limit. Unset: the broker's default"
+          + " (5).";
+
+  public static final String DLQ_MODE_CONFIG = "share.dlq.mode";
+  public static final String DLQ_MODE_AUTO = "auto";
+  public static final String DLQ_MODE_BROKER = "broker";
+  public static final String DLQ_MODE_CONNECT = "connect";
+  private static final String DLQ_MODE_DOC =
+      "Who writes records to Connect's errors.deadletterqueue.topic.name. 'broker': the share"
+          + " group's own DLQ (KIP-1191, share.version 2): the group gets"
+          + " errors.deadletterqueue.topic.name and errors.deadletterqueue.copy.record.enable=true,"
+          + " the task only REJECTs; the topic must start with the broker's"
+          + " errors.deadletterqueue.topic.name.prefix (default 'dlq.'), and the broker also"
+          + " dead-letters records whose delivery count limit is reached; its headers are"
+          + " __dlq.errors.*. 'connect': the task produces the record itself, with Connect's"
+          + " __connect.errors.* headers when errors.deadletterqueue.context.headers.enable is"
+          + " true, then REJECTs it. 'auto' (default): 'broker' when the cluster has share.version"
+          + " 2 or more and the topic name has the required prefix, else 'connect'.";
+
+  public static final String MIGRATION_ENABLE_CONFIG = "share.migration.enable";
+  private static final String MIGRATION_ENABLE_DOC =
+      "On the first start of the share group (no share-group state yet), start it where the"
+          + " classic sink runtime's consumer group connect-<connector name> stopped, when that"
+          + " group has committed offsets for the topics: nothing is skipped or replayed.";
+
+  // ---- share consumer
+
+  public static final String ENGINE_CONFIG = "share.engine";
+  public static final String ENGINE_NATIVE = "native";
+  public static final String ENGINE_JAVA = "java";
+  private static final String ENGINE_DOC =
+      "The share consumer each task uses. 'native' (default): sharesink's Rust engine through"
+          + " JNI. 'java': the worker's own KafkaShareConsumer (Kafka 4.2+ worker), a fallback"
+          + " for platforms without the native library; it renews every held record on each"
+          + " poll.";
+
+  public static final String POLL_TIMEOUT_MS_CONFIG = "share.poll.timeout.ms";
+  private static final String POLL_TIMEOUT_MS_DOC =
+      "Longest time one poll() of the task waits for records. At most 5000: the worker gives a"
+          + " stopping task 5 s (task.shutdown.graceful.timeout.ms) to return from poll().";
+  public static final long POLL_TIMEOUT_MS_DEFAULT = 1_000L;
+  public static final long POLL_TIMEOUT_MS_MAX = 5_000L;
+
+  public static final String CONSUMER_PREFIX = "share.consumer.";
 
   public static final String BOOTSTRAP_SERVERS_CONFIG = "share.consumer.bootstrap.servers";
   private static final String BOOTSTRAP_SERVERS_DOC =
-      "host:port pairs of the Kafka cluster holding the share group, comma separated.";
-  private static final String BOOTSTRAP_SERVERS_DISPLAY = "Share consumer bootstrap servers";
+      "host:port pairs of the Kafka cluster holding the share group. Default: bootstrap.servers"
+          + " of the worker configuration file. Any other Kafka client setting can be given the"
+          + " same way (share.consumer.<setting>: security.protocol, sasl.*, ssl.*,"
+          + " max.poll.records, ...); it is used by the share consumer, by the admin client that"
+          + " sets the group configs and by the DLQ producer. Connection settings not given here"
+          + " come from the worker configuration file.";
 
-  public static final String PROBE_TIMEOUT_MS_CONFIG = "share.probe.timeout.ms";
-  private static final String PROBE_TIMEOUT_MS_DOC =
-      "How long a task waits at start for the cluster to answer the native engine's probe.";
-  private static final String PROBE_TIMEOUT_MS_DISPLAY = "Probe timeout (ms)";
-  private static final long PROBE_TIMEOUT_MS_DEFAULT = 15_000L;
+  public static final String SECURITY_PROTOCOL_CONFIG = "share.consumer.security.protocol";
+  private static final String SECURITY_PROTOCOL_DOC =
+      "As the Kafka client's security.protocol. Default: the worker configuration file's.";
 
-  /**
-   * Set by the connector in every task config: the legacy task class, as the legacy connector
-   * reported it. Not a user setting.
-   */
+  public static final String SASL_MECHANISM_CONFIG = "share.consumer.sasl.mechanism";
+  private static final String SASL_MECHANISM_DOC =
+      "As the Kafka client's sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512). Default: the"
+          + " worker configuration file's.";
+
+  public static final String SASL_JAAS_CONFIG = "share.consumer.sasl.jaas.config";
+  private static final String SASL_JAAS_DOC =
+      "As the Kafka client's sasl.jaas.config. Default: the worker configuration file's.";
+
+  public static final String WORKER_CONFIG_CONFIG = "share.worker.config";
+  private static final String WORKER_CONFIG_DOC =
+      "Path of the worker configuration file that connection settings and default converters are"
+          + " read from when the connector does not set them. Default: the file named on the"
+          + " worker's command line (ConnectDistributed <file>). Read on every worker that runs a"
+          + " task, so each uses its own.";
+
+  // ---- commit (the driver's keys, documented here so the reference is complete)
+
+  public static final String COMMIT_INTERVAL_MS_CONFIG = SinkDriverConfig.COMMIT_INTERVAL_MS;
+  public static final String EMPTY_PRECOMMIT_CONFIG = SinkDriverConfig.EMPTY_PRECOMMIT;
+
+  // ---- internal keys the connector adds to task configs (not user settings)
+
+  /** The legacy task class, as the legacy connector reported it. */
   public static final String SINK_TASK_CLASS_CONFIG = "share.sink.task.class";
 
+  /** The connector's name (task configs have no name of their own). */
+  public static final String CONNECTOR_NAME_CONFIG = "share.internal.connector.name";
+
+  /** The task's id: its index in the list taskConfigs() returned, as the runtime numbers them. */
+  public static final String TASK_ID_CONFIG = "share.internal.task.id";
+
+  /** The DLQ mode the connector resolved ('broker' or 'connect'), for the tasks. */
+  public static final String DLQ_RESOLVED_CONFIG = "share.internal.dlq.mode";
+
+  /**
+   * Connector-level keys (converters, transforms, errors.*) the connector copied into a task config
+   * the legacy connector returned without them; stripped again before the legacy task sees them.
+   */
+  public static final String ADDED_KEYS_CONFIG = "share.internal.added.keys";
+
+  /** Connect's own key for the DLQ topic. */
+  public static final String DLQ_TOPIC_CONFIG = SinkDriverConfig.DLQ_TOPIC;
+
   private static final String GROUP_LEGACY_SINK = "Legacy sink";
+  private static final String GROUP_SHARE_GROUP = "Share group";
   private static final String GROUP_SHARE_CONSUMER = "Share consumer";
+  private static final String GROUP_COMMIT = "Share commit";
 
   public static final ConfigDef CONFIG_DEF = configDef();
 
   public ShareSinkConfig(Map<String, String> props) {
-    super(CONFIG_DEF, props);
+    super(CONFIG_DEF, props, false);
   }
 
   private static ConfigDef configDef() {
-    int legacyOrder = 0;
-    int consumerOrder = 0;
-    return new ConfigDef()
-        .define(
-            SINK_CONNECTOR_CLASS_CONFIG,
-            Type.STRING,
-            ConfigDef.NO_DEFAULT_VALUE,
-            new SinkConnectorClassValidator(),
-            Importance.HIGH,
-            SINK_CONNECTOR_CLASS_DOC,
-            GROUP_LEGACY_SINK,
-            ++legacyOrder,
-            Width.LONG,
-            SINK_CONNECTOR_CLASS_DISPLAY)
-        .define(
-            TOPICS_CONFIG,
-            Type.LIST,
-            ConfigDef.NO_DEFAULT_VALUE,
-            new NonEmptyListValidator(),
-            Importance.HIGH,
-            TOPICS_DOC,
-            GROUP_SHARE_CONSUMER,
-            ++consumerOrder,
-            Width.LONG,
-            TOPICS_DISPLAY)
-        .define(
-            BOOTSTRAP_SERVERS_CONFIG,
-            Type.STRING,
-            ConfigDef.NO_DEFAULT_VALUE,
-            new ConfigDef.NonEmptyString(),
-            Importance.HIGH,
-            BOOTSTRAP_SERVERS_DOC,
-            GROUP_SHARE_CONSUMER,
-            ++consumerOrder,
-            Width.LONG,
-            BOOTSTRAP_SERVERS_DISPLAY)
-        .define(
-            PROBE_TIMEOUT_MS_CONFIG,
-            Type.LONG,
-            PROBE_TIMEOUT_MS_DEFAULT,
-            ConfigDef.Range.between(100L, 600_000L),
-            Importance.LOW,
-            PROBE_TIMEOUT_MS_DOC,
-            GROUP_SHARE_CONSUMER,
-            ++consumerOrder,
-            Width.SHORT,
-            PROBE_TIMEOUT_MS_DISPLAY);
+    ConfigDef def = new ConfigDef();
+    int order = 0;
+    def.define(
+        SINK_CONNECTOR_CLASS_CONFIG,
+        Type.STRING,
+        ConfigDef.NO_DEFAULT_VALUE,
+        new SinkConnectorClassValidator(),
+        Importance.HIGH,
+        SINK_CONNECTOR_CLASS_DOC,
+        GROUP_LEGACY_SINK,
+        ++order,
+        Width.LONG,
+        "Legacy sink connector class");
+    def.define(
+        TOPICS_CONFIG,
+        Type.LIST,
+        ConfigDef.NO_DEFAULT_VALUE,
+        new NonEmptyListValidator(),
+        Importance.HIGH,
+        TOPICS_DOC,
+        GROUP_LEGACY_SINK,
+        ++order,
+        Width.LONG,
+        "Topics");
+
+    order = 0;
+    def.define(
+        GROUP_ID_CONFIG,
+        Type.STRING,
+        null,
+        new OptionalNonEmptyString(),
+        Importance.HIGH,
+        GROUP_ID_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.MEDIUM,
+        "Share group id");
+    def.define(
+        AUTO_OFFSET_RESET_CONFIG,
+        Type.STRING,
+        AUTO_OFFSET_RESET_DEFAULT,
+        new AutoOffsetResetValidator(),
+        Importance.MEDIUM,
+        AUTO_OFFSET_RESET_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.MEDIUM,
+        "Start position of a new group");
+    def.define(
+        LOCK_DURATION_MS_CONFIG,
+        Type.INT,
+        null,
+        new OptionalAtLeast(1_000),
+        Importance.MEDIUM,
+        LOCK_DURATION_MS_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.SHORT,
+        "Record lock duration (ms)");
+    def.define(
+        DELIVERY_COUNT_LIMIT_CONFIG,
+        Type.INT,
+        null,
+        new OptionalAtLeast(2),
+        Importance.MEDIUM,
+        DELIVERY_COUNT_LIMIT_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.SHORT,
+        "Delivery count limit");
+    def.define(
+        DLQ_MODE_CONFIG,
+        Type.STRING,
+        DLQ_MODE_AUTO,
+        ConfigDef.CaseInsensitiveValidString.in(DLQ_MODE_AUTO, DLQ_MODE_BROKER, DLQ_MODE_CONNECT),
+        Importance.MEDIUM,
+        DLQ_MODE_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.SHORT,
+        "Dead letter queue writer");
+    def.define(
+        MIGRATION_ENABLE_CONFIG,
+        Type.BOOLEAN,
+        true,
+        Importance.MEDIUM,
+        MIGRATION_ENABLE_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.SHORT,
+        "Start from the classic group's offsets");
+
+    order = 0;
+    def.define(
+        ENGINE_CONFIG,
+        Type.STRING,
+        ENGINE_NATIVE,
+        ConfigDef.CaseInsensitiveValidString.in(ENGINE_NATIVE, ENGINE_JAVA),
+        Importance.LOW,
+        ENGINE_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.SHORT,
+        "Share consumer engine");
+    def.define(
+        BOOTSTRAP_SERVERS_CONFIG,
+        Type.STRING,
+        null,
+        new OptionalNonEmptyString(),
+        Importance.HIGH,
+        BOOTSTRAP_SERVERS_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.LONG,
+        "Bootstrap servers");
+    def.define(
+        SECURITY_PROTOCOL_CONFIG,
+        Type.STRING,
+        null,
+        new OptionalCaseInsensitive(SecurityProtocol.names()),
+        Importance.MEDIUM,
+        SECURITY_PROTOCOL_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.MEDIUM,
+        "Security protocol");
+    def.define(
+        SASL_MECHANISM_CONFIG,
+        Type.STRING,
+        null,
+        new OptionalNonEmptyString(),
+        Importance.MEDIUM,
+        SASL_MECHANISM_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.MEDIUM,
+        "SASL mechanism");
+    def.define(
+        SASL_JAAS_CONFIG,
+        Type.PASSWORD,
+        null,
+        Importance.MEDIUM,
+        SASL_JAAS_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.LONG,
+        "SASL JAAS configuration");
+    def.define(
+        WORKER_CONFIG_CONFIG,
+        Type.STRING,
+        null,
+        new OptionalNonEmptyString(),
+        Importance.LOW,
+        WORKER_CONFIG_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.LONG,
+        "Worker configuration file");
+    def.define(
+        POLL_TIMEOUT_MS_CONFIG,
+        Type.LONG,
+        POLL_TIMEOUT_MS_DEFAULT,
+        ConfigDef.Range.between(10L, POLL_TIMEOUT_MS_MAX),
+        Importance.LOW,
+        POLL_TIMEOUT_MS_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.SHORT,
+        "Poll timeout (ms)");
+    // The driver's commit keys, with its documentation and defaults, in our own group.
+    order = 0;
+    for (String key : List.of(COMMIT_INTERVAL_MS_CONFIG, EMPTY_PRECOMMIT_CONFIG)) {
+      ConfigDef.ConfigKey k = SinkDriverConfig.CONFIG_DEF.configKeys().get(key);
+      def.define(
+          k.name,
+          k.type,
+          k.defaultValue,
+          k.validator,
+          k.importance,
+          k.documentation,
+          GROUP_COMMIT,
+          ++order,
+          k.width,
+          k.displayName);
+    }
+    return def;
   }
 
   public String sinkConnectorClass() {
@@ -116,12 +380,109 @@ public class ShareSinkConfig extends AbstractConfig {
     return getList(TOPICS_CONFIG);
   }
 
-  public String bootstrapServers() {
-    return getString(BOOTSTRAP_SERVERS_CONFIG).trim();
+  /** {@code share.group.id}, or {@code connect-share-<connectorName>}. */
+  public String groupId(String connectorName) {
+    String explicit = getString(GROUP_ID_CONFIG);
+    if (explicit != null && !explicit.isBlank()) {
+      return explicit.trim();
+    }
+    if (connectorName == null || connectorName.isBlank()) {
+      throw new ConfigException(
+          GROUP_ID_CONFIG, null, "no connector name to derive the default group id from");
+    }
+    return GROUP_ID_PREFIX + connectorName;
   }
 
-  public long probeTimeoutMs() {
-    return getLong(PROBE_TIMEOUT_MS_CONFIG);
+  /** The classic sink runtime's consumer group for this connector. */
+  public static String classicGroupId(String connectorName) {
+    return "connect-" + connectorName;
+  }
+
+  public String autoOffsetReset() {
+    return getString(AUTO_OFFSET_RESET_CONFIG).trim();
+  }
+
+  /** The group settings the connector applies, for {@link io.sharesink.connect.admin}. */
+  public GroupSettings groupSettings() {
+    return new GroupSettings(
+        autoOffsetReset(),
+        lockDurationMs(),
+        deliveryCountLimit(),
+        dlqMode(),
+        dlqTopic(),
+        commitIntervalMs());
+  }
+
+  public Integer lockDurationMs() {
+    return getInt(LOCK_DURATION_MS_CONFIG);
+  }
+
+  public Integer deliveryCountLimit() {
+    return getInt(DELIVERY_COUNT_LIMIT_CONFIG);
+  }
+
+  public String dlqMode() {
+    return getString(DLQ_MODE_CONFIG).trim().toLowerCase(Locale.ROOT);
+  }
+
+  public boolean migrationEnabled() {
+    return getBoolean(MIGRATION_ENABLE_CONFIG);
+  }
+
+  public String engine() {
+    return getString(ENGINE_CONFIG).trim().toLowerCase(Locale.ROOT);
+  }
+
+  public long pollTimeoutMs() {
+    return getLong(POLL_TIMEOUT_MS_CONFIG);
+  }
+
+  public long commitIntervalMs() {
+    return getLong(COMMIT_INTERVAL_MS_CONFIG);
+  }
+
+  public String workerConfigPath() {
+    return getString(WORKER_CONFIG_CONFIG);
+  }
+
+  /** Connect's {@code errors.deadletterqueue.topic.name}, or the empty string. */
+  public String dlqTopic() {
+    Object topic = originals().get(DLQ_TOPIC_CONFIG);
+    return topic == null ? "" : topic.toString().trim();
+  }
+
+  /**
+   * The Kafka client settings for the share consumer, the admin client and the DLQ producer: the
+   * worker file's connection settings, overridden by every {@code share.consumer.*} setting.
+   *
+   * @throws ConfigException on {@value #BOOTSTRAP_SERVERS_CONFIG} when neither gives bootstrap
+   *     servers
+   */
+  public Map<String, Object> clientSettings(WorkerDefaults worker) {
+    Map<String, Object> settings = new HashMap<>(worker.clientSettings());
+    originals()
+        .forEach(
+            (key, value) -> {
+              if (key.startsWith(CONSUMER_PREFIX) && value != null) {
+                Object v = value instanceof Password p ? p.value() : value;
+                settings.put(key.substring(CONSUMER_PREFIX.length()), v.toString().trim());
+              }
+            });
+    Object bootstrap = settings.get("bootstrap.servers");
+    if (bootstrap == null || bootstrap.toString().isBlank()) {
+      throw new ConfigException(BOOTSTRAP_SERVERS_CONFIG, null, missingBootstrapMessage(worker));
+    }
+    return settings;
+  }
+
+  static String missingBootstrapMessage(WorkerDefaults worker) {
+    return "no bootstrap servers for the share group: set "
+        + BOOTSTRAP_SERVERS_CONFIG
+        + " on the connector, or bootstrap.servers in the worker configuration file ("
+        + worker.file().map(p -> p + " has none").orElse("none found on the worker's command line")
+        + "; "
+        + WORKER_CONFIG_CONFIG
+        + " names another)";
   }
 
   /**
@@ -162,8 +523,108 @@ public class ShareSinkConfig extends AbstractConfig {
     }
   }
 
-  /** Prints the configuration reference (reStructuredText) for the documentation. */
+  /** Unset, or a non-blank string. */
+  static final class OptionalNonEmptyString implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value != null && value.toString().isBlank()) {
+        throw new ConfigException(name, value, "must not be empty (leave it unset instead)");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "unset, or a non-empty string";
+    }
+  }
+
+  /** Unset, or an integer of at least {@code min}. */
+  static final class OptionalAtLeast implements ConfigDef.Validator {
+    private final int min;
+
+    OptionalAtLeast(int min) {
+      this.min = min;
+    }
+
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value != null && ((Number) value).longValue() < min) {
+        throw new ConfigException(name, value, "must be at least " + min);
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "unset (the broker's default), or at least " + min;
+    }
+  }
+
+  /** Unset, or one of {@code allowed}, ignoring case. */
+  static final class OptionalCaseInsensitive implements ConfigDef.Validator {
+    private final List<String> allowed;
+
+    OptionalCaseInsensitive(List<String> allowed) {
+      this.allowed = List.copyOf(allowed);
+    }
+
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value == null) {
+        return;
+      }
+      String text = value.toString().trim();
+      if (allowed.stream().noneMatch(a -> a.equalsIgnoreCase(text))) {
+        throw new ConfigException(name, value, "must be one of " + allowed);
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "unset, or one of " + allowed;
+    }
+  }
+
+  /** The broker's accepted forms of share.auto.offset.reset. */
+  static final class AutoOffsetResetValidator implements ConfigDef.Validator {
+    static final String BY_DURATION = "by_duration:";
+
+    @Override
+    public void ensureValid(String name, Object value) {
+      String text = value == null ? "" : value.toString().trim().toLowerCase(Locale.ROOT);
+      if (text.equals("earliest") || text.equals("latest")) {
+        return;
+      }
+      if (text.startsWith(BY_DURATION)) {
+        String duration = value.toString().trim().substring(BY_DURATION.length());
+        try {
+          if (!Duration.parse(duration).isNegative()) {
+            return;
+          }
+        } catch (DateTimeParseException e) {
+          // fall through to the error
+        }
+        throw new ConfigException(
+            name, value, "'" + duration + "' is not a non-negative ISO-8601 duration (e.g. PT1H)");
+      }
+      throw new ConfigException(
+          name, value, "must be earliest, latest or by_duration:<ISO-8601 duration>");
+    }
+
+    @Override
+    public String toString() {
+      return "earliest, latest, by_duration:<ISO-8601 duration>";
+    }
+  }
+
+  /**
+   * Prints the configuration reference: Markdown by default (what docs/configuration.md holds
+   * between its generated markers), reStructuredText with {@code --rst}.
+   */
   public static void main(String[] args) {
-    System.out.println(CONFIG_DEF.toEnrichedRst());
+    if (args.length > 0 && args[0].equals("--rst")) {
+      System.out.println(CONFIG_DEF.toEnrichedRst());
+    } else {
+      System.out.print(ConfigReference.markdown(CONFIG_DEF));
+    }
   }
 }

@@ -1,15 +1,22 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.admin.ClusterFacts;
+import io.sharesink.connect.admin.GroupSettings;
+import io.sharesink.connect.admin.ShareGroupAdmin;
+import io.sharesink.connect.admin.ShareGroupSetup;
 import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.sink.SinkConnector;
@@ -22,14 +29,40 @@ import org.slf4j.LoggerFactory;
  * its task's {@code poll()} drives the legacy {@code SinkTask} on the Connect task thread (see
  * DESIGN.md, "Hosting decision"). Keys starting with {@code share.} are ours; all others are handed
  * to the legacy connector as if the runtime had started it.
+ *
+ * <p>{@code start()} also prepares the share group, once per connector start and before any task
+ * joins: group configs (start position, lock duration, delivery limit, broker DLQ) and, on the
+ * group's first start, start offsets from the classic runtime's consumer group.
  */
 public class ShareSinkConnector extends SourceConnector {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkConnector.class);
 
+  /** Admin calls at connector start: generous, a slow cluster should not fail the connector. */
+  static final Duration START_ADMIN_TIMEOUT = Duration.ofSeconds(60);
+
+  /** Admin calls during validation: short, the REST validate call waits for them. */
+  static final Duration VALIDATE_ADMIN_TIMEOUT = Duration.ofSeconds(5);
+
+  /**
+   * Connector-level settings the runtime reads from the connector config, not the task config:
+   * copied into task configs that lack them so the tasks' converters, transforms and error handling
+   * match what the sink runtime would have built.
+   */
+  static final List<String> CONNECTOR_LEVEL_PREFIXES =
+      List.of(
+          "key.converter",
+          "value.converter",
+          "header.converter",
+          "transforms",
+          "predicates",
+          "errors.");
+
   private Map<String, String> props;
   private SinkConnector legacyConnector;
   private ClassLoader legacyLoader;
+  private String dlqMode = GroupSettings.CONNECT;
+  private ShareGroupLag lag;
 
   @Override
   public String version() {
@@ -42,39 +75,165 @@ public class ShareSinkConnector extends SourceConnector {
   }
 
   /**
-   * Validates our keys and, since nothing can run without it, that the native library loads; a load
-   * failure is reported on {@value ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns
-   * on share mode, so the REST validate endpoint shows it.
+   * Our keys' results merged with the legacy connector's own {@code validate()} on its settings,
+   * plus checks no single key can make: the native library loads (reported on {@value
+   * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns on share mode), bootstrap
+   * servers are known, the worker file is readable, and the group settings fit the cluster's bounds
+   * (when the cluster answers within a few seconds).
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
     Config config = super.validate(connectorConfigs);
-    Optional<NativeLoadException> nativeFailure = NativeLoader.loadFailure();
-    if (nativeFailure.isPresent()) {
-      String message =
-          "sharesink cannot run any sink in share mode on this worker: "
-              + nativeFailure.get().getMessage();
-      configValue(config, ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG).addErrorMessage(message);
+    Map<String, ConfigValue> values = new LinkedHashMap<>();
+    config.configValues().forEach(v -> values.put(v.name(), v));
+
+    String engine =
+        connectorConfigs
+            .getOrDefault(ShareSinkConfig.ENGINE_CONFIG, ShareSinkConfig.ENGINE_NATIVE)
+            .trim();
+    if (!ShareSinkConfig.ENGINE_JAVA.equalsIgnoreCase(engine)) {
+      Optional<NativeLoadException> nativeFailure = NativeLoader.loadFailure();
+      nativeFailure.ifPresent(
+          e ->
+              value(values, ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG)
+                  .addErrorMessage(
+                      "sharesink cannot run any sink in share mode on this worker: "
+                          + e.getMessage()
+                          + " (or set "
+                          + ShareSinkConfig.ENGINE_CONFIG
+                          + "="
+                          + ShareSinkConfig.ENGINE_JAVA
+                          + ")"));
     }
-    return config;
+
+    if (!hasErrors(values)) {
+      ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
+      validateLegacy(parsed, connectorConfigs, values);
+      validateCluster(parsed, connectorConfigs.get("name"), values);
+    }
+    return new Config(new ArrayList<>(values.values()));
   }
 
-  private static ConfigValue configValue(Config config, String name) {
-    for (ConfigValue value : config.configValues()) {
-      if (value.name().equals(name)) {
-        return value;
+  private static boolean hasErrors(Map<String, ConfigValue> values) {
+    return values.values().stream().anyMatch(v -> !v.errorMessages().isEmpty());
+  }
+
+  /** Runs the legacy connector's validate() on its settings and merges its results into ours. */
+  private static void validateLegacy(
+      ShareSinkConfig parsed, Map<String, String> props, Map<String, ConfigValue> values) {
+    Class<? extends SinkConnector> legacyClass =
+        LegacyPlugins.loadSinkConnectorClass(
+            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, parsed.sinkConnectorClass());
+    Map<String, String> legacyProps = LegacyConfigs.forConnector(props, legacyClass.getName());
+    Config legacyResult;
+    try {
+      SinkConnector legacy = LegacyPlugins.newInstance(legacyClass);
+      legacyResult =
+          ContextClassLoader.call(legacyClass.getClassLoader(), () -> legacy.validate(legacyProps));
+    } catch (RuntimeException | LinkageError e) {
+      value(values, ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG)
+          .addErrorMessage(legacyClass.getName() + ".validate() failed: " + e);
+      return;
+    }
+    if (legacyResult == null) {
+      return;
+    }
+    for (ConfigValue legacyValue : legacyResult.configValues()) {
+      ConfigValue ours = values.get(legacyValue.name());
+      if (ours == null) {
+        values.put(legacyValue.name(), legacyValue);
+      } else {
+        legacyValue.errorMessages().stream()
+            .filter(m -> !ours.errorMessages().contains(m))
+            .forEach(ours::addErrorMessage);
       }
     }
-    ConfigValue added = new ConfigValue(name);
-    config.configValues().add(added);
-    return added;
+  }
+
+  /**
+   * Bootstrap servers and worker file, then the group settings against the cluster's bounds. An
+   * unreachable cluster is not an error here (the worker may see it later); the checks that need it
+   * then use Kafka's defaults.
+   */
+  private static void validateCluster(
+      ShareSinkConfig parsed, String connectorName, Map<String, ConfigValue> values) {
+    WorkerDefaults worker;
+    try {
+      worker = WorkerDefaults.load(parsed.workerConfigPath());
+    } catch (IllegalArgumentException e) {
+      value(values, ShareSinkConfig.WORKER_CONFIG_CONFIG).addErrorMessage(e.getMessage());
+      return;
+    }
+    Map<String, Object> clientSettings;
+    try {
+      clientSettings = parsed.clientSettings(worker);
+    } catch (ConfigException e) {
+      value(values, ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG)
+          .addErrorMessage(ShareSinkConfig.missingBootstrapMessage(worker));
+      return;
+    }
+    String groupId = null;
+    if (connectorName != null && !connectorName.isBlank()) {
+      groupId = parsed.groupId(connectorName);
+    } else if (parsed.getString(ShareSinkConfig.GROUP_ID_CONFIG) != null) {
+      groupId = parsed.groupId(null);
+    }
+    ClusterFacts facts = null;
+    try (ShareGroupAdmin admin =
+        ShareGroupAdmin.create(clientSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
+      facts = admin.facts(groupId);
+    } catch (RuntimeException e) {
+      log.info(
+          "Validation could not read the share group settings from the cluster ({}); checking"
+              + " against Kafka's defaults",
+          e.getMessage());
+    }
+    parsed
+        .groupSettings()
+        .problems(facts)
+        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+  }
+
+  private static ConfigValue value(Map<String, ConfigValue> values, String name) {
+    return values.computeIfAbsent(name, ConfigValue::new);
   }
 
   @Override
   public void start(Map<String, String> props) {
     this.props = Collections.unmodifiableMap(new HashMap<>(props));
     ShareSinkConfig config = new ShareSinkConfig(this.props);
-    NativeLoader.ensureLoaded();
+    if (!ShareSinkConfig.ENGINE_JAVA.equals(config.engine())) {
+      NativeLoader.ensureLoaded();
+    }
+    String name = this.props.get("name");
+    String groupId = config.groupId(name);
+
+    WorkerDefaults worker;
+    try {
+      worker = WorkerDefaults.load(config.workerConfigPath());
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(
+          ShareSinkConfig.WORKER_CONFIG_CONFIG, config.workerConfigPath(), e.getMessage());
+    }
+    Map<String, Object> clientSettings = config.clientSettings(worker);
+    ShareGroupAdmin admin =
+        ShareGroupAdmin.create(
+            clientSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
+    try {
+      ShareGroupSetup.Result setup =
+          ShareGroupSetup.apply(
+              admin,
+              groupId,
+              config.groupSettings(),
+              config.topics(),
+              config.migrationEnabled() ? ShareSinkConfig.classicGroupId(name) : null);
+      dlqMode = setup.dlqMode();
+    } catch (RuntimeException e) {
+      admin.close();
+      throw e;
+    }
+    // The admin client stays open for the lag gauges.
+    lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
 
     Class<? extends SinkConnector> legacyClass =
         LegacyPlugins.loadSinkConnectorClass(
@@ -82,16 +241,22 @@ public class ShareSinkConnector extends SourceConnector {
     legacyLoader = legacyClass.getClassLoader();
     legacyConnector = LegacyPlugins.newInstance(legacyClass);
     Map<String, String> legacyProps = LegacyConfigs.forConnector(this.props, legacyClass.getName());
-    ContextClassLoader.run(
-        legacyLoader,
-        () -> {
-          legacyConnector.initialize(new LegacySinkConnectorContext(context()));
-          legacyConnector.start(legacyProps);
-        });
+    try {
+      ContextClassLoader.run(
+          legacyLoader,
+          () -> {
+            legacyConnector.initialize(new LegacySinkConnectorContext(context()));
+            legacyConnector.start(legacyProps);
+          });
+    } catch (RuntimeException e) {
+      stop();
+      throw e;
+    }
     log.info(
-        "Started legacy sink connector {} (version {}) in share mode on topics {}",
+        "Started legacy sink connector {} (version {}) in share mode: share group {} on topics {}",
         legacyClass.getName(),
         legacyVersion(),
+        groupId,
         config.topics());
   }
 
@@ -112,8 +277,10 @@ public class ShareSinkConnector extends SourceConnector {
   }
 
   /**
-   * The legacy connector's task configs, each with our keys and the legacy task class added; the
-   * runtime then adds {@code task.class} (ours) and {@code topics}.
+   * The legacy connector's task configs, each with our keys, the connector-level settings it lacks
+   * (converters, transforms, errors.*; their names listed so the task strips them again before the
+   * legacy task sees them), the legacy task class, the connector name, the task id and the resolved
+   * DLQ mode. The runtime then adds {@code task.class} (ours) and {@code topics}.
    */
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
@@ -121,19 +288,51 @@ public class ShareSinkConnector extends SourceConnector {
         ContextClassLoader.call(legacyLoader, () -> legacyConnector.taskConfigs(maxTasks));
     Class<? extends Task> legacyTaskClass =
         ContextClassLoader.call(legacyLoader, legacyConnector::taskClass);
+    return taskConfigs(legacyConfigs, legacyTaskClass.getName(), props, dlqMode);
+  }
+
+  /** The task configs for the legacy ones; see {@link #taskConfigs(int)}. */
+  static List<Map<String, String>> taskConfigs(
+      List<Map<String, String>> legacyConfigs,
+      String legacyTaskClass,
+      Map<String, String> props,
+      String dlqMode) {
     Map<String, String> shareKeys = LegacyConfigs.shareKeys(props);
     List<Map<String, String>> configs = new ArrayList<>(legacyConfigs.size());
-    for (Map<String, String> legacyConfig : legacyConfigs) {
-      Map<String, String> taskConfig = new HashMap<>(legacyConfig);
+    for (int taskId = 0; taskId < legacyConfigs.size(); taskId++) {
+      Map<String, String> taskConfig = new HashMap<>(legacyConfigs.get(taskId));
+      List<String> added = new ArrayList<>();
+      props.forEach(
+          (key, value) -> {
+            if (isConnectorLevel(key) && !taskConfig.containsKey(key)) {
+              taskConfig.put(key, value);
+              added.add(key);
+            }
+          });
       taskConfig.putAll(shareKeys);
-      taskConfig.put(ShareSinkConfig.SINK_TASK_CLASS_CONFIG, legacyTaskClass.getName());
+      taskConfig.put(ShareSinkConfig.SINK_TASK_CLASS_CONFIG, legacyTaskClass);
+      taskConfig.put(ShareSinkConfig.CONNECTOR_NAME_CONFIG, props.get("name"));
+      taskConfig.put(ShareSinkConfig.TASK_ID_CONFIG, Integer.toString(taskId));
+      taskConfig.put(ShareSinkConfig.DLQ_RESOLVED_CONFIG, dlqMode);
+      if (!added.isEmpty()) {
+        Collections.sort(added);
+        taskConfig.put(ShareSinkConfig.ADDED_KEYS_CONFIG, String.join(",", added));
+      }
       configs.add(taskConfig);
     }
     return configs;
   }
 
+  static boolean isConnectorLevel(String key) {
+    return CONNECTOR_LEVEL_PREFIXES.stream().anyMatch(key::startsWith);
+  }
+
   @Override
   public void stop() {
+    if (lag != null) {
+      lag.close();
+      lag = null;
+    }
     if (legacyConnector != null) {
       ContextClassLoader.run(legacyLoader, legacyConnector::stop);
       legacyConnector = null;

@@ -1,15 +1,25 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.nativelib.NativeLoader;
-import io.sharesink.engine.NativeEngine;
-import io.sharesink.engine.NativeException;
+import io.sharesink.connect.sink.ShareSinkDriver;
+import io.sharesink.connect.sink.ShareSinkDriverBuilder;
+import io.sharesink.engine.EngineException;
+import io.sharesink.engine.NativeShareConsumerEngine;
+import io.sharesink.engine.ShareConsumerEngine;
+import io.sharesink.engine.kafka.KafkaShareConsumerEngine;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.sink.SinkTask;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -18,21 +28,37 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Hosts one legacy {@link SinkTask}. Walking skeleton: {@code start()} proves the native engine
- * reaches the cluster and starts the legacy task; {@code poll()} idles. The share cycle (fetch,
- * convert, put, preCommit, acknowledge) comes later.
+ * Hosts one legacy {@link SinkTask} as a share-group member. {@code start()} joins the share group
+ * through the chosen engine and starts the legacy task through the {@link ShareSinkDriver}; each
+ * {@code poll()} runs one bounded share cycle (poll, convert, put, commit, acknowledge) on the
+ * worker's task thread and returns {@code null}: nothing is ever produced.
+ *
+ * <p>Stop: the Kafka 4.x runtime calls {@code stop()} on the task thread after its poll loop has
+ * ended ({@code AbstractWorkerSourceTask.close()}), so the cleanup runs there directly. Older
+ * runtimes, and the {@code SourceTask} javadoc, allow a call from another thread during a poll:
+ * then {@code stop()} wakes the engine, waits for the running cycle to return (it does within the
+ * poll timeout) and cleans up after it, never concurrently. Cleanup stops the driver (final commit,
+ * RELEASE of what is not ACCEPTed, {@code close()} and {@code stop()} of the legacy task) and
+ * closes the engine, which ends the share sessions so unacknowledged records return to the group at
+ * once.
+ *
+ * <p>PAUSE: the runtime stops calling {@code poll()}; the member stays in the group, but locks of
+ * records the task holds are not renewed, so they expire (share.record.lock.duration.ms) and go to
+ * other members or back to this one after RESUME, a redelivery that at-least-once allows.
  */
 public class ShareSinkTask extends SourceTask {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkTask.class);
 
-  /** Well under the worker's 5 s graceful shutdown, so a stop is never held up by poll(). */
-  private static final long IDLE_POLL_MS = 1_000L;
+  /** Guards the driver and engine: one cycle, or the cleanup, at a time. */
+  private final ReentrantLock cycleLock = new ReentrantLock();
 
-  private final CountDownLatch stopRequested = new CountDownLatch(1);
-  private final AtomicBoolean legacyStopped = new AtomicBoolean();
-  private SinkTask legacyTask;
-  private ClassLoader legacyLoader;
+  private volatile boolean stopRequested;
+  private volatile ShareSinkDriver driver;
+  private volatile ShareConsumerEngine engine;
+  private boolean cleanedUp;
+  private Duration pollTimeout = Duration.ofMillis(ShareSinkConfig.POLL_TIMEOUT_MS_DEFAULT);
+  private String taskName = "sharesink";
 
   @Override
   public String version() {
@@ -42,30 +68,157 @@ public class ShareSinkTask extends SourceTask {
   @Override
   public void start(Map<String, String> props) {
     ShareSinkConfig config = new ShareSinkConfig(props);
-    String nativeVersion = NativeLoader.ensureLoaded();
-    String bootstrap = config.bootstrapServers();
-    String report;
+    String connectorName = props.getOrDefault(ShareSinkConfig.CONNECTOR_NAME_CONFIG, "sharesink");
+    int taskId = parseTaskId(props.get(ShareSinkConfig.TASK_ID_CONFIG));
+    taskName = connectorName + "-" + taskId;
+    pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
+    String groupId = config.groupId(connectorName);
+
+    WorkerDefaults worker;
     try {
-      report = NativeEngine.probe(bootstrap, config.probeTimeoutMs());
-    } catch (NativeException e) {
-      throw NativeErrors.toConnect("sharesink native engine could not probe " + bootstrap, e);
+      worker = WorkerDefaults.load(config.workerConfigPath());
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(
+          ShareSinkConfig.WORKER_CONFIG_CONFIG, config.workerConfigPath(), e.getMessage());
     }
-    log.info("sharesink native engine {} answered: {}", nativeVersion, report);
+    Map<String, Object> clientSettings = config.clientSettings(worker);
 
     Class<? extends SinkConnector> connectorClass =
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
     Class<? extends SinkTask> taskClass = legacyTaskClass(connectorClass, props);
-    legacyLoader = taskClass.getClassLoader();
-    legacyTask = LegacyPlugins.newInstance(taskClass);
-    Map<String, String> legacyProps = LegacyConfigs.forTask(props, taskClass.getName());
-    ContextClassLoader.run(
-        legacyLoader,
-        () -> {
-          legacyTask.initialize(new LegacySinkTaskContext(context, legacyProps));
-          legacyTask.start(legacyProps);
+    SinkTask legacyTask = LegacyPlugins.newInstance(taskClass);
+
+    String clientId = "connector-share-" + taskName;
+    ShareConsumerEngine newEngine =
+        openEngine(config.engine(), clientSettings, groupId, clientId, config.topics());
+    try {
+      ShareSinkDriverBuilder builder =
+          new ShareSinkDriverBuilder()
+              .task(legacyTask)
+              .taskProps(legacyTaskProps(props, taskClass.getName()))
+              .driverProps(props)
+              .connectorProps(pluginProps(props, worker))
+              .connectorName(connectorName)
+              .taskId(taskId)
+              .taskName(taskName)
+              .engine(newEngine)
+              .classLoader(Thread.currentThread().getContextClassLoader())
+              .pluginMetrics(context.pluginMetrics());
+      String dlqMode =
+          props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
+      if (GroupSettings.BROKER.equals(dlqMode)) {
+        builder.brokerWritesDeadLetters(true);
+      } else {
+        builder.deadLetterProducerConfig(clientSettings);
+      }
+      driver = builder.start();
+      engine = newEngine;
+    } catch (RuntimeException | Error e) {
+      closeQuietly(newEngine);
+      throw e;
+    }
+    log.info(
+        "{}: legacy sink task {} runs on share group {} (engine {})",
+        taskName,
+        taskClass.getName(),
+        groupId,
+        config.engine());
+  }
+
+  private static int parseTaskId(String value) {
+    try {
+      return value == null ? 0 : Integer.parseInt(value.trim());
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  /** One share-group member, from the engine {@code share.engine} names. */
+  private ShareConsumerEngine openEngine(
+      String kind,
+      Map<String, Object> clientSettings,
+      String groupId,
+      String clientId,
+      List<String> topics) {
+    Map<String, Object> settings = new HashMap<>(clientSettings);
+    settings.put("group.id", groupId);
+    settings.putIfAbsent("client.id", clientId);
+    if (ShareSinkConfig.ENGINE_JAVA.equals(kind)) {
+      try {
+        ShareConsumerEngine java = new KafkaShareConsumerEngine(settings, topics);
+        log.info(
+            "{}: the worker's KafkaShareConsumer joins share group {} on {}",
+            taskName,
+            groupId,
+            topics);
+        return java;
+      } catch (EngineException e) {
+        throw NativeErrors.toConnect(taskName + ": cannot start the Java share consumer", e);
+      } catch (LinkageError e) {
+        throw new ConnectException(
+            "share.engine=java needs a worker with Kafka 4.2+ clients (KafkaShareConsumer): " + e,
+            e);
+      }
+    }
+    String nativeVersion = NativeLoader.ensureLoaded();
+    try {
+      ShareConsumerEngine nativeEngine = new NativeShareConsumerEngine(settings, topics);
+      log.info(
+          "{}: sharesink native engine {} started member {} of share group {} on {}",
+          taskName,
+          nativeVersion,
+          settings.get("client.id"),
+          groupId,
+          topics);
+      return nativeEngine;
+    } catch (EngineException e) {
+      throw NativeErrors.toConnect(
+          taskName + ": the native share consumer could not start for group " + groupId, e);
+    }
+  }
+
+  /**
+   * What the legacy task is started with: the task config the legacy connector made, as the runtime
+   * would pass it ({@code task.class} naming the legacy class), without our keys or the
+   * connector-level keys our connector copied in.
+   */
+  static Map<String, String> legacyTaskProps(Map<String, String> props, String legacyTaskClass) {
+    Map<String, String> legacy = LegacyConfigs.forTask(props, legacyTaskClass);
+    for (String added : addedKeys(props)) {
+      legacy.remove(added);
+    }
+    return legacy;
+  }
+
+  /**
+   * Where converters and transforms are read from: the connector-level settings, with the worker
+   * file's default converter (class and its prefixed settings) for each converter the connector
+   * does not set, as the runtime falls back to the worker's converters.
+   */
+  static Map<String, String> pluginProps(Map<String, String> props, WorkerDefaults worker) {
+    Map<String, String> plugin = new HashMap<>();
+    props.forEach(
+        (key, value) -> {
+          if (!key.startsWith(ShareSinkConfig.SHARE_PREFIX)) {
+            plugin.put(key, value);
+          }
         });
-    log.info("Started legacy sink task {} in share mode", taskClass.getName());
+    for (String converter : WorkerDefaults.CONVERTER_KEYS) {
+      if (!plugin.containsKey(converter)) {
+        plugin.putAll(worker.converter(converter));
+      }
+    }
+    return plugin;
+  }
+
+  private static Set<String> addedKeys(Map<String, String> props) {
+    String list = props.get(ShareSinkConfig.ADDED_KEYS_CONFIG);
+    Set<String> keys = new HashSet<>();
+    if (list != null && !list.isBlank()) {
+      Arrays.stream(list.split(",")).map(String::trim).filter(s -> !s.isEmpty()).forEach(keys::add);
+    }
+    return keys;
   }
 
   /**
@@ -94,22 +247,85 @@ public class ShareSinkTask extends SourceTask {
     return taskClass.asSubclass(SinkTask.class);
   }
 
+  /**
+   * One share cycle, bounded by {@code share.poll.timeout.ms} (at most 5 s, the worker's shutdown
+   * grace). Native log lines are drained inside the engine's poll, on this thread, so they carry
+   * the task's {@code connector.context}.
+   */
   @Override
   public List<SourceRecord> poll() {
+    if (stopRequested) {
+      return null;
+    }
+    cycleLock.lock();
     try {
-      stopRequested.await(IDLE_POLL_MS, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      ShareSinkDriver current = driver;
+      if (stopRequested || current == null) {
+        return null;
+      }
+      current.runCycle(pollTimeout);
+    } catch (RetriableException e) {
+      // The driver's failure is final; the runtime would re-poll a RetriableException forever.
+      throw new ConnectException(e.getMessage(), e);
+    } finally {
+      cycleLock.unlock();
     }
     return null;
   }
 
-  /** May be called from another thread than poll(); stops the legacy task once. */
+  /** Nothing to commit: sharesink produces no records and acknowledges in poll(). */
+  @Override
+  public void commit() {}
+
+  /**
+   * Stops the share member. Safe from the task thread after the poll loop (Kafka 4.x) and from
+   * another thread during a poll: the cycle is woken and the cleanup waits for it.
+   */
   @Override
   public void stop() {
-    stopRequested.countDown();
-    if (legacyTask != null && legacyStopped.compareAndSet(false, true)) {
-      ContextClassLoader.run(legacyLoader, legacyTask::stop);
+    stopRequested = true;
+    ShareSinkDriver current = driver;
+    if (current != null) {
+      current.wakeup();
+    }
+    cycleLock.lock();
+    try {
+      cleanUp();
+    } finally {
+      cycleLock.unlock();
+    }
+  }
+
+  /** Called with the cycle lock held; idempotent. */
+  private void cleanUp() {
+    if (cleanedUp) {
+      return;
+    }
+    cleanedUp = true;
+    ShareSinkDriver current = driver;
+    ShareConsumerEngine currentEngine = engine;
+    driver = null;
+    engine = null;
+    try {
+      if (current != null) {
+        current.stop();
+      }
+    } catch (RuntimeException e) {
+      log.error("{}: stopping the legacy sink task failed", taskName, e);
+    } finally {
+      closeQuietly(currentEngine);
+    }
+    log.info("{}: share member stopped", taskName);
+  }
+
+  private void closeQuietly(ShareConsumerEngine toClose) {
+    if (toClose == null) {
+      return;
+    }
+    try {
+      toClose.close();
+    } catch (RuntimeException e) {
+      log.warn("{}: closing the share consumer failed", taskName, e);
     }
   }
 }

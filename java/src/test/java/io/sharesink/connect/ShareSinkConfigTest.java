@@ -1,12 +1,17 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.junit.jupiter.api.Test;
 
@@ -25,33 +30,49 @@ class ShareSinkConfigTest {
     return props;
   }
 
-  private static Map<String, List<String>> errors(Map<String, String> props) {
+  static Map<String, List<String>> errors(Map<String, String> props) {
     return ShareSinkConfig.CONFIG_DEF.validate(props).stream()
         .filter(v -> !v.errorMessages().isEmpty())
         .collect(Collectors.toMap(ConfigValue::name, ConfigValue::errorMessages));
   }
 
   @Test
-  void acceptsAValidConfigAndParsesIt() {
+  void acceptsAValidConfigAndParsesItWithDefaults() {
     assertEquals(Map.of(), errors(validConfig()));
     ShareSinkConfig config = new ShareSinkConfig(validConfig());
     assertEquals(
         "org.apache.kafka.connect.file.FileStreamSinkConnector", config.sinkConnectorClass());
     assertEquals(List.of("orders", "refunds"), config.topics());
-    assertEquals("localhost:9092", config.bootstrapServers());
-    assertEquals(15_000L, config.probeTimeoutMs());
+    assertEquals("connect-share-files", config.groupId("files"));
+    assertEquals("native", config.engine());
+    assertEquals(5_000L, config.commitIntervalMs());
+    assertEquals(1_000L, config.pollTimeoutMs());
+    assertEquals("earliest", config.autoOffsetReset());
+    assertNull(config.lockDurationMs());
+    assertNull(config.deliveryCountLimit());
+    assertEquals("auto", config.dlqMode());
+    assertTrue(config.migrationEnabled());
+    assertEquals("", config.dlqTopic());
   }
 
   @Test
-  void requiresTheShareKeys() {
+  void anExplicitGroupIdWins() {
+    Map<String, String> props = validConfig();
+    props.put(ShareSinkConfig.GROUP_ID_CONFIG, "orders-share");
+    assertEquals("orders-share", new ShareSinkConfig(props).groupId("files"));
+  }
+
+  @Test
+  void requiresTheSinkClassAndTopicsButNotBootstrap() {
     Map<String, String> props = validConfig();
     props.remove(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
     props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
     props.remove(ShareSinkConfig.TOPICS_CONFIG);
     Map<String, List<String>> errors = errors(props);
     assertTrue(errors.containsKey(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG), errors::toString);
-    assertTrue(errors.containsKey(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), errors::toString);
     assertTrue(errors.containsKey(ShareSinkConfig.TOPICS_CONFIG), errors::toString);
+    // It may come from the worker file: checked by the connector's validate(), not the ConfigDef.
+    assertTrue(!errors.containsKey(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), errors::toString);
   }
 
   @Test
@@ -80,6 +101,75 @@ class ShareSinkConfigTest {
   }
 
   @Test
+  void validatesEachShareKey() {
+    Map<String, String> bad = new HashMap<>();
+    bad.put(ShareSinkConfig.ENGINE_CONFIG, "rust");
+    bad.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "5001");
+    bad.put(ShareSinkConfig.AUTO_OFFSET_RESET_CONFIG, "by_duration:yesterday");
+    bad.put(ShareSinkConfig.LOCK_DURATION_MS_CONFIG, "500");
+    bad.put(ShareSinkConfig.DELIVERY_COUNT_LIMIT_CONFIG, "1");
+    bad.put(ShareSinkConfig.DLQ_MODE_CONFIG, "kafka");
+    bad.put(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG, "1");
+    bad.put(ShareSinkConfig.EMPTY_PRECOMMIT_CONFIG, "maybe");
+    bad.put(ShareSinkConfig.SECURITY_PROTOCOL_CONFIG, "TLS");
+    bad.put(ShareSinkConfig.GROUP_ID_CONFIG, " ");
+    bad.put(ShareSinkConfig.MIGRATION_ENABLE_CONFIG, "perhaps");
+    Map<String, String> props = validConfig();
+    props.putAll(bad);
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(bad.keySet(), errors.keySet(), errors::toString);
+  }
+
+  @Test
+  void acceptsEveryAutoOffsetResetForm() {
+    for (String value : List.of("earliest", "latest", "by_duration:PT1H", "BY_DURATION:P1D")) {
+      Map<String, String> props = validConfig();
+      props.put(ShareSinkConfig.AUTO_OFFSET_RESET_CONFIG, value);
+      assertEquals(Map.of(), errors(props), value);
+    }
+  }
+
+  @Test
+  void clientSettingsComeFromTheWorkerFileAndConnectorSettingsWin() {
+    WorkerDefaults worker =
+        new WorkerDefaults(
+            Path.of("/etc/kafka/connect-distributed.properties"),
+            Map.of(
+                "bootstrap.servers", "worker:9092",
+                "security.protocol", "SASL_SSL",
+                "sasl.mechanism", "SCRAM-SHA-512",
+                "ssl.truststore.location", "/etc/ts.p12",
+                "group.id", "connect-cluster",
+                "key.converter", "org.apache.kafka.connect.json.JsonConverter"));
+    Map<String, String> props = validConfig();
+    props.put(ShareSinkConfig.SASL_MECHANISM_CONFIG, "PLAIN");
+    props.put("share.consumer.max.poll.records", "100");
+    Map<String, Object> settings = new ShareSinkConfig(props).clientSettings(worker);
+    assertEquals("localhost:9092", settings.get("bootstrap.servers"));
+    assertEquals("SASL_SSL", settings.get("security.protocol"));
+    assertEquals("PLAIN", settings.get("sasl.mechanism"));
+    assertEquals("/etc/ts.p12", settings.get("ssl.truststore.location"));
+    assertEquals("100", settings.get("max.poll.records"));
+    assertTrue(!settings.containsKey("group.id") && !settings.containsKey("key.converter"));
+
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    assertEquals(
+        "worker:9092", new ShareSinkConfig(props).clientSettings(worker).get("bootstrap.servers"));
+  }
+
+  @Test
+  void missingBootstrapNamesBothPlaces() {
+    Map<String, String> props = validConfig();
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    ConfigException e =
+        assertThrows(
+            ConfigException.class,
+            () -> new ShareSinkConfig(props).clientSettings(WorkerDefaults.NONE));
+    assertTrue(e.getMessage().contains(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), e.getMessage());
+    assertTrue(e.getMessage().contains("worker configuration file"), e.getMessage());
+  }
+
+  @Test
   void documentsEveryKey() {
     ShareSinkConfig.CONFIG_DEF
         .configKeys()
@@ -88,6 +178,12 @@ class ShareSinkConfigTest {
             key -> {
               assertTrue(key.documentation != null && !key.documentation.isBlank(), key.name);
               assertTrue(key.group != null && key.displayName != null, key.name);
+              assertTrue(key.orderInGroup > 0 && key.width != null, key.name);
+              if (key.name.startsWith("share.")
+                  && key.type != Type.BOOLEAN
+                  && key.type != Type.PASSWORD) {
+                assertTrue(key.validator != null, key.name + " has a validator");
+              }
             });
   }
 }

@@ -3,6 +3,7 @@ package io.sharesink.connect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -53,30 +54,87 @@ class ShareSinkConnectorTest {
 
   @Test
   void validatesCleanlyWhenTheNativeLibraryLoads() {
-    Config config = new ShareSinkConnector().validate(ShareSinkConfigTest.validConfig());
+    // No broker behind localhost:1: the cluster checks fall back to Kafka's defaults.
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
+    Config config = new ShareSinkConnector().validate(props);
     config
         .configValues()
         .forEach(v -> assertTrue(v.errorMessages().isEmpty(), v.name() + v.errorMessages()));
+    // The legacy connector's own keys are in the result too.
+    assertTrue(config.configValues().stream().anyMatch(v -> v.name().equals("file")));
   }
 
   @Test
-  void drivesTheLegacyConnectorAndTagsItsTaskConfigs() {
-    ShareSinkConnector connector = new ShareSinkConnector();
-    connector.initialize(new StubContext());
-    connector.start(ShareSinkConfigTest.validConfig());
-    try {
-      List<Map<String, String>> configs = connector.taskConfigs(3);
-      assertEquals(3, configs.size());
-      for (Map<String, String> task : configs) {
-        assertEquals("/tmp/out.txt", task.get("file"));
-        assertEquals(
-            "org.apache.kafka.connect.file.FileStreamSinkTask",
-            task.get(ShareSinkConfig.SINK_TASK_CLASS_CONFIG));
-        assertEquals("localhost:9092", task.get(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG));
-      }
-    } finally {
-      connector.stop();
+  void validationNamesTheMissingBootstrapAndTheLegacyConnectorsErrors() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    Map<String, List<String>> errors = errors(new ShareSinkConnector().validate(props));
+    String message = String.join(" ", errors.get(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG));
+    assertTrue(message.contains("worker configuration file"), message);
+
+    // The mode=broker prefix rule needs no cluster when the broker's prefix is the default.
+    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
+    props.put(ShareSinkConfig.DLQ_MODE_CONFIG, "broker");
+    props.put("errors.deadletterqueue.topic.name", "orders-dlq");
+    props.put(ShareSinkConfig.LOCK_DURATION_MS_CONFIG, "20000");
+    props.put(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG, "15000");
+    errors = errors(new ShareSinkConnector().validate(props));
+    assertTrue(errors.containsKey("errors.deadletterqueue.topic.name"), errors::toString);
+    assertTrue(errors.containsKey(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG), errors::toString);
+  }
+
+  private static Map<String, List<String>> errors(Config config) {
+    Map<String, List<String>> errors = new HashMap<>();
+    config.configValues().stream()
+        .filter(v -> !v.errorMessages().isEmpty())
+        .forEach(v -> errors.put(v.name(), v.errorMessages()));
+    return errors;
+  }
+
+  @Test
+  void taskConfigsCarryOurKeysAndTheConnectorLevelSettings() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.put("transforms", "route");
+    props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
+    props.put("errors.tolerance", "all");
+    props.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
+    // A legacy connector that returns only its own key, and one that copies everything.
+    List<Map<String, String>> legacy =
+        List.of(
+            Map.of("file", "/tmp/out.txt"),
+            Map.of("file", "/tmp/out.txt", "errors.tolerance", "none"));
+    List<Map<String, String>> configs =
+        ShareSinkConnector.taskConfigs(
+            legacy, "org.apache.kafka.connect.file.FileStreamSinkTask", props, "broker");
+    assertEquals(2, configs.size());
+    for (int id = 0; id < 2; id++) {
+      Map<String, String> task = configs.get(id);
+      assertEquals("/tmp/out.txt", task.get("file"));
+      assertEquals(
+          "org.apache.kafka.connect.file.FileStreamSinkTask",
+          task.get(ShareSinkConfig.SINK_TASK_CLASS_CONFIG));
+      assertEquals("localhost:9092", task.get(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG));
+      assertEquals("files", task.get(ShareSinkConfig.CONNECTOR_NAME_CONFIG));
+      assertEquals(Integer.toString(id), task.get(ShareSinkConfig.TASK_ID_CONFIG));
+      assertEquals("broker", task.get(ShareSinkConfig.DLQ_RESOLVED_CONFIG));
+      assertEquals("route", task.get("transforms"));
     }
+    // The legacy connector's own value wins; added keys are stripped again for the legacy task.
+    assertEquals("all", configs.get(0).get("errors.tolerance"));
+    assertEquals("none", configs.get(1).get("errors.tolerance"));
+    Map<String, String> legacyTask =
+        ShareSinkTask.legacyTaskProps(
+            configs.get(0), "org.apache.kafka.connect.file.FileStreamSinkTask");
+    assertEquals(
+        Map.of(
+            "file", "/tmp/out.txt",
+            "task.class", "org.apache.kafka.connect.file.FileStreamSinkTask"),
+        legacyTask);
+    Map<String, String> legacyTask1 =
+        ShareSinkTask.legacyTaskProps(
+            configs.get(1), "org.apache.kafka.connect.file.FileStreamSinkTask");
+    assertEquals("none", legacyTask1.get("errors.tolerance"));
   }
 
   @Test

@@ -37,6 +37,7 @@ public final class ShareSinkDriverBuilder {
   private SinkTask task;
   private Map<String, String> taskProps;
   private Map<String, String> driverProps;
+  private Map<String, String> connectorProps;
   private Supplier<Map<String, String>> latestConfigs;
   private String connectorName = "sharesink";
   private int taskId;
@@ -74,6 +75,16 @@ public final class ShareSinkDriverBuilder {
    */
   public ShareSinkDriverBuilder driverProps(Map<String, String> driverProps) {
     this.driverProps = Map.copyOf(driverProps);
+    return this;
+  }
+
+  /**
+   * The connector-level settings converters, transforms and predicates are read from, as the
+   * runtime reads them from the connector config rather than the task config (a legacy connector
+   * may return task configs without them); defaults to the task props.
+   */
+  public ShareSinkDriverBuilder connectorProps(Map<String, String> connectorProps) {
+    this.connectorProps = Map.copyOf(connectorProps);
     return this;
   }
 
@@ -166,6 +177,7 @@ public final class ShareSinkDriverBuilder {
         classLoader != null ? classLoader : Thread.currentThread().getContextClassLoader();
     String name = taskName != null ? taskName : connectorName + "-" + taskId;
     SinkDriverConfig config = new SinkDriverConfig(driverProps != null ? driverProps : taskProps);
+    Map<String, String> pluginProps = connectorProps != null ? connectorProps : taskProps;
 
     TransformChain transforms = null;
     Converter keyConverter = null;
@@ -174,12 +186,13 @@ public final class ShareSinkDriverBuilder {
     ErrorHandling errors = null;
     try {
       keyConverter =
-          ConnectPlugins.newConverter(taskProps, "key.converter", defaultKeyConverter, loader);
+          ConnectPlugins.newConverter(pluginProps, "key.converter", defaultKeyConverter, loader);
       valueConverter =
-          ConnectPlugins.newConverter(taskProps, "value.converter", defaultValueConverter, loader);
+          ConnectPlugins.newConverter(
+              pluginProps, "value.converter", defaultValueConverter, loader);
       headerConverter =
-          ConnectPlugins.newHeaderConverter(taskProps, defaultHeaderConverter, loader);
-      transforms = TransformChain.fromConfig(taskProps, loader);
+          ConnectPlugins.newHeaderConverter(pluginProps, defaultHeaderConverter, loader);
+      transforms = TransformChain.fromConfig(pluginProps, loader);
       DeadLetterQueue dlq = deadLetterQueue;
       if (dlq == null
           && !brokerWritesDeadLetters

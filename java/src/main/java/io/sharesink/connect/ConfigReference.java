@@ -1,0 +1,111 @@
+package io.sharesink.connect;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.ConfigKey;
+import org.apache.kafka.common.config.types.Password;
+
+/**
+ * The configuration reference as Markdown, generated from a {@link ConfigDef}, and the generated
+ * region of {@code docs/configuration.md} (between {@link #BEGIN} and {@link #END}); a unit test
+ * regenerates it and compares, so the document cannot go stale. Prose outside the markers is
+ * written by hand.
+ */
+final class ConfigReference {
+
+  static final String BEGIN = "<!-- BEGIN GENERATED: ShareSinkConfig.main; do not edit -->";
+  static final String END = "<!-- END GENERATED -->";
+
+  private ConfigReference() {}
+
+  /** One section per group, in group order; one table row per key, in key order. */
+  static String markdown(ConfigDef def) {
+    Map<String, List<ConfigKey>> byGroup = new LinkedHashMap<>();
+    for (String group : def.groups()) {
+      byGroup.put(group, new ArrayList<>());
+    }
+    for (ConfigKey key : def.configKeys().values()) {
+      if (!key.internalConfig) {
+        byGroup.computeIfAbsent(key.group, g -> new ArrayList<>()).add(key);
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    byGroup.forEach(
+        (group, keys) -> {
+          if (keys.isEmpty()) {
+            return;
+          }
+          keys.sort((a, b) -> Integer.compare(a.orderInGroup, b.orderInGroup));
+          out.append("### ").append(group).append("\n\n");
+          out.append("| Key | Type | Default | Valid values | Importance | Description |\n");
+          out.append("|---|---|---|---|---|---|\n");
+          for (ConfigKey key : keys) {
+            out.append("| `")
+                .append(key.name)
+                .append("` | ")
+                .append(key.type.name().toLowerCase())
+                .append(" | ")
+                .append(defaultText(key))
+                .append(" | ")
+                .append(cell(key.validator == null ? "" : key.validator.toString()))
+                .append(" | ")
+                .append(key.importance.name().toLowerCase())
+                .append(" | ")
+                .append(cell(key.documentation))
+                .append(" |\n");
+          }
+          out.append("\n");
+        });
+    return out.toString();
+  }
+
+  private static String defaultText(ConfigKey key) {
+    if (!key.hasDefault()) {
+      return "(required)";
+    }
+    Object value = key.defaultValue;
+    if (value == null) {
+      return "(unset)";
+    }
+    if (value instanceof Password) {
+      return "(hidden)";
+    }
+    if (value instanceof List<?> list) {
+      value = String.join(",", list.stream().map(String::valueOf).toList());
+    }
+    String text = value.toString();
+    return text.isEmpty() ? "\"\"" : "`" + text + "`";
+  }
+
+  private static String cell(String text) {
+    return text.replace("|", "\\|").replace("\n", " ");
+  }
+
+  /** {@code document} with its generated region replaced by {@code generated}. */
+  static String replaceGenerated(String document, String generated) {
+    int begin = document.indexOf(BEGIN);
+    int end = document.indexOf(END);
+    if (begin < 0 || end < begin) {
+      throw new IllegalArgumentException(
+          "the document has no " + BEGIN + " ... " + END + " region");
+    }
+    return document.substring(0, begin + BEGIN.length())
+        + "\n\n"
+        + generated
+        + document.substring(end);
+  }
+
+  /** Rewrites the generated region of the file at {@code path} (for {@code mvn exec} or tests). */
+  static void update(Path path) throws IOException {
+    String document = Files.readString(path, StandardCharsets.UTF_8);
+    String updated = replaceGenerated(document, markdown(ShareSinkConfig.CONFIG_DEF));
+    Files.writeString(path, updated, StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,217 @@
+package io.sharesink.connect;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a sink connector would get from the worker, read from the worker's configuration file: the
+ * connection settings ({@code bootstrap.servers}, {@code security.protocol}, {@code sasl.*}, {@code
+ * ssl.*}) and the default converters with their prefixed settings. A plugin cannot see the worker's
+ * configuration object, but the file is named on the worker's command line ({@code
+ * ConnectDistributed <file>}, {@code ConnectStandalone <file> [connector files]}).
+ */
+final class WorkerDefaults {
+
+  private static final Logger log = LoggerFactory.getLogger(WorkerDefaults.class);
+
+  /** Main classes whose first argument is the worker configuration file. */
+  static final List<String> WORKER_MAIN_CLASSES =
+      List.of(
+          "org.apache.kafka.connect.cli.ConnectDistributed",
+          "org.apache.kafka.connect.cli.ConnectStandalone");
+
+  static final List<String> CONVERTER_KEYS =
+      List.of("key.converter", "value.converter", "header.converter");
+
+  /** Parsed files by path and modification time: tasks start often, the file rarely changes. */
+  private static final Map<String, WorkerDefaults> cache = new ConcurrentHashMap<>();
+
+  /** An empty result: no file found, nothing to default from. */
+  static final WorkerDefaults NONE = new WorkerDefaults(null, Map.of());
+
+  private final Path file;
+  private final Map<String, String> settings;
+
+  WorkerDefaults(Path file, Map<String, String> settings) {
+    this.file = file;
+    this.settings = Map.copyOf(settings);
+  }
+
+  /** The file these defaults come from, if any. */
+  Optional<Path> file() {
+    return Optional.ofNullable(file);
+  }
+
+  /** Every setting of the worker file (variables resolved where the worker's providers allow). */
+  Map<String, String> settings() {
+    return settings;
+  }
+
+  /** The worker's Kafka client connection settings: bootstrap, security, SASL and TLS. */
+  Map<String, String> clientSettings() {
+    Map<String, String> client = new HashMap<>();
+    settings.forEach(
+        (key, value) -> {
+          if (isClientConnectionKey(key)) {
+            client.put(key, value);
+          }
+        });
+    return client;
+  }
+
+  static boolean isClientConnectionKey(String key) {
+    return key.equals("bootstrap.servers")
+        || key.equals("security.protocol")
+        || key.equals("client.dns.lookup")
+        || key.startsWith("sasl.")
+        || key.startsWith("ssl.");
+  }
+
+  /**
+   * The worker's default for one converter ({@code key.converter}, ...): its class and its {@code
+   * <key>.}-prefixed settings, with their full names. Empty when the worker sets none.
+   */
+  Map<String, String> converter(String converterKey) {
+    Map<String, String> out = new HashMap<>();
+    String prefix = converterKey + ".";
+    settings.forEach(
+        (key, value) -> {
+          if (key.equals(converterKey) || key.startsWith(prefix)) {
+            out.put(key, value);
+          }
+        });
+    return out;
+  }
+
+  /**
+   * Loads the defaults: from {@code explicitPath} when given, otherwise from the file on the
+   * worker's command line; {@link #NONE} when there is no such file.
+   *
+   * @throws IllegalArgumentException when {@code explicitPath} cannot be read
+   */
+  static WorkerDefaults load(String explicitPath) {
+    Path path;
+    if (explicitPath != null && !explicitPath.isBlank()) {
+      path = Path.of(explicitPath.trim());
+      if (!Files.isReadable(path)) {
+        throw new IllegalArgumentException("cannot read the worker configuration file " + path);
+      }
+    } else {
+      Optional<Path> found = commandLineFile();
+      if (found.isEmpty()) {
+        return NONE;
+      }
+      path = found.get();
+    }
+    return read(path);
+  }
+
+  static WorkerDefaults read(Path path) {
+    String key;
+    try {
+      key = path.toAbsolutePath() + "@" + Files.getLastModifiedTime(path).toMillis();
+    } catch (IOException e) {
+      throw new IllegalArgumentException(
+          "cannot read the worker configuration file " + path + ": " + e, e);
+    }
+    return cache.computeIfAbsent(key, k -> new WorkerDefaults(path, parse(path)));
+  }
+
+  private static Map<String, String> parse(Path path) {
+    Properties properties = new Properties();
+    try (Reader reader = Files.newBufferedReader(path, StandardCharsets.UTF_8)) {
+      properties.load(reader);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(
+          "cannot read the worker configuration file " + path + ": " + e, e);
+    }
+    Map<String, String> raw = new HashMap<>();
+    properties.stringPropertyNames().forEach(k -> raw.put(k, properties.getProperty(k).trim()));
+    return resolveVariables(raw, path);
+  }
+
+  /**
+   * Resolves {@code ${provider:path:key}} references with the config providers the worker file
+   * declares ({@code config.providers}), as the worker does for its own settings. On failure the
+   * raw values are kept: the engine then reports the unresolved value, never a silent guess.
+   */
+  private static Map<String, String> resolveVariables(Map<String, String> raw, Path path) {
+    if (!raw.containsKey("config.providers")
+        || raw.values().stream().noneMatch(v -> v.contains("${"))) {
+      return raw;
+    }
+    try {
+      AbstractConfig resolved = new AbstractConfig(new ConfigDef(), raw, raw, false);
+      Map<String, String> out = new HashMap<>();
+      resolved.originals().forEach((k, v) -> out.put(k, v == null ? null : v.toString()));
+      return out;
+    } catch (RuntimeException e) {
+      log.warn(
+          "Could not resolve config provider variables in the worker configuration file {}: {}",
+          path,
+          e.toString());
+      return raw;
+    }
+  }
+
+  /** The worker configuration file named on this JVM's command line, if there is one. */
+  static Optional<Path> commandLineFile() {
+    Optional<String[]> arguments = ProcessHandle.current().info().arguments();
+    if (arguments.isPresent()) {
+      Optional<Path> found = fromArguments(Arrays.asList(arguments.get()));
+      if (found.isPresent()) {
+        return found;
+      }
+    }
+    return fromJavaCommand(System.getProperty("sun.java.command"));
+  }
+
+  /** The argument right after a Connect main class, in a JVM's argument list. */
+  static Optional<Path> fromArguments(List<String> arguments) {
+    for (int i = 0; i + 1 < arguments.size(); i++) {
+      if (WORKER_MAIN_CLASSES.contains(arguments.get(i))) {
+        return existing(arguments.get(i + 1));
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * From {@code sun.java.command} ("main-class arg1 arg2 ..."): the first argument. Paths with
+   * spaces cannot be told apart from two arguments here; the argument list above comes first.
+   */
+  static Optional<Path> fromJavaCommand(String javaCommand) {
+    if (javaCommand == null || javaCommand.isBlank()) {
+      return Optional.empty();
+    }
+    String[] parts = javaCommand.trim().split("\\s+");
+    if (parts.length < 2 || !WORKER_MAIN_CLASSES.contains(parts[0])) {
+      return Optional.empty();
+    }
+    return existing(parts[1]);
+  }
+
+  private static Optional<Path> existing(String argument) {
+    Path path = Path.of(argument);
+    return Files.isReadable(path) ? Optional.of(path) : Optional.empty();
+  }
+
+  @Override
+  public String toString() {
+    return file == null ? "no worker configuration file" : "worker configuration file " + file;
+  }
+}

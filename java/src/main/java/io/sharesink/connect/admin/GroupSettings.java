@@ -1,0 +1,205 @@
+package io.sharesink.connect.admin;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The group configs sharesink sets on its share group, and the checks against the broker's bounds.
+ * Pure logic over {@link ClusterFacts}, so it serves both {@code validate()} (errors on keys) and
+ * the connector's {@code start()} (a {@code ConnectException} naming key and bound).
+ *
+ * @param autoOffsetReset {@code share.auto.offset.reset} (always set)
+ * @param lockDurationMs {@code share.record.lock.duration.ms}, or null to keep the broker's
+ * @param deliveryCountLimit {@code share.delivery.count.limit}, or null to keep the broker's
+ * @param dlqMode {@code auto}, {@code broker} or {@code connect}
+ * @param dlqTopic Connect's {@code errors.deadletterqueue.topic.name}, "" for none
+ * @param commitIntervalMs {@code share.commit.interval.ms}
+ */
+public record GroupSettings(
+    String autoOffsetReset,
+    Integer lockDurationMs,
+    Integer deliveryCountLimit,
+    String dlqMode,
+    String dlqTopic,
+    long commitIntervalMs) {
+
+  public static final String AUTO_OFFSET_RESET = "share.auto.offset.reset";
+  public static final String LOCK_DURATION = "share.record.lock.duration.ms";
+  public static final String DELIVERY_COUNT_LIMIT = "share.delivery.count.limit";
+  public static final String DLQ_TOPIC = "errors.deadletterqueue.topic.name";
+  public static final String DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable";
+
+  /** Our keys the checks report on. */
+  public static final String COMMIT_INTERVAL_KEY = "share.commit.interval.ms";
+
+  public static final String DLQ_MODE_KEY = "share.dlq.mode";
+
+  public static final String BROKER = "broker";
+  public static final String CONNECT = "connect";
+
+  /** Kafka 4.4 broker defaults, used when the broker does not report a bound. */
+  static final long DEFAULT_MIN_LOCK = 15_000;
+
+  static final long DEFAULT_MAX_LOCK = 60_000;
+  static final long DEFAULT_LOCK = 30_000;
+  static final long DEFAULT_MIN_DELIVERY = 2;
+  static final long DEFAULT_MAX_DELIVERY = 10;
+
+  /**
+   * Who writes the DLQ: {@code broker} or {@code connect}. {@code auto} picks the broker when the
+   * cluster has share.version 2 and the topic carries the broker's required prefix.
+   */
+  public String resolveDlqMode(ClusterFacts facts) {
+    if (BROKER.equals(dlqMode) || CONNECT.equals(dlqMode)) {
+      return dlqMode;
+    }
+    if (!dlqTopic.isEmpty()
+        && facts != null
+        && facts.brokerDlqAvailable()
+        && dlqTopic.startsWith(facts.dlqPrefix())) {
+      return BROKER;
+    }
+    return CONNECT;
+  }
+
+  /**
+   * The group configs to apply: key to value, null meaning delete. {@code share.auto.offset.reset}
+   * is always set (it only affects partitions the group has no state for); the broker DLQ is set in
+   * broker mode and removed otherwise, so switching to connect mode never writes a record twice.
+   */
+  public Map<String, String> groupConfigs(String resolvedDlqMode, ClusterFacts facts) {
+    Map<String, String> configs = new LinkedHashMap<>();
+    configs.put(AUTO_OFFSET_RESET, autoOffsetReset);
+    if (lockDurationMs != null) {
+      configs.put(LOCK_DURATION, lockDurationMs.toString());
+    }
+    if (deliveryCountLimit != null) {
+      configs.put(DELIVERY_COUNT_LIMIT, deliveryCountLimit.toString());
+    }
+    if (BROKER.equals(resolvedDlqMode) && !dlqTopic.isEmpty()) {
+      configs.put(DLQ_TOPIC, dlqTopic);
+      configs.put(DLQ_COPY_RECORD, "true");
+    } else if (facts != null && !facts.groupConfigs().getOrDefault(DLQ_TOPIC, "").isEmpty()) {
+      configs.put(DLQ_TOPIC, null);
+      configs.put(DLQ_COPY_RECORD, null);
+    }
+    return configs;
+  }
+
+  /**
+   * Problems with these settings on this cluster, by the key to report them on. With {@code facts}
+   * null (cluster unreachable) only what needs no cluster is checked, against Kafka's defaults.
+   */
+  public Map<String, List<String>> problems(ClusterFacts facts) {
+    Map<String, List<String>> problems = new LinkedHashMap<>();
+    if (lockDurationMs != null) {
+      long min = bound(facts, ClusterFacts.MIN_LOCK, DEFAULT_MIN_LOCK);
+      long max = bound(facts, ClusterFacts.MAX_LOCK, DEFAULT_MAX_LOCK);
+      if (lockDurationMs < min || lockDurationMs > max) {
+        add(
+            problems,
+            LOCK_DURATION,
+            lockDurationMs
+                + " is outside the broker's bounds ["
+                + min
+                + ", "
+                + max
+                + "] ("
+                + ClusterFacts.MIN_LOCK
+                + ", "
+                + ClusterFacts.MAX_LOCK
+                + boundSource(facts)
+                + ")");
+      }
+    }
+    if (deliveryCountLimit != null) {
+      long min = bound(facts, ClusterFacts.MIN_DELIVERY, DEFAULT_MIN_DELIVERY);
+      long max = bound(facts, ClusterFacts.MAX_DELIVERY, DEFAULT_MAX_DELIVERY);
+      if (deliveryCountLimit < min || deliveryCountLimit > max) {
+        add(
+            problems,
+            DELIVERY_COUNT_LIMIT,
+            deliveryCountLimit
+                + " is outside the broker's bounds ["
+                + min
+                + ", "
+                + max
+                + "] ("
+                + ClusterFacts.MIN_DELIVERY
+                + ", "
+                + ClusterFacts.MAX_DELIVERY
+                + boundSource(facts)
+                + ")");
+      }
+    }
+    // The lock the group will run with: ours, else the group's or broker's, when known.
+    Long lock = lockDurationMs != null ? Long.valueOf(lockDurationMs) : null;
+    String lockSource = LOCK_DURATION;
+    if (lock == null && facts != null && facts.effectiveLockDurationMs().isPresent()) {
+      lock = facts.effectiveLockDurationMs().get();
+      lockSource = "the group's effective " + LOCK_DURATION;
+    }
+    if (lock != null && commitIntervalMs > lock / 2) {
+      add(
+          problems,
+          COMMIT_INTERVAL_KEY,
+          commitIntervalMs
+              + " ms is not well below the acquisition lock ("
+              + lockSource
+              + " = "
+              + lock
+              + " ms): it must be at most half of it, or records the sink buffers between"
+              + " commits need constant renewal and a crashed task's records wait that long");
+    }
+    if (BROKER.equals(dlqMode)) {
+      if (facts != null && !facts.brokerDlqAvailable()) {
+        add(
+            problems,
+            DLQ_MODE_KEY,
+            "the broker writes share-group DLQs only with share.version 2 or more; the cluster"
+                + " has share.version "
+                + (facts.shareVersion().isPresent() ? facts.shareVersion().getAsInt() : "unknown")
+                + ": use "
+                + CONNECT
+                + " or "
+                + "auto, or upgrade the feature (kafka-features.sh upgrade --feature"
+                + " share.version=2)");
+      }
+      String prefix = facts != null ? facts.dlqPrefix() : ClusterFacts.DEFAULT_DLQ_PREFIX;
+      if (!dlqTopic.isEmpty() && !dlqTopic.startsWith(prefix)) {
+        add(
+            problems,
+            DLQ_TOPIC,
+            "with "
+                + DLQ_MODE_KEY
+                + "="
+                + BROKER
+                + " the DLQ topic must start with the broker's "
+                + ClusterFacts.DLQ_PREFIX
+                + " '"
+                + prefix
+                + "'"
+                + (facts != null ? "" : " (Kafka's default; the cluster could not be reached)")
+                + ": rename the topic, or use "
+                + DLQ_MODE_KEY
+                + "="
+                + CONNECT);
+      }
+    }
+    return problems;
+  }
+
+  private static long bound(ClusterFacts facts, String name, long fallback) {
+    return facts == null ? fallback : facts.brokerLong(name).orElse(fallback);
+  }
+
+  private static String boundSource(ClusterFacts facts) {
+    return facts == null ? "; Kafka's defaults, the cluster could not be reached" : "";
+  }
+
+  private static void add(Map<String, List<String>> problems, String key, String message) {
+    problems.computeIfAbsent(key, k -> new ArrayList<>()).add(message);
+  }
+}

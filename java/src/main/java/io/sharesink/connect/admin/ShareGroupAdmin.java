@@ -1,0 +1,199 @@
+package io.sharesink.connect.admin;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
+import org.apache.kafka.clients.admin.FinalizedVersionRange;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.connect.errors.ConnectException;
+
+/**
+ * The share-group operations sharesink does with the worker's Java admin client: read what the
+ * cluster allows, set group configs, read and seed start offsets. The native engine is the data
+ * path only; group administration stays on the Java client the worker already carries.
+ */
+public final class ShareGroupAdmin implements AutoCloseable {
+
+  private final Admin admin;
+  private final Duration timeout;
+
+  public ShareGroupAdmin(Admin admin, Duration timeout) {
+    this.admin = admin;
+    this.timeout = timeout;
+  }
+
+  /**
+   * An admin client from Kafka client settings ({@code bootstrap.servers}, security); consumer-only
+   * settings are dropped so the client does not warn about them.
+   */
+  public static ShareGroupAdmin create(
+      Map<String, Object> clientSettings, String clientId, Duration timeout) {
+    Map<String, Object> config = new HashMap<>();
+    Set<String> known = AdminClientConfig.configNames();
+    clientSettings.forEach(
+        (key, value) -> {
+          if (known.contains(key)) {
+            config.put(key, value);
+          }
+        });
+    config.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
+    int ms = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
+    config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, ms);
+    config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Math.min(ms, 30_000));
+    return new ShareGroupAdmin(Admin.create(config), timeout);
+  }
+
+  /** Reads share.version, one broker's configs and the group's effective configs. */
+  public ClusterFacts facts(String groupId) {
+    OptionalInt shareVersion = OptionalInt.empty();
+    FinalizedVersionRange range =
+        get(admin.describeFeatures().featureMetadata(), "describing the cluster's features")
+            .finalizedFeatures()
+            .get("share.version");
+    if (range != null) {
+      shareVersion = OptionalInt.of(range.maxVersionLevel());
+    } else {
+      shareVersion = OptionalInt.of(0);
+    }
+    Collection<Node> nodes = get(admin.describeCluster().nodes(), "describing the cluster");
+    Map<String, String> broker = Map.of();
+    if (!nodes.isEmpty()) {
+      String id = nodes.iterator().next().idString();
+      broker = describe(new ConfigResource(ConfigResource.Type.BROKER, id));
+    }
+    Map<String, String> group = describe(new ConfigResource(ConfigResource.Type.GROUP, groupId));
+    return new ClusterFacts(shareVersion, broker, group);
+  }
+
+  private Map<String, String> describe(ConfigResource resource) {
+    DescribeConfigsOptions options = new DescribeConfigsOptions().includeSynonyms(false);
+    Map<ConfigResource, Config> result =
+        get(
+            admin.describeConfigs(List.of(resource), options).all(),
+            "describing the configs of " + resource);
+    Map<String, String> out = new HashMap<>();
+    Config config = result.get(resource);
+    if (config != null) {
+      for (ConfigEntry entry : config.entries()) {
+        if (entry.value() != null) {
+          out.put(entry.name(), entry.value());
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Sets ({@code value} non-null) or deletes ({@code value} null) group configs, in one call. */
+  public void alterGroupConfigs(String groupId, Map<String, String> settings) {
+    if (settings.isEmpty()) {
+      return;
+    }
+    List<AlterConfigOp> ops = new ArrayList<>();
+    settings.forEach(
+        (key, value) ->
+            ops.add(
+                new AlterConfigOp(
+                    new ConfigEntry(key, value == null ? "" : value),
+                    value == null ? AlterConfigOp.OpType.DELETE : AlterConfigOp.OpType.SET)));
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, groupId);
+    get(
+        admin.incrementalAlterConfigs(Map.of(resource, ops)).all(),
+        "setting configs " + settings + " on share group " + groupId);
+  }
+
+  /** The share group's start offset (and lag) per partition; empty for a group without state. */
+  public Map<TopicPartition, SharePartitionOffsetInfo> shareGroupOffsets(String groupId) {
+    try {
+      Map<TopicPartition, SharePartitionOffsetInfo> offsets =
+          admin
+              .listShareGroupOffsets(Map.of(groupId, new ListShareGroupOffsetsSpec()))
+              .partitionsToOffsetInfo(groupId)
+              .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      Map<TopicPartition, SharePartitionOffsetInfo> out = new HashMap<>();
+      // A partition listed without state comes back with a null value or a negative offset.
+      offsets.forEach(
+          (tp, info) -> {
+            if (info != null && info.startOffset() >= 0) {
+              out.put(tp, info);
+            }
+          });
+      return out;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof GroupIdNotFoundException) {
+        return Map.of();
+      }
+      throw wrap("listing the start offsets of share group " + groupId, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ConnectException("interrupted listing share group offsets", e);
+    } catch (TimeoutException e) {
+      throw wrap("listing the start offsets of share group " + groupId, e);
+    }
+  }
+
+  /** The classic consumer group's committed offsets; empty when it has none or does not exist. */
+  public Map<TopicPartition, Long> consumerGroupOffsets(String groupId) {
+    Map<TopicPartition, OffsetAndMetadata> committed =
+        get(
+            admin.listConsumerGroupOffsets(groupId).partitionsToOffsetAndMetadata(),
+            "listing the committed offsets of consumer group " + groupId);
+    Map<TopicPartition, Long> out = new HashMap<>();
+    committed.forEach(
+        (tp, om) -> {
+          if (om != null && om.offset() >= 0) {
+            out.put(tp, om.offset());
+          }
+        });
+    return out;
+  }
+
+  /** Sets the share group's start offsets (the group must have no members). */
+  public void alterShareGroupOffsets(String groupId, Map<TopicPartition, Long> offsets) {
+    get(
+        admin.alterShareGroupOffsets(groupId, offsets).all(),
+        "setting the start offsets of share group " + groupId);
+  }
+
+  private <T> T get(KafkaFuture<T> future, String doing) {
+    try {
+      return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw wrap(doing, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ConnectException("interrupted " + doing, e);
+    } catch (TimeoutException e) {
+      throw wrap(doing, e);
+    }
+  }
+
+  private static ConnectException wrap(String doing, Throwable cause) {
+    return new ConnectException(doing + " failed: " + cause, cause);
+  }
+
+  @Override
+  public void close() {
+    admin.close(Duration.ofSeconds(5));
+  }
+}

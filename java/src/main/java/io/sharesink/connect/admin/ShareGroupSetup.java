@@ -1,0 +1,100 @@
+package io.sharesink.connect.admin;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the connector does to its share group before the first member joins, once per connector
+ * start (not per task): check the settings against the broker's bounds, set the group configs, and
+ * on the group's first start seed its start offsets from the classic sink runtime's consumer group.
+ */
+public final class ShareGroupSetup {
+
+  private static final Logger log = LoggerFactory.getLogger(ShareGroupSetup.class);
+
+  /** What the setup did, for the tasks and for logs. */
+  public record Result(
+      String dlqMode, Map<String, String> applied, Map<TopicPartition, Long> seeded) {}
+
+  private ShareGroupSetup() {}
+
+  /**
+   * @param migrateFrom the classic consumer group to seed from, or null for no migration
+   * @throws ConnectException naming the key and the broker's bound when a setting is out of range,
+   *     or when the cluster cannot be reached
+   */
+  public static Result apply(
+      ShareGroupAdmin admin,
+      String groupId,
+      GroupSettings settings,
+      List<String> topics,
+      String migrateFrom) {
+    ClusterFacts facts = admin.facts(groupId);
+    Map<String, List<String>> problems = settings.problems(facts);
+    if (!problems.isEmpty()) {
+      throw new ConnectException(
+          "cannot configure share group "
+              + groupId
+              + ": "
+              + problems.entrySet().stream()
+                  .map(e -> e.getKey() + ": " + String.join("; ", e.getValue()))
+                  .collect(Collectors.joining(". ")));
+    }
+    String dlqMode = settings.resolveDlqMode(facts);
+    Map<String, String> configs = settings.groupConfigs(dlqMode, facts);
+    admin.alterGroupConfigs(groupId, configs);
+    log.info(
+        "Share group {}: group configs {} (DLQ written by {}; share.version {})",
+        groupId,
+        configs,
+        settings.dlqTopic().isEmpty() ? "nobody, none configured" : dlqMode,
+        facts.shareVersion().isPresent() ? facts.shareVersion().getAsInt() : "unknown");
+
+    Map<TopicPartition, Long> seeded = Map.of();
+    if (migrateFrom != null) {
+      seeded = migrate(admin, groupId, topics, migrateFrom);
+    }
+    return new Result(dlqMode, configs, seeded);
+  }
+
+  /**
+   * On the share group's first start (no partition state yet), sets its start offsets to the
+   * classic group's committed offsets for our topics. Partitions the classic group never committed
+   * start per {@code share.auto.offset.reset}.
+   */
+  static Map<TopicPartition, Long> migrate(
+      ShareGroupAdmin admin, String groupId, List<String> topics, String classicGroup) {
+    Map<TopicPartition, ?> existing = admin.shareGroupOffsets(groupId);
+    if (!existing.isEmpty()) {
+      log.debug(
+          "Share group {} already has state for {}: no migration", groupId, existing.keySet());
+      return Map.of();
+    }
+    Map<TopicPartition, Long> committed = admin.consumerGroupOffsets(classicGroup);
+    Map<TopicPartition, Long> seed = new HashMap<>();
+    committed.forEach(
+        (tp, offset) -> {
+          if (topics.contains(tp.topic())) {
+            seed.put(tp, offset);
+          }
+        });
+    if (seed.isEmpty()) {
+      log.info(
+          "Share group {} starts fresh: consumer group {} has no committed offsets for {}",
+          groupId,
+          classicGroup,
+          topics);
+      return Map.of();
+    }
+    admin.alterShareGroupOffsets(groupId, seed);
+    log.info(
+        "Share group {} starts where consumer group {} stopped: {}", groupId, classicGroup, seed);
+    return seed;
+  }
+}

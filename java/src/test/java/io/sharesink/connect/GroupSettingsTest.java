@@ -1,0 +1,115 @@
+package io.sharesink.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.connect.admin.ClusterFacts;
+import io.sharesink.connect.admin.GroupSettings;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import org.junit.jupiter.api.Test;
+
+class GroupSettingsTest {
+
+  private static ClusterFacts cluster(int shareVersion, Map<String, String> group) {
+    return new ClusterFacts(
+        OptionalInt.of(shareVersion),
+        Map.of(
+            "errors.deadletterqueue.topic.name.prefix", "dlq.",
+            "group.share.min.record.lock.duration.ms", "15000",
+            "group.share.max.record.lock.duration.ms", "60000",
+            "group.share.record.lock.duration.ms", "30000",
+            "group.share.min.delivery.count.limit", "2",
+            "group.share.max.delivery.count.limit", "10"),
+        group);
+  }
+
+  private static GroupSettings settings(
+      Integer lock, Integer delivery, String mode, String topic, long commitMs) {
+    return new GroupSettings("earliest", lock, delivery, mode, topic, commitMs);
+  }
+
+  @Test
+  void setsTheOffsetResetAlwaysAndTheRestWhenGiven() {
+    GroupSettings plain = settings(null, null, "auto", "", 5000);
+    assertEquals(
+        Map.of("share.auto.offset.reset", "earliest"),
+        plain.groupConfigs(plain.resolveDlqMode(cluster(2, Map.of())), cluster(2, Map.of())));
+    GroupSettings all = settings(45_000, 7, "auto", "dlq.orders", 5000);
+    ClusterFacts facts = cluster(2, Map.of());
+    assertEquals("broker", all.resolveDlqMode(facts));
+    assertEquals(
+        Map.of(
+            "share.auto.offset.reset", "earliest",
+            "share.record.lock.duration.ms", "45000",
+            "share.delivery.count.limit", "7",
+            "errors.deadletterqueue.topic.name", "dlq.orders",
+            "errors.deadletterqueue.copy.record.enable", "true"),
+        all.groupConfigs("broker", facts));
+  }
+
+  @Test
+  void autoFallsBackToConnectWithoutShareVersion2OrThePrefix() {
+    assertEquals(
+        "connect",
+        settings(null, null, "auto", "dlq.x", 5000).resolveDlqMode(cluster(1, Map.of())));
+    assertEquals(
+        "connect",
+        settings(null, null, "auto", "orders-dlq", 5000).resolveDlqMode(cluster(2, Map.of())));
+    assertEquals("connect", settings(null, null, "auto", "dlq.x", 5000).resolveDlqMode(null));
+    assertEquals("broker", settings(null, null, "broker", "x", 5000).resolveDlqMode(null));
+  }
+
+  @Test
+  void connectModeRemovesABrokerDlqLeftOnTheGroup() {
+    ClusterFacts facts = cluster(2, Map.of("errors.deadletterqueue.topic.name", "dlq.old"));
+    GroupSettings s = settings(null, null, "connect", "orders-dlq", 5000);
+    Map<String, String> expected = new HashMap<>();
+    expected.put("share.auto.offset.reset", "earliest");
+    expected.put("errors.deadletterqueue.topic.name", null);
+    expected.put("errors.deadletterqueue.copy.record.enable", null);
+    assertEquals(expected, s.groupConfigs("connect", facts));
+  }
+
+  @Test
+  void checksBoundsAndNamesKeyAndBound() {
+    Map<String, List<String>> p =
+        settings(90_000, 20, "auto", "", 5000).problems(cluster(2, Map.of()));
+    assertTrue(
+        p.get("share.record.lock.duration.ms").get(0).contains("[15000, 60000]"), p::toString);
+    assertTrue(p.get("share.delivery.count.limit").get(0).contains("[2, 10]"), p::toString);
+  }
+
+  @Test
+  void commitIntervalMustBeWellBelowTheEffectiveLock() {
+    // explicit lock
+    assertTrue(
+        settings(20_000, null, "auto", "", 15_000)
+            .problems(null)
+            .containsKey("share.commit.interval.ms"));
+    // the group's effective value
+    ClusterFacts facts = cluster(2, Map.of("share.record.lock.duration.ms", "16000"));
+    String m =
+        settings(null, null, "auto", "", 10_000)
+            .problems(facts)
+            .get("share.commit.interval.ms")
+            .get(0);
+    assertTrue(m.contains("16000"), m);
+    // unknown lock (cluster unreachable): no guess
+    assertEquals(Map.of(), settings(null, null, "auto", "", 25_000).problems(null));
+    assertEquals(Map.of(), settings(null, null, "auto", "", 5_000).problems(cluster(2, Map.of())));
+  }
+
+  @Test
+  void brokerModeNeedsShareVersion2AndThePrefix() {
+    Map<String, List<String>> p =
+        settings(null, null, "broker", "orders-dlq", 5000).problems(cluster(1, Map.of()));
+    assertTrue(p.get("share.dlq.mode").get(0).contains("share.version"), p::toString);
+    assertTrue(p.get("errors.deadletterqueue.topic.name").get(0).contains("'dlq.'"), p::toString);
+    assertEquals(
+        Map.of(),
+        settings(null, null, "broker", "dlq.orders", 5000).problems(cluster(2, Map.of())));
+  }
+}

@@ -1,0 +1,136 @@
+package io.sharesink.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class WorkerDefaultsTest {
+
+  @TempDir Path dir;
+
+  private Path workerFile(String text) throws Exception {
+    Path file = dir.resolve("connect-distributed.properties");
+    Files.writeString(file, text);
+    return file;
+  }
+
+  @Test
+  void findsTheFileAfterTheConnectMainClass() throws Exception {
+    Path file = workerFile("bootstrap.servers=b:9092\n");
+    List<String> args =
+        List.of(
+            "/usr/bin/java",
+            "-Xmx1g",
+            "-cp",
+            "/opt/kafka/libs/*",
+            "org.apache.kafka.connect.cli.ConnectDistributed",
+            file.toString());
+    assertEquals(Optional.of(file), WorkerDefaults.fromArguments(args));
+    assertEquals(
+        Optional.of(file),
+        WorkerDefaults.fromJavaCommand(
+            "org.apache.kafka.connect.cli.ConnectStandalone " + file + " sink.properties"));
+    assertEquals(Optional.empty(), WorkerDefaults.fromArguments(List.of("java", "kafka.Kafka")));
+    assertEquals(Optional.empty(), WorkerDefaults.fromJavaCommand("com.example.Main x"));
+    assertEquals(
+        Optional.empty(),
+        WorkerDefaults.fromArguments(
+            List.of("org.apache.kafka.connect.cli.ConnectDistributed", "/no/such/file")));
+  }
+
+  @Test
+  void readsClientSettingsAndConverterDefaults() throws Exception {
+    Path file =
+        workerFile(
+            String.join(
+                "\n",
+                "bootstrap.servers=b1:9092,b2:9092",
+                "security.protocol=SASL_SSL",
+                "sasl.mechanism=SCRAM-SHA-512",
+                "ssl.truststore.location=/etc/ts.jks",
+                "group.id=connect-cluster",
+                "offset.storage.topic=connect-offsets",
+                "key.converter=org.apache.kafka.connect.storage.StringConverter",
+                "value.converter=org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable=false",
+                ""));
+    WorkerDefaults worker = WorkerDefaults.load(file.toString());
+    assertEquals(Optional.of(file), worker.file());
+    assertEquals(
+        Map.of(
+            "bootstrap.servers", "b1:9092,b2:9092",
+            "security.protocol", "SASL_SSL",
+            "sasl.mechanism", "SCRAM-SHA-512",
+            "ssl.truststore.location", "/etc/ts.jks"),
+        worker.clientSettings());
+    assertEquals(
+        Map.of(
+            "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable", "false"),
+        worker.converter("value.converter"));
+    assertEquals(Map.of(), worker.converter("header.converter"));
+  }
+
+  @Test
+  void resolvesConfigProviderVariablesWithTheWorkersProviders() throws Exception {
+    Path secrets = dir.resolve("secrets.properties");
+    Files.writeString(secrets, "jaas=org.example.Login required;\n");
+    Path file =
+        workerFile(
+            "bootstrap.servers=b:9092\n"
+                + "config.providers=file\n"
+                + "config.providers.file.class="
+                + "org.apache.kafka.common.config.provider.FileConfigProvider\n"
+                + "sasl.jaas.config=${file:"
+                + secrets
+                + ":jaas}\n");
+    WorkerDefaults worker = WorkerDefaults.load(file.toString());
+    assertEquals("org.example.Login required;", worker.clientSettings().get("sasl.jaas.config"));
+  }
+
+  @Test
+  void anExplicitPathThatCannotBeReadIsAnError() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> WorkerDefaults.load(dir.resolve("missing.properties").toString()));
+    assertTrue(e.getMessage().contains("missing.properties"), e.getMessage());
+  }
+
+  @Test
+  void withoutAWorkerOnTheCommandLineThereAreNoDefaults() {
+    // Surefire's JVM is not a Connect worker.
+    assertEquals(Optional.empty(), WorkerDefaults.load(null).file());
+  }
+
+  @Test
+  void converterDefaultsApplyOnlyWhenTheConnectorSetsNone() throws Exception {
+    WorkerDefaults worker =
+        new WorkerDefaults(
+            dir,
+            Map.of(
+                "key.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "key.converter.schemas.enable", "true",
+                "value.converter", "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable", "true"));
+    Map<String, String> props =
+        Map.of(
+            "value.converter", "org.apache.kafka.connect.storage.StringConverter",
+            "share.engine", "java",
+            "file", "/tmp/x");
+    Map<String, String> plugin = ShareSinkTask.pluginProps(props, worker);
+    assertEquals("org.apache.kafka.connect.json.JsonConverter", plugin.get("key.converter"));
+    assertEquals("true", plugin.get("key.converter.schemas.enable"));
+    assertEquals("org.apache.kafka.connect.storage.StringConverter", plugin.get("value.converter"));
+    assertTrue(!plugin.containsKey("value.converter.schemas.enable"));
+    assertTrue(!plugin.containsKey("share.engine"));
+  }
+}
