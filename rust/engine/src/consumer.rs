@@ -218,6 +218,15 @@ impl ShareConsumer {
         }
     }
 
+    /// Tests only: stops (`true`) or resumes (`false`) the group heartbeats, so that a test
+    /// can make the coordinator fence this member and watch it rejoin with the same id.
+    /// Fetching and acknowledging go on regardless.
+    #[doc(hidden)]
+    pub fn pause_heartbeats_for_tests(&self, paused: bool) {
+        info!(paused, "heartbeats paused for a test");
+        self.shared.heartbeats_paused.store(paused, Relaxed);
+    }
+
     /// Makes a blocked (or the next) `poll` return `None` at once. Callable from any thread.
     pub fn wakeup(&self) {
         self.shared.buffer.wakeup();

@@ -2,7 +2,7 @@
 //! per-leader fetchers using cluster metadata.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicBool, AtomicI32};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     pub lock_timeout_ms: AtomicI32,
     /// A fetch saw a leader change or unknown partition.
     pub refresh_metadata: Notify,
+    /// Tests only: the membership task sends no heartbeats while set, so the coordinator
+    /// fences the member after `share.session.timeout.ms`.
+    pub heartbeats_paused: AtomicBool,
     fatal: Mutex<Option<EngineError>>,
     topic_names: RwLock<HashMap<Uuid, Arc<str>>>,
     /// (topic, partition) → (topic id, fetcher of its leader), for routing acks. Entries stay
@@ -62,6 +65,7 @@ impl Shared {
             share_acknowledge_version,
             lock_timeout_ms: AtomicI32::new(0),
             refresh_metadata: Notify::new(),
+            heartbeats_paused: AtomicBool::new(false),
             fatal: Mutex::new(None),
             topic_names: RwLock::new(HashMap::new()),
             routes: RwLock::new(HashMap::new()),

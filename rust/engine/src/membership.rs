@@ -29,6 +29,8 @@ const FAST_HEARTBEAT: Duration = Duration::from_millis(1000);
 const SUBSCRIPTION_CHANGE_FAST_HEARTBEATS: Duration = Duration::from_secs(10);
 const RETRY_BACKOFF: Duration = Duration::from_millis(500);
 const LEAVE_EPOCH: i32 = -1;
+/// How often a paused membership task (tests only) checks whether it may resume.
+const PAUSED_POLL: Duration = Duration::from_millis(100);
 
 /// A member id like Java's `Uuid.randomUuid().toString()`: 16 random bytes in URL-safe
 /// base64 without padding (22 chars).
@@ -102,6 +104,13 @@ pub(crate) async fn run(
                 }
             },
         };
+        if shared
+            .heartbeats_paused
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            wait(PAUSED_POLL, &mut shutdown).await;
+            continue;
+        }
         subscription_unsent |= subscription.has_changed().unwrap_or(false);
         let topics = subscription.borrow_and_update().clone();
         let send_topics = (epoch == 0 || subscription_unsent).then_some(topics.as_slice());

@@ -984,3 +984,178 @@ async fn subscribe_adds_a_topic_without_rejoining() {
     assert!(c.subscribe(vec![]).is_err());
     c.close().await.unwrap();
 }
+
+/// Polls until `want` records arrived (without acknowledging them); returns them.
+async fn hold(
+    c: &ShareConsumer,
+    want: usize,
+    within: Duration,
+) -> Vec<sharesink_engine::ShareRecord> {
+    let deadline = Instant::now() + within;
+    let mut held = Vec::new();
+    while held.len() < want && Instant::now() < deadline {
+        if let Some(b) = c.poll(Duration::from_millis(300)).await.expect("poll") {
+            held.extend(b.into_iter());
+        }
+    }
+    held
+}
+
+/// A record held without an acknowledgement goes back to the broker when its acquisition
+/// lock (15 s, the smallest the broker allows) runs out, and is delivered again with delivery
+/// count 2: here to the same member, whose session keeps fetching.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_lock_redelivers_with_delivery_count_2() {
+    let f = fixture(
+        "expiry",
+        1,
+        3,
+        &[("share.record.lock.duration.ms", "15000")],
+    )
+    .await;
+    let c = f.consumer(&[]).await;
+    let held = hold(&c, 3, TIMEOUT).await;
+    let acquired_at = Instant::now();
+    assert_eq!(held.len(), 3);
+    assert!(held.iter().all(|r| r.delivery_count == 1));
+    let lock = c.acquisition_lock_timeout().expect("lock timeout reported");
+    assert_eq!(lock, Duration::from_millis(15000));
+    // Nothing comes back before the lock runs out.
+    let again = hold(&c, 3, Duration::from_secs(40)).await;
+    let after = acquired_at.elapsed();
+    println!(
+        "redelivered after {after:?}: {:?}",
+        again
+            .iter()
+            .map(|r| (r.offset, r.delivery_count))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(again.len(), 3, "expired records not redelivered");
+    assert!(
+        again.iter().all(|r| r.delivery_count == 2),
+        "delivery counts"
+    );
+    assert!(
+        after >= Duration::from_secs(13),
+        "redelivered after {after:?}, before the 15 s lock ran out"
+    );
+    let results = c
+        .acknowledge_sync(&acks_for_records(&again, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("accept");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    assert_quiet(&c, Duration::from_secs(3)).await;
+    c.close().await.expect("close");
+}
+
+fn acks_for_records(records: &[sharesink_engine::ShareRecord], kind: AckKind) -> Vec<Ack> {
+    records
+        .iter()
+        .map(|r| Ack::new(r.topic.clone(), r.partition, r.offset, r.offset, kind))
+        .collect()
+}
+
+/// With group `share.delivery.count.limit=2` (the smallest allowed), a record released on its
+/// second delivery is archived: nobody gets it again, not even a new member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_count_limit_archives_a_released_record() {
+    let f = fixture("dclimit", 1, 4, &[("share.delivery.count.limit", "2")]).await;
+    let c = f.consumer(&[]).await;
+    let first = consume(&c, 4, AckKind::Release, TIMEOUT).await;
+    assert_eq!(first.len(), 4);
+    assert!(first.values().all(|dc| *dc == 1), "{first:?}");
+    let second = consume(&c, 4, AckKind::Release, TIMEOUT).await;
+    assert_eq!(second.len(), 4, "released records not redelivered");
+    assert!(second.values().all(|dc| *dc == 2), "{second:?}");
+    // Released at the limit: archived, never delivered a third time.
+    assert_quiet(&c, Duration::from_secs(5)).await;
+    let m = c.metrics();
+    println!("metrics {m:?}");
+    assert_eq!((m.released, m.ack_errors), (8, 0));
+    c.close().await.expect("close");
+    let again = f.consumer(&[]).await;
+    assert_quiet(&again, Duration::from_secs(6)).await;
+    again.close().await.expect("close");
+}
+
+/// A member that stops heartbeating is fenced once `share.session.timeout.ms` (45 s, the
+/// smallest the broker allows) passes. When it heartbeats again the coordinator answers
+/// UNKNOWN_MEMBER_ID (or FENCED_MEMBER_EPOCH); the engine rejoins at epoch 0 with the same
+/// member id, gets its partitions back and keeps consuming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
+    let f = fixture("rejoin", 2, 10, &[("share.session.timeout.ms", "45000")]).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    let c = f.consumer(&[]).await;
+    let member = c.member_id().to_string();
+    let first = consume(&c, 20, AckKind::Accept, TIMEOUT).await;
+    assert_eq!(first.len(), 20);
+    assert_eq!(c.assignment().len(), 2);
+
+    c.pause_heartbeats_for_tests(true);
+    let paused_at = Instant::now();
+    // Keep polling (and accepting) while paused: whatever the session still delivers must be
+    // acknowledged, and the test sees what the broker does to a fenced member's session.
+    let mut during_pause = 0;
+    let mut poll_errors = Vec::new();
+    while paused_at.elapsed() < Duration::from_secs(52) {
+        match c.poll(Duration::from_millis(500)).await {
+            Ok(Some(b)) => {
+                during_pause += b.len();
+                c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
+            }
+            Ok(None) => {}
+            Err(e) => poll_errors.push(e.to_string()),
+        }
+    }
+    assert!(
+        poll_errors.is_empty(),
+        "poll failed while paused: {poll_errors:?}"
+    );
+    assert_eq!(c.metrics().rejoins, 0, "rejoined while paused");
+    c.pause_heartbeats_for_tests(false);
+    let resumed_at = Instant::now();
+    while c.metrics().rejoins == 0 && resumed_at.elapsed() < TIMEOUT {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "rejoins {} after {:?} ({} records during the pause)",
+        c.metrics().rejoins,
+        resumed_at.elapsed(),
+        during_pause
+    );
+    assert!(
+        c.metrics().rejoins >= 1,
+        "the coordinator never fenced the member"
+    );
+    assert_eq!(c.member_id(), member);
+
+    for p in 0..2 {
+        admin
+            .produce(
+                &f.topic,
+                p,
+                &values(&format!("after-{p}"), 10),
+                Compression::None,
+            )
+            .await
+            .unwrap();
+    }
+    let second = consume(&c, 20, AckKind::Accept, Duration::from_secs(60)).await;
+    println!(
+        "after the rejoin: {} records in {:?}; assignment {:?}; metrics {:?}",
+        second.len(),
+        resumed_at.elapsed(),
+        c.assignment(),
+        c.metrics()
+    );
+    assert_eq!(
+        second.len(),
+        20,
+        "records produced after the rejoin not consumed"
+    );
+    assert!(second.keys().all(|(_, offset)| *offset >= 10));
+    assert_eq!(c.assignment().len(), 2);
+    assert_eq!(c.metrics().ack_errors, 0);
+    c.close().await.unwrap();
+}
