@@ -99,19 +99,18 @@ class NativeShareConsumerEngineSaslSslBrokerTest {
 
   @Test
   void aWrongPasswordIsAnAuthenticationError() {
+    // Resolved outside assertThrows: a missing setting must skip the test, not fail it.
+    Map<String, Object> config =
+        saslSsl(
+            unique("native-tls-bad"),
+            setting("TRUSTSTORE_JKS"),
+            null,
+            setting("SCRAM_USER"),
+            "not-the-password");
     NativeException e =
         assertThrows(
             NativeException.class,
-            () ->
-                new NativeShareConsumerEngine(
-                        saslSsl(
-                            unique("native-tls-bad"),
-                            setting("TRUSTSTORE_JKS"),
-                            null,
-                            setting("SCRAM_USER"),
-                            "not-the-password"),
-                        List.of("t"))
-                    .close());
+            () -> new NativeShareConsumerEngine(config, List.of("t")).close());
     assertEquals(EngineException.Kind.AUTHENTICATION, e.kind(), e.toString());
     assertFalse(e.retriable());
   }
