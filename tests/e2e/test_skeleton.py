@@ -3,7 +3,8 @@ broker, and a third-party sink (Kafka's FileStream sink) from its own plugin dir
 
 - A ShareSinkConnector wrapping FileStreamSinkConnector starts through REST; the connector and its
   tasks are RUNNING, the legacy task ran in its own plugin (it created its output file), and the
-  Rust engine, reached through JNI, answered the broker probe (the log line with ShareFetch).
+  Rust engine, reached through JNI, started a share-group member on the broker (its log line
+  names the ShareFetch/ShareAcknowledge versions the broker serves).
 - A worker with plugin.discovery=service_load lists ShareSinkConnector (our service manifest).
 - A worker whose -Dsharesink.native.library names a garbage file reports a readable error through
   the validate endpoint and keeps running.
@@ -34,8 +35,14 @@ AUX_WORKER = {
     "status.storage.topic": "connect-skeleton-aux-status",
 }
 
-PROBE_LINE = re.compile(
-    r"sharesink native engine (?P<version>\S+) answered: (?P<report>broker \S+: ShareFetch v\S+.*)")
+# The task's line once the native engine has started its member, and the engine's own line (drained
+# from the native log queue on the task thread) with the protocol versions the broker serves.
+STARTED_LINE = re.compile(
+    r"sharesink native engine (?P<version>\S+) started member (?P<member>\S+) of share group "
+    r"(?P<group>\S+)")
+ENGINE_LINE = re.compile(
+    r"starting share consumer .*share_fetch_version=(?P<fetch>\d+) "
+    r"share_acknowledge_version=(?P<ack>\d+)")
 
 
 def _plugin_version() -> str:
@@ -114,17 +121,21 @@ def test_share_sink_runs_file_sink_and_reaches_the_broker(cluster: Cluster, work
         status = worker.wait_connector_running(name, tasks=2, timeout=120)
         assert status["type"] == "source"
 
-        # Each task probed the broker through the Rust engine and logged its answer.
-        def probe_lines():
-            found = list(PROBE_LINE.finditer(_log_text(cluster, 0)[log_before:]))
-            return found if len(found) >= 2 else None
+        # Each task started a share member through the Rust engine and logged it.
+        def started_lines():
+            log = _log_text(cluster, 0)[log_before:]
+            found = list(STARTED_LINE.finditer(log))
+            engine = list(ENGINE_LINE.finditer(log))
+            return (found, engine) if len(found) >= 2 and len(engine) >= 2 else None
 
-        lines = _wait_for("the native engine's probe answer in worker-0.log", probe_lines)
+        lines, engine_lines = _wait_for("the native engine's start lines in worker-0.log",
+                                        started_lines)
         for line in lines:
             assert line.group("version") == version
-            assert f"broker {cluster.bootstrap}" in line.group("report")
-            assert "ShareAcknowledge v" in line.group("report")
-        print("\n" + lines[0].group(0))
+            assert line.group("group") == f"connect-share-{name}"
+        for line in engine_lines:
+            assert int(line.group("fetch")) >= 1 and int(line.group("ack")) >= 1
+        print("\n" + lines[0].group(0) + "\n" + engine_lines[0].group(0))
 
         # The legacy FileStreamSinkTask started inside its own plugin loader: it opened its file.
         assert out_file.exists(), f"FileStreamSinkTask did not create {out_file}"
