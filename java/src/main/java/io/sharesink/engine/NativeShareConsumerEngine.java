@@ -49,6 +49,10 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
 
   private final String description;
   private ByteBuffer pollBuffer;
+
+  /** The thread of the latest poll (read under {@link #lock}, written before its exit). */
+  private Thread pollThread;
+
   private final AckLayout ackLayout = new AckLayout();
   private final NativeLogBridge logs;
   private final long[] metricsValues = new long[METRICS_FIELDS];
@@ -150,7 +154,12 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
         synchronized (ackLayout) {
           ackLayout.release();
         }
-        DirectBuffers.give(pollBuffer);
+        // The poll buffer only when its batch views are surely dead: freed on the polling
+        // thread (which is past its last view), or never polled. A close from another thread
+        // may race the task thread still reading its last batch; then the GC reclaims it.
+        if (pollThread == null || pollThread == Thread.currentThread()) {
+          DirectBuffers.give(pollBuffer);
+        }
         pollBuffer = null;
       }
     }
@@ -159,6 +168,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   @Override
   public ShareBatch poll(Duration timeout) {
     long h = enter();
+    pollThread = Thread.currentThread();
     try {
       long timeoutMs = Math.max(0, timeout.toMillis());
       int count = NativeEngine.poll(h, pollBuffer, timeoutMs);
