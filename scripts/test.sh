@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test: Rust (format, lint, unit), Java (format, unit), then the engine, the Java
+# engine bindings and the Connect plugin against a real Kafka 4.4 broker and Connect worker
+# started by tests/harness/cluster.py. Logs: build/cluster/logs/.
+source "$(dirname "$0")/lib.sh"
+ensure_prerequisites
+started=$(date +%s)
+
+log "Rust: format, lint, unit tests"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --features sharesink-engine/broker-tests -- -D warnings
+cargo test --workspace
+
+log "Java: native library (release), plugin jar and archive, format check, unit tests"
+mvn -B -q verify
+
+log "Local cluster: Kafka 4.4.0 broker (PLAINTEXT + SASL_SSL)"
+cluster() { python3 tests/harness/cluster.py "$@"; }
+trap 'cluster down >/dev/null 2>&1 || true' EXIT
+cluster up --sasl-ssl
+# shellcheck disable=SC1091
+source build/cluster/env
+export SHARESINK_BOOTSTRAP="$BOOTSTRAP"
+
+export SHARESINK_SASL_SSL_BOOTSTRAP="$SASL_SSL_BOOTSTRAP"
+export SHARESINK_CLIENT_PROPERTIES="$ROOT/build/cluster/tls/client-sasl-ssl.properties"
+export SHARESINK_BROKER_RESTART_CMD="cd '$ROOT/tests' && python3 -c 'from harness.cluster import Cluster; Cluster().restart_broker()'"
+export SHARESINK_TRUSTSTORE_JKS="$TRUSTSTORE_JKS" SHARESINK_TRUSTSTORE_P12="$TRUSTSTORE_P12"
+export SHARESINK_TRUSTSTORE_PASSWORD="$TRUSTSTORE_PASSWORD"
+export SHARESINK_SCRAM_USER="$SCRAM_USER" SHARESINK_SCRAM_PASSWORD="$SCRAM_PASSWORD"
+export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH"
+# Broker tests fail, never skip, when what they need is missing.
+export SHARESINK_REQUIRE_BROKER=1
+
+log "Engine against the broker (plain, SASL_SSL, broker restart)"
+cargo test -p sharesink-engine --features broker-tests --test broker --test broker_sasl_ssl --test broker_restart
+
+log "Java: engine bindings and sink driver against the broker"
+mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1
+
+log "End to end: Connect workers, real sinks"
+SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q tests/e2e
+
+log "all tests passed in $(( $(date +%s) - started )) s"
