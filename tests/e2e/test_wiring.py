@@ -14,6 +14,7 @@ Connect 4.4 worker, with settings taken from the worker's configuration file.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -137,3 +138,220 @@ def test_validation_reports_on_the_right_keys(cluster: Cluster, worker: Rest):
         base, **{"share.dlq.mode": "broker",
                  "errors.deadletterqueue.topic.name": "orders-dlq"})))
     assert "dlq." in " ".join(errors["errors.deadletterqueue.topic.name"]), errors
+
+
+def _connector_lines(path) -> list:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_pause_resume_restart_and_stop(cluster: Cluster, worker: Rest):
+    """PAUSE stops writes within a cycle, RESUME continues, a restart with tasks and a STOP then
+    resume lose nothing: every record is in the file at the end."""
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"wiring-life-{suffix}"
+    name = f"wiring-life-{suffix}"
+    group = f"connect-share-{name}"
+    out_file = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(topic, partitions=3)
+    worker.put_connector(name, {
+        "connector.class": SHARE_SINK,
+        "share.sink.connector.class": FILE_SINK,
+        "share.commit.interval.ms": 500,
+        "topics": topic,
+        "tasks.max": 2,
+        "file": str(out_file),
+        "key.converter": STRING,
+        "value.converter": STRING,
+    })
+    produced = []
+
+    def produce(n):
+        batch = [f"life-{len(produced) + i:04d}" for i in range(n)]
+        cluster.produce(topic, batch, keys=[f"k{len(produced) + i}" for i in range(n)])
+        produced.extend(batch)
+
+    def has_all():
+        return set(_connector_lines(out_file)) >= set(produced)
+
+    try:
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        produce(200)
+        _wait_for("first 200 records", has_all, timeout=60)
+
+        worker.put(f"/connectors/{name}/pause")
+        _wait_for("PAUSED", lambda: worker.connector_status(name)["connector"]["state"] == "PAUSED")
+        time.sleep(3)  # a cycle in progress finishes
+        before = len(_connector_lines(out_file))
+        produce(200)
+        time.sleep(5)
+        assert len(_connector_lines(out_file)) == before, "a paused connector wrote records"
+        worker.put(f"/connectors/{name}/resume")
+        _wait_for("records produced while paused", has_all, timeout=60)
+
+        worker.post(f"/connectors/{name}/restart?includeTasks=true")
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        produce(200)
+        _wait_for("records after the restart", has_all, timeout=60)
+
+        worker.put(f"/connectors/{name}/stop")
+        _wait_for("STOPPED", lambda: worker.connector_status(name)["connector"]["state"] == "STOPPED")
+        _wait_for(f"{group} without members after STOP",
+                  lambda: _group_members(cluster, group) == 0, timeout=20)
+        produce(200)
+        worker.put(f"/connectors/{name}/resume")
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        _wait_for("records produced while stopped", has_all, timeout=60)
+        lines = _connector_lines(out_file)
+        print(f"\nlifecycle: {len(produced)} produced, {len(set(lines))} delivered, "
+              f"{len(lines) - len(set(lines))} duplicates")
+        assert set(lines) == set(produced)
+    finally:
+        worker.delete_connector(name)
+
+
+def test_migration_from_the_classic_runtime(cluster: Cluster, worker: Rest):
+    """A classic FileStream sink connector consumes the first half, is deleted, and a sharesink
+    connector of the same name starts where the classic group stopped: the second file holds
+    exactly the second half."""
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"wiring-migrate-{suffix}"
+    name = f"wiring-migrate-{suffix}"
+    classic_file = cluster.state_dir / f"{name}.classic.out"
+    share_file = cluster.state_dir / f"{name}.share.out"
+    cluster.create_topic(topic, partitions=3)
+    first = [f"first-{i:04d}" for i in range(300)]
+    second = [f"second-{i:04d}" for i in range(300)]
+    cluster.produce(topic, first, keys=[f"k{i}" for i in range(300)])
+    common = {"topics": topic, "tasks.max": 2, "key.converter": STRING,
+              "value.converter": STRING}
+    worker.put_connector(name, dict(common, **{"connector.class": FILE_SINK,
+                                               "file": str(classic_file)}))
+    try:
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        _wait_for("the classic connector's first half",
+                  lambda: set(_connector_lines(classic_file)) >= set(first), timeout=60)
+    finally:
+        worker.delete_connector(name)  # its tasks commit their offsets when they close
+
+    def committed():
+        out = cluster.run_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                               "--bootstrap-server", cluster.bootstrap, "--describe",
+                               "--group", f"connect-{name}", check=False).stdout
+        lags = [l.split() for l in out.splitlines() if l.startswith(f"connect-{name} ")]
+        return len(lags) == 3 and all(row[5] == "0" for row in lags)  # LAG column
+
+    _wait_for("the classic group's commits", committed, timeout=60)
+    cluster.produce(topic, second, keys=[f"k{i}" for i in range(300)])
+    worker.put_connector(name, dict(common, **{"connector.class": SHARE_SINK,
+                                               "share.sink.connector.class": FILE_SINK,
+                                               "file": str(share_file)}))
+    try:
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        _wait_for("the second half through the share group",
+                  lambda: set(_connector_lines(share_file)) >= set(second), timeout=60)
+        time.sleep(3)  # anything replayed from the first half would show up by now
+        lines = _connector_lines(share_file)
+        replayed = [l for l in lines if l.startswith("first-")]
+        print(f"\nmigration: {len(second)} new records, {len(set(lines))} delivered by share "
+              f"mode, {len(replayed)} replayed from before the migration")
+        assert replayed == []
+        assert set(lines) == set(second)
+    finally:
+        worker.delete_connector(name)
+
+
+# A tiny JMX client: prints "<mbean> <attribute>=<value>" for every attribute of the MBeans that
+# match the pattern, read through the worker's JMX port with plain javax.management.remote.
+JMX_QUERY = r"""
+import javax.management.*;
+import javax.management.remote.*;
+public class JmxQuery {
+  public static void main(String[] a) throws Exception {
+    try (JMXConnector c = JMXConnectorFactory.connect(new JMXServiceURL(a[0]))) {
+      MBeanServerConnection s = c.getMBeanServerConnection();
+      for (ObjectName n : s.queryNames(new ObjectName(a[1]), null)) {
+        for (MBeanAttributeInfo i : s.getMBeanInfo(n).getAttributes()) {
+          System.out.println(n + " " + i.getName() + "=" + s.getAttribute(n, i.getName()));
+        }
+      }
+    }
+  }
+}
+"""
+
+AUX_WORKER = {
+    "group.id": "sharesink-wiring-aux",
+    "config.storage.topic": "connect-wiring-aux-configs",
+    "offset.storage.topic": "connect-wiring-aux-offsets",
+    "status.storage.topic": "connect-wiring-aux-status",
+}
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path):
+    import shutil
+    import subprocess
+    port = _free_port()
+    jmx = [f"-Dcom.sun.management.jmxremote.port={port}",
+           f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+           "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+           "-Djava.rmi.server.hostname=127.0.0.1",
+           "-Dcom.sun.management.jmxremote.authenticate=false",
+           "-Dcom.sun.management.jmxremote.ssl=false"]
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"wiring-jmx-{suffix}"
+    name = f"wiring-jmx-{suffix}"
+    out_file = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(topic, partitions=3)
+    values = [f"jmx-{i:04d}" for i in range(300)]
+    cluster.produce(topic, values, keys=[f"k{i}" for i in range(300)])
+    source = tmp_path / "JmxQuery.java"
+    source.write_text(JMX_QUERY)
+    java = shutil.which("java") or "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+    cluster.start_worker(1, extra=AUX_WORKER, jvm_opts=jmx)
+    try:
+        rest = cluster.rest(1)
+        rest.put_connector(name, {
+            "connector.class": SHARE_SINK,
+            "share.sink.connector.class": FILE_SINK,
+            "share.commit.interval.ms": 500,
+            "topics": topic,
+            "tasks.max": 2,
+            "file": str(out_file),
+            "key.converter": STRING,
+            "value.converter": STRING,
+        })
+        rest.wait_connector_running(name, tasks=2, timeout=120)
+        _wait_for("all records in the file",
+                  lambda: set(_connector_lines(out_file)) >= set(values), timeout=60)
+
+        def query():
+            out = subprocess.run(
+                [java, str(source), f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi",
+                 f"kafka.connect:type=plugins,connector={name},*"],
+                capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            return out.stdout.splitlines()
+
+        def accepted_and_lag():
+            lines = query()
+            accepted = sum(float(l.rsplit("=", 1)[1]) for l in lines
+                           if " share-records-accepted-total=" in l)
+            lag = [l for l in lines if " share-group-lag=" in l]
+            return (lines, accepted, lag) if accepted >= len(values) and len(lag) == 3 else None
+
+        lines, accepted, lag = _wait_for("metrics in JMX", accepted_and_lag, timeout=60,
+                                         interval=3)
+        print(f"\nJMX: share-records-accepted-total over tasks = {accepted:.0f}; "
+              + "; ".join(l.split(",", 2)[-1] for l in lag))
+        assert any("task=0" in l for l in lines) and any("task=1" in l for l in lines)
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.rest(1).delete_connector(name)
+        cluster.stop_worker(1)

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -110,7 +111,7 @@ public class ShareSinkTask extends SourceTask {
       if (GroupSettings.BROKER.equals(dlqMode)) {
         builder.brokerWritesDeadLetters(true);
       } else {
-        builder.deadLetterProducerConfig(clientSettings);
+        builder.deadLetterProducerConfig(producerSettings(clientSettings));
       }
       driver = builder.start();
       engine = newEngine;
@@ -124,6 +125,19 @@ public class ShareSinkTask extends SourceTask {
         taskClass.getName(),
         groupId,
         config.engine());
+  }
+
+  /** The client settings a producer knows (consumer-only ones would only make it warn). */
+  static Map<String, Object> producerSettings(Map<String, Object> clientSettings) {
+    Set<String> known = ProducerConfig.configNames();
+    Map<String, Object> producer = new HashMap<>();
+    clientSettings.forEach(
+        (key, value) -> {
+          if (known.contains(key) && !key.equals(ProducerConfig.CLIENT_ID_CONFIG)) {
+            producer.put(key, value);
+          }
+        });
+    return producer;
   }
 
   private static int parseTaskId(String value) {
