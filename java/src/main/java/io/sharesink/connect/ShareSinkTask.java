@@ -148,8 +148,8 @@ public class ShareSinkTask extends SourceTask {
     }
   }
 
-  /** One share-group member, from the engine {@code share.engine} names. */
-  private ShareConsumerEngine openEngine(
+  /** One share-group member, from the engine {@code share.engine} names; a seam for tests. */
+  ShareConsumerEngine openEngine(
       String kind,
       Map<String, Object> clientSettings,
       String groupId,

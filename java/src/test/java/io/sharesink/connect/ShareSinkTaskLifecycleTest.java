@@ -1,0 +1,239 @@
+package io.sharesink.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.engine.AckResult;
+import io.sharesink.engine.Acknowledgements;
+import io.sharesink.engine.EngineMetrics;
+import io.sharesink.engine.ShareBatch;
+import io.sharesink.engine.ShareConsumerEngine;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.source.SourceTaskContext;
+import org.apache.kafka.connect.storage.OffsetStorageReader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The task's lifecycle with a scripted engine: stop on the task thread after the loop (Kafka 4.x),
+ * stop from another thread during a blocked poll (older runtimes), a start that fails after the
+ * engine exists. In each case the engine is closed exactly once and nothing runs after it.
+ */
+class ShareSinkTaskLifecycleTest {
+
+  @TempDir Path dir;
+
+  /** Never has records; a poll blocks until its timeout or a wakeup. */
+  static final class IdleEngine implements ShareConsumerEngine {
+    final AtomicInteger closes = new AtomicInteger();
+    final AtomicInteger pollsAfterClose = new AtomicInteger();
+    final CountDownLatch polling = new CountDownLatch(1);
+    volatile CountDownLatch wake = new CountDownLatch(1);
+
+    @Override
+    public ShareBatch poll(Duration timeout) {
+      if (closes.get() > 0) {
+        pollsAfterClose.incrementAndGet();
+      }
+      polling.countDown();
+      try {
+        wake.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return EMPTY;
+    }
+
+    @Override
+    public void acknowledge(Acknowledgements acks) {}
+
+    @Override
+    public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+      return List.of();
+    }
+
+    @Override
+    public void wakeup() {
+      wake.countDown();
+    }
+
+    @Override
+    public EngineMetrics metrics() {
+      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    }
+
+    @Override
+    public void close() {
+      closes.incrementAndGet();
+    }
+  }
+
+  private static final ShareBatch EMPTY =
+      new ShareBatch() {
+        @Override
+        public int size() {
+          return 0;
+        }
+
+        @Override
+        public String topic(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public int partition(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public long offset(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public long timestamp(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public int timestampType(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public int deliveryCount(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public long lockDeadlineMs(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public byte[] key(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public byte[] value(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+
+        @Override
+        public List<ShareBatch.Header> headers(int i) {
+          throw new IndexOutOfBoundsException();
+        }
+      };
+
+  private static final class ScriptedTask extends ShareSinkTask {
+    final IdleEngine engine = new IdleEngine();
+
+    @Override
+    ShareConsumerEngine openEngine(
+        String kind,
+        Map<String, Object> clientSettings,
+        String groupId,
+        String clientId,
+        List<String> topics) {
+      assertEquals("connect-share-files", groupId);
+      assertEquals("connector-share-files-1", clientId);
+      return engine;
+    }
+  }
+
+  private static final SourceTaskContext CONTEXT =
+      new SourceTaskContext() {
+        @Override
+        public Map<String, String> configs() {
+          return Map.of();
+        }
+
+        @Override
+        public OffsetStorageReader offsetStorageReader() {
+          return null;
+        }
+
+        @Override
+        public PluginMetrics pluginMetrics() {
+          return null;
+        }
+      };
+
+  private Map<String, String> taskProps() {
+    Map<String, String> props = new HashMap<>(ShareSinkConfigTest.validConfig());
+    props.put("file", dir.resolve("out.txt").toString());
+    props.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
+    props.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
+    props.put(ShareSinkConfig.CONNECTOR_NAME_CONFIG, "files");
+    props.put(ShareSinkConfig.TASK_ID_CONFIG, "1");
+    props.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "2000");
+    return props;
+  }
+
+  @Test
+  void stopOnTheTaskThreadAfterTheLoop() {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    task.start(taskProps());
+    assertTrue(dir.resolve("out.txt").toFile().exists(), "the legacy task started");
+    assertNull(task.poll());
+    task.stop();
+    task.stop();
+    assertEquals(1, task.engine.closes.get());
+    assertNull(task.poll(), "a poll after stop does nothing");
+    assertEquals(0, task.engine.pollsAfterClose.get());
+  }
+
+  @Test
+  void stopFromAnotherThreadWakesTheCycleAndCleansUpAfterIt() throws Exception {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    task.start(taskProps());
+    Thread poller = new Thread(task::poll);
+    poller.start();
+    assertTrue(task.engine.polling.await(10, TimeUnit.SECONDS));
+    long started = System.nanoTime();
+    task.stop();
+    long stopMs = (System.nanoTime() - started) / 1_000_000;
+    poller.join(5_000);
+    assertTrue(!poller.isAlive());
+    assertTrue(stopMs < 1_500, "the wakeup ended the 2 s poll early: " + stopMs + " ms");
+    assertEquals(1, task.engine.closes.get());
+    assertEquals(0, task.engine.pollsAfterClose.get());
+  }
+
+  @Test
+  void aFailedStartClosesTheEngine() {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put("value.converter", "com.example.NoSuchConverter");
+    assertThrows(RuntimeException.class, () -> task.start(props));
+    assertEquals(1, task.engine.closes.get());
+    task.stop(); // the runtime calls stop() after a failed start
+    assertEquals(1, task.engine.closes.get());
+  }
+
+  @Test
+  void theLegacyTaskFailureFailsThePollAsAConnectException() {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put("file", dir.resolve("no-such-dir").resolve("out.txt").toString());
+    // FileStreamSinkTask.start throws when it cannot open its file: the builder stops it again.
+    assertThrows(ConnectException.class, () -> task.start(props));
+    assertEquals(1, task.engine.closes.get());
+  }
+}
