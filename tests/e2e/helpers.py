@@ -444,3 +444,32 @@ def pg_waiting_on_locks(cluster: Cluster) -> int:
 def stop_worker_if_running(cluster: Cluster, index: int) -> None:
     if cluster.is_running(f"worker-{index}"):
         cluster.stop_worker(index)
+
+
+def consume_with_headers(cluster: Cluster, topic: str, max_messages: int,
+                         timeout_ms: int = 8000) -> List[tuple]:
+    """[(headers {key: value}, value)] read from the beginning with the classic console consumer,
+    with control-character separators (header values such as stack traces hold tabs,
+    newlines and commas)."""
+    from harness.cluster import CONSOLE_CONSUMER
+    rec, field, hdr = "\x1e", "\x1d", "\x1f"
+    p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap, "--topic", topic,
+                         "--from-beginning", "--max-messages", max_messages,
+                         "--timeout-ms", timeout_ms,
+                         "--formatter-property", "print.headers=true",
+                         "--formatter-property", f"key.separator={field}",
+                         "--formatter-property", f"line.separator={rec}",
+                         "--formatter-property", f"headers.separator={hdr}",
+                         check=False, timeout=timeout_ms / 1000 + 60)
+    out = []
+    for r in p.stdout.split(rec):
+        if not r.strip():
+            continue
+        h, _, v = r.partition(field)
+        headers = {}
+        if h != "NO_HEADERS":
+            for item in h.split(hdr):
+                k, _, hv = item.partition(":")
+                headers[k] = hv
+        out.append((headers, v))
+    return out

@@ -15,8 +15,10 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from harness.cluster import Cluster, Rest
-from helpers import (FILE_SINK, JSON_CONVERTER, STRING_CONVERTER, Progress, connector_trace,
+from helpers import (FILE_SINK, consume_with_headers, JSON_CONVERTER, STRING_CONVERTER, Progress, connector_trace,
                      count_figures, delete_connector, failed_task_trace, file_line_count,
                      file_lines, group_of, produce_values, record_figures, share_config,
                      share_console_consume, start_connector, uniq, wait_for)
@@ -30,12 +32,27 @@ def _converters(cfg):
                 "value.converter.schemas.enable": "false", "share.commit.interval.ms": "1000"})
 
 
-def test_poison_records_go_to_the_dlq_with_tolerance_all(cluster: Cluster, worker: Rest):
+# How the DLQ is reached: the default (share.dlq.mode=auto: the broker's KIP-1191 DLQ on 4.4)
+# with no DLQ topic yet, as an operator moving from the classic runtime would configure it (the
+# classic runtime creates its DLQ topic); the same with the topic created beforehand as KIP-1191
+# asks (errors.deadletterqueue.group.enable=true); and Connect's own DLQ written by the adapter.
+DLQ_CASES = {
+    "auto-no-topic": ({}, None),
+    "auto-topic-created": ({}, {"errors.deadletterqueue.group.enable": "true"}),
+    "connect": ({"share.dlq.mode": "connect"}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(DLQ_CASES))
+def test_poison_records_go_to_the_dlq_with_tolerance_all(cluster: Cluster, worker: Rest, case):
+    extra_cfg, precreate = DLQ_CASES[case]
     name = uniq("poison-all-")
     topic = name
     dlq = f"dlq.{name}"
     out = cluster.state_dir / f"{name}.out"
     cluster.create_topic(topic, partitions=3)
+    if precreate is not None:
+        cluster.create_topic(dlq, partitions=1, config=precreate)
     values, expected_lines, poison = [], [], []
     for i in range(GOOD):
         if i % POISON_EVERY == POISON_EVERY // 2:
@@ -52,7 +69,7 @@ def test_poison_records_go_to_the_dlq_with_tolerance_all(cluster: Cluster, worke
                 "errors.deadletterqueue.topic.name": dlq,
                 "errors.deadletterqueue.topic.replication.factor": "1",
                 "errors.deadletterqueue.context.headers.enable": "true",
-                "errors.log.enable": "true"})
+                "errors.log.enable": "true", **extra_cfg})
     try:
         start_connector(worker, name, cfg, tasks=3)
         Progress("good records in the file", lambda: file_line_count(out)).wait(
@@ -63,28 +80,30 @@ def test_poison_records_go_to_the_dlq_with_tolerance_all(cluster: Cluster, worke
         def dlq_complete():
             if dlq not in cluster.list_topics():
                 return False
-            dlq_lines[:] = cluster.consume(dlq, len(poison) + 10, timeout_ms=8000,
-                                           print_headers=True)
+            dlq_lines[:] = consume_with_headers(cluster, dlq, len(poison) + 10)
             return len(dlq_lines) >= len(poison)
 
         wait_for(f"{len(poison)} records in {dlq}", dlq_complete, timeout=120, interval=2,
-                 on_timeout=lambda: f"DLQ has {dlq_lines}\n" + connector_trace(worker, name))
+                 on_timeout=lambda: f"DLQ has {dlq_lines}\n" + connector_trace(worker, name)
+                 + "\nbroker log:\n" + _broker_lines(cluster, dlq))
         time.sleep(2)
         got = file_lines(out)
         figs = count_figures(expected_lines, got)
-        dlq_payloads = [l.split("\t", 1)[-1] for l in dlq_lines]
-        dlq_headers = [l.split("\t", 1)[0] for l in dlq_lines]
+        dlq_payloads = [v for _, v in dlq_lines]
+        dlq_headers = [h for h, _ in dlq_lines]
         missing_in_dlq = [p for p in poison if p not in dlq_payloads]
-        record_figures("4a-poison-tolerance-all", produced=len(values), good=GOOD,
+        record_figures(f"4a-poison-tolerance-all-{case}", produced=len(values), good=GOOD,
                        poison=len(poison), **{k: v for k, v in figs.items() if k != "produced"},
                        dlq_records=len(dlq_lines), poison_missing_from_dlq=len(missing_in_dlq),
-                       dlq_headers_example=dlq_headers[0] if dlq_headers else None)
+                       dlq_header_keys=sorted(dlq_headers[0]) if dlq_headers else None)
         assert figs["lost"] == 0, f"{figs['lost']} good records missing from the file"
         assert figs["unexpected"] == 0, f"unexpected lines: {set(got) - set(expected_lines)}"
         assert not missing_in_dlq, f"poison records not in the DLQ with their payload: {missing_in_dlq}"
         for h in dlq_headers:
-            assert re.search(r"__(connect\.errors|dlq\.errors)\.", h), f"no error headers: {h}"
-            assert topic in h, f"the DLQ headers do not name the source topic: {h}"
+            src = h.get("__connect.errors.topic", h.get("__dlq.errors.topic"))
+            assert src == topic, f"the DLQ headers do not name the source topic: {h}"
+            offset = h.get("__connect.errors.offset", h.get("__dlq.errors.offset"))
+            assert offset is not None and offset.isdigit(), f"no source offset header: {h}"
         assert len(dlq_lines) >= len(poison)
         assert failed_task_trace(worker, name) is None
     finally:
@@ -142,3 +161,10 @@ def test_poison_record_fails_the_task_with_tolerance_none(cluster: Cluster, work
 def _as_line(v: str) -> str:
     m = re.fullmatch(r'\{"n":(\d+)\}', v)
     return f"{{n={m.group(1)}}}" if m else v
+
+
+def _broker_lines(cluster: Cluster, needle: str, limit: int = 3) -> str:
+    p = cluster.logs_dir / "broker.log"
+    lines = [l for l in p.read_text(errors="replace").splitlines() if needle in l and
+             ("Exception" in l or "ERROR" in l or "WARN" in l)] if p.exists() else []
+    return "\n".join(lines[:limit]) or "(nothing about it)"
