@@ -1,0 +1,180 @@
+"""Part 1 and 2: share consumers side by side on one topic, one client at a time.
+
+Clients (same fetch size and records per fetch for all: fetch.max.bytes = FETCH_BYTES,
+max.poll.records = MAX_POLL; every share group gets share.auto.offset.reset=earliest first):
+- engine:  rust/target/release/sharesink-bench (explicit ACCEPT per batch)
+- java:    org.apache.kafka.tools.ShareConsumerPerformance (KafkaShareConsumer, implicit acks)
+- krafka:  bench/peers/krafka (krafka 0.28.1 ShareConsumer, explicit ACCEPT per record)
+- classic: org.apache.kafka.tools.ConsumerPerformance (the ceiling, one consumer)
+- jni:     io.sharesink.engine.NativeEngineBench (Java polling through JNI, copying each key and
+           value into byte[], ACCEPT per batch)
+
+Every client reports two clocks: from the first record to the last ("steady", the headline) and
+from process start to the end ("incl. start", JVM start-up and group join included).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import proc
+
+FETCH_BYTES = 1_048_576
+MAX_POLL = 500
+
+RUST_LINE = re.compile(
+    r"consumed (\d+) records \(([\d.]+) MB\).* in ([\d.]+) s \(\+([\d.]+) s join\): (\d+) records/s, "
+    r"([\d.]+) MB/s, CPU ([\d.]+) s")
+JNI_LINE = re.compile(
+    r"JNI: consumed (\d+) records \(([\d.]+) MB\) in ([\d.]+) s \(\+([\d.]+) s join\): (\d+) records/s, "
+    r"([\d.]+) MB/s, CPU ([\d.]+) s")
+
+JVM_OPTS = ["-Xmx512M", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent"]
+
+
+def _jvm_time(s: str) -> float:
+    return dt.datetime.strptime(s.strip(), "%Y-%m-%d %H:%M:%S:%f").timestamp()
+
+
+def _figures(kind: str, members: int, records: int, mb: float, steady_s: float, total_s: float,
+             cpu_steady: Optional[float], r: proc.Result, extra: Optional[Dict] = None) -> Dict[str, Any]:
+    m = records / 1e6 if records else float("nan")
+    f = {
+        "client": kind, "members": members, "records": records, "mb": round(mb, 2),
+        "seconds_steady": round(steady_s, 3), "seconds_incl_start": round(total_s, 3),
+        "records_per_s": round(records / steady_s) if steady_s > 0 else None,
+        "records_per_s_incl_start": round(records / total_s) if total_s > 0 else None,
+        "mb_per_s": round(mb / steady_s, 2) if steady_s > 0 else None,
+        "cpu_s_per_m_steady": round(cpu_steady / m, 3) if cpu_steady is not None and records else None,
+        "cpu_s_per_m_process": round(r.cpu_total / m, 3) if r.cpu_total is not None and records else None,
+        "cpu_s_process": round(r.cpu_total, 2) if r.cpu_total is not None else None,
+        "broker_cpu_s_per_m": round(r.broker_cpu / m, 3) if r.broker_cpu is not None and records else None,
+        "exit": r.returncode,
+    }
+    f.update(extra or {})
+    return f
+
+
+class Consumers:
+    def __init__(self, ctx):
+        self.ctx = ctx   # bench context: cluster, paths, say(), kafka classpath, binaries
+
+    # ---- clients
+
+    def engine(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+        c = self.ctx
+        cmd = [str(c.engine_bin), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
+               "--records", str(n), "--group", group, "--members", str(members),
+               "--set", f"max.poll.records={MAX_POLL}", "--set", f"fetch.max.bytes={FETCH_BYTES}"]
+        r = proc.run(cmd, c.log(f"engine-{topic}-{members}m"), timeout=c.client_timeout,
+                     broker_pid=c.broker_pid())
+        return self._rust_result("engine", members, r)
+
+    def krafka(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+        c = self.ctx
+        c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
+        cmd = [str(c.krafka_bin), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
+               "--group", group, "--records", str(n), "--members", str(members),
+               "--max-poll-records", str(MAX_POLL), "--fetch-max-bytes", str(FETCH_BYTES)]
+        r = proc.run(cmd, c.log(f"krafka-{topic}-{members}m"), timeout=c.client_timeout,
+                     broker_pid=c.broker_pid())
+        return self._rust_result("krafka", members, r)
+
+    def _rust_result(self, kind: str, members: int, r: proc.Result) -> Dict[str, Any]:
+        m = RUST_LINE.search(r.text)
+        if not m:
+            return {"client": kind, "members": members, "error": _tail(r)}
+        n, mb, secs, join, _, _, cpu = m.groups()
+        n, secs, join = int(n), float(secs), float(join)
+        return _figures(kind, members, n, float(mb), secs, r.wall, float(cpu), r,
+                        {"join_s": join})
+
+    def java_share(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+        c = self.ctx
+        c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
+        args = ["--bootstrap-server", c.cluster.bootstrap, "--topic", topic, "--group", group,
+                "--num-records", n, "--threads", members, "--timeout", 30000,
+                "--fetch-size", FETCH_BYTES, "--command-property", f"max.poll.records={MAX_POLL}",
+                "--show-detailed-stats", "--reporting-interval", 100]
+        cmd = c.java_cmd("org.apache.kafka.tools.ShareConsumerPerformance", args)
+        r = proc.run(cmd, c.log(f"java-{topic}-{members}m"), timeout=c.client_timeout,
+                     broker_pid=c.broker_pid())
+        first_jvm = first_mono = None
+        summary = None
+        summary_mono = None
+        for mono, line in r.lines:
+            cols = [x.strip() for x in line.split(",")]
+            if len(cols) < 7 or not re.match(r"\d{4}-", cols[0]):
+                continue
+            if "for share consumer" in line:
+                cnt = int(cols[5])
+                if cnt > 0 and first_jvm is None:
+                    first_jvm, first_mono = _jvm_time(cols[1]), mono
+            else:
+                summary, summary_mono = cols, mono
+        if not summary:
+            return {"client": "java", "members": members, "error": _tail(r)}
+        start, end = _jvm_time(summary[0]), _jvm_time(summary[1])
+        total = int(summary[5])
+        mb = float(summary[2])
+        steady = end - first_jvm if first_jvm else end - start
+        cpu_steady = None
+        if first_mono is not None:
+            a, b = r.sampler.at(first_mono), r.sampler.at(summary_mono)
+            if a is not None and b is not None:
+                cpu_steady = b - a
+        return _figures("java", members, total, mb, steady, r.wall, cpu_steady, r,
+                        {"join_s": round(first_jvm - start, 3) if first_jvm else None,
+                         "tool_clock_s": round(end - start, 3),
+                         "tool_records_per_s": round(total / (end - start)) if end > start else None})
+
+    def classic(self, topic: str, group: str, n: int) -> Dict[str, Any]:
+        c = self.ctx
+        args = ["--bootstrap-server", c.cluster.bootstrap, "--topic", topic, "--group", group,
+                "--num-records", n, "--timeout", 30000, "--fetch-size", FETCH_BYTES,
+                "--command-property", f"max.poll.records={MAX_POLL}",
+                "--command-property", f"fetch.max.bytes={FETCH_BYTES}"]
+        cmd = c.java_cmd("org.apache.kafka.tools.ConsumerPerformance", args)
+        r = proc.run(cmd, c.log(f"classic-{topic}"), timeout=c.client_timeout,
+                     broker_pid=c.broker_pid())
+        header = None
+        for mono, line in r.lines:
+            cols = [x.strip() for x in line.split(",")]
+            if "fetch.time.ms" in cols:
+                header = cols
+            elif header and len(cols) == len(header) and re.match(r"\d{4}-", cols[0]):
+                d = dict(zip(header, cols))
+                total = int(d["data.consumed.in.nMsg"])
+                fetch_s = float(d["fetch.time.ms"]) / 1000
+                a, b = r.sampler.at(mono - fetch_s), r.sampler.at(mono)
+                cpu_steady = (b - a) if a is not None and b is not None else None
+                return _figures("classic", 1, total, float(d["data.consumed.in.MB"]), fetch_s,
+                                r.wall, cpu_steady, r,
+                                {"join_s": float(d["rebalance.time.ms"]) / 1000})
+        return {"client": "classic", "members": 1, "error": _tail(r)}
+
+    def jni(self, topic: str, group: str, n: int) -> Dict[str, Any]:
+        c = self.ctx
+        if c.jni_cp is None:
+            return {"client": "jni", "members": 1, "error": c.jni_missing}
+        args = ["--bootstrap", c.cluster.bootstrap, "--topic", topic, "--records", n,
+                "--group", group, "--set", f"max.poll.records={MAX_POLL}",
+                "--set", f"fetch.max.bytes={FETCH_BYTES}"]
+        cmd = [c.java, *JVM_OPTS, f"-Dlog4j2.configurationFile={c.tools_log4j2}", "-cp", c.jni_cp,
+               "io.sharesink.engine.NativeEngineBench", *map(str, args)]
+        r = proc.run(cmd, c.log(f"jni-{topic}"), timeout=c.client_timeout,
+                     broker_pid=c.broker_pid())
+        m = JNI_LINE.search(r.text)
+        if not m:
+            return {"client": "jni", "members": 1, "error": _tail(r)}
+        cnt, mb, secs, join, _, _, cpu = m.groups()
+        return _figures("jni", 1, int(cnt), float(mb), float(secs), r.wall, float(cpu), r,
+                        {"join_s": float(join)})
+
+
+def _tail(r: proc.Result, n: int = 12) -> str:
+    return f"exit {r.returncode}: " + " | ".join(l for _, l in r.lines[-n:])

@@ -1,0 +1,130 @@
+"""Running one benchmark client as a child process and accounting its CPU.
+
+Every client runs alone (one at a time), so the figures are the process's own accounting:
+- total CPU: the child's rusage (utime + stime) returned by wait4() for exactly that pid;
+- CPU during an interval: /proc/<pid>/stat utime + stime sampled every 50 ms, interpolated at
+  the instants the client reports (first record, end);
+- the broker's CPU over the same run from /proc/<broker pid>/stat, to show when the broker is the
+  limit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence, Tuple
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int) -> Optional[float]:
+    """utime + stime of a live process in seconds (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuSampler:
+    """Samples a process's CPU seconds every `interval` s: [(monotonic t, cpu s)]."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid = pid
+        self.interval = interval
+        self.samples: List[Tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            c = proc_cpu(self.pid)
+            if c is None:
+                break
+            self.samples.append((time.monotonic(), c))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join(timeout=2)
+
+    def at(self, t: float) -> Optional[float]:
+        """CPU seconds at monotonic time t (linear interpolation between samples)."""
+        s = self.samples
+        if not s:
+            return None
+        if t <= s[0][0]:
+            return s[0][1]
+        for (t0, c0), (t1, c1) in zip(s, s[1:]):
+            if t0 <= t <= t1:
+                return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+        return s[-1][1]
+
+
+class Result:
+    def __init__(self) -> None:
+        self.lines: List[Tuple[float, str]] = []  # (monotonic arrival, text)
+        self.returncode: Optional[int] = None
+        self.cpu_total: Optional[float] = None    # wait4 rusage utime + stime
+        self.wall: float = 0.0
+        self.sampler: Optional[CpuSampler] = None
+        self.broker_cpu: Optional[float] = None
+        self.started: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(l for _, l in self.lines)
+
+
+def run(cmd: Sequence[str], log: Path, *, timeout: float, broker_pid: Optional[int] = None,
+        on_line: Optional[Callable[[str], None]] = None, env=None) -> Result:
+    """Run `cmd`, stream its output (stdout+stderr) into `log` and through `on_line`, and
+    account its CPU. Kills the process group after `timeout` seconds."""
+    r = Result()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    b0 = proc_cpu(broker_pid) if broker_pid else None
+    r.started = time.monotonic()
+    with open(log, "w") as lf:
+        lf.write("$ " + " ".join(cmd) + "\n")
+        lf.flush()
+        p = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, text=True, bufsize=1,
+                             start_new_session=True, env=env)
+        r.sampler = CpuSampler(p.pid)
+        killer = threading.Timer(timeout, lambda: _kill(p.pid))
+        killer.start()
+        try:
+            assert p.stdout is not None
+            for line in p.stdout:
+                now = time.monotonic()
+                line = line.rstrip("\n")
+                r.lines.append((now, line))
+                lf.write(line + "\n")
+                lf.flush()
+                if on_line:
+                    on_line(line)
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            killer.cancel()
+            r.sampler.stop()
+    r.returncode = p.returncode
+    r.cpu_total = ru.ru_utime + ru.ru_stime
+    r.wall = time.monotonic() - r.started
+    if broker_pid:
+        b1 = proc_cpu(broker_pid)
+        if b0 is not None and b1 is not None:
+            r.broker_cpu = b1 - b0
+    return r
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, 9)
+    except OSError:
+        pass

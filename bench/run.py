@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""sharesink benchmarks, side by side on one broker in one run (see bench/README.md).
+
+    python3 bench/run.py [--quick] [--parts consumers,jni,connect] [--keep-cluster]
+
+Starts the harness cluster (tests/harness/cluster.py; state dir SHARESINK_CLUSTER_DIR, default
+build/bench-cluster, ports from SHARESINK_PORT_BASE, default 39500), runs every part, writes
+target/bench/results.json, docs/benchmarks/RESULTS.md and docs/benchmarks/results.png, and stops
+the cluster. scripts/bench.sh builds the binaries first and then runs this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests"))
+
+os.environ.setdefault("SHARESINK_CLUSTER_DIR", str(ROOT / "build" / "bench-cluster"))
+os.environ.setdefault("SHARESINK_PORT_BASE", "39500")
+
+from harness.cluster import Cluster, default_plugin_archive  # noqa: E402
+
+import consumers  # noqa: E402
+import report  # noqa: E402
+
+OUT = ROOT / "target" / "bench"
+DOCS = ROOT / "docs" / "benchmarks"
+
+
+class Ctx:
+    def __init__(self, args):
+        self.args = args
+        self.quick = args.quick
+        self.t0 = time.monotonic()
+        self.cluster = Cluster()
+        self.engine_bin = ROOT / "rust" / "target" / "release" / "sharesink-bench"
+        self.krafka_bin = ROOT / "rust" / "target" / "release" / "bench-krafka-members"
+        self.client_timeout = 900 if not args.quick else 300
+        self.logs = OUT / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.java = os.environ.get("JAVA", "java")
+        self.jni_cp: Optional[str] = os.environ.get("BENCH_JNI_CLASSPATH") or None
+        self.jni_missing = os.environ.get("BENCH_JNI_MISSING", "the JNI bench was not built")
+        self.plugin_archive = os.environ.get("SHARESINK_PLUGIN_ARCHIVE") or default_plugin_archive()
+        self.step = 0
+
+    def say(self, msg: str) -> None:
+        el = time.monotonic() - self.t0
+        print(f"[{int(el // 60):02d}:{int(el % 60):02d}] {msg}", flush=True)
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    @property
+    def tools_log4j2(self) -> Path:
+        return self.cluster._tools_log4j2()
+
+    def java_cmd(self, main: str, args: List[Any]) -> List[str]:
+        return self.cluster.java_cmd(main, [str(a) for a in args], heap="512M",
+                                     jvm_opts=consumers.JVM_OPTS[1:])
+
+    def broker_pid(self) -> Optional[int]:
+        rec = self.cluster._recorded("broker")
+        return int(rec["pid"]) if rec else None
+
+
+def machine() -> Dict[str, Any]:
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip() or \
+                subprocess.run(cmd, capture_output=True, text=True, timeout=30).stderr.strip()
+        except Exception:  # noqa: BLE001
+            return "?"
+
+    java = out(["java", "-version"]).splitlines()
+    git = out(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = out(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "nproc": os.cpu_count(), "cpu_model": cpu, "memory": mem,
+        "kernel": platform.release(), "load_avg_at_start": os.getloadavg(),
+        "java": java[0] if java else "?", "rustc": out(["rustc", "--version"]),
+        "python": platform.python_version(), "kafka": "4.4.0 (harness broker and tools)",
+        "krafka": "0.28.1", "git": git + (" (+ uncommitted changes)" if dirty else ""),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# part 1 + 2
+
+
+def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None:
+    c = ctx.cluster
+    q = ctx.quick
+    sizes = [(100, 500_000 if q else 5_000_000), (1024, 100_000 if q else 1_000_000)]
+    if jni_only:
+        sizes = sizes[:1]
+    cons = consumers.Consumers(ctx)
+    # Warm-up, not recorded: the first share group on a fresh broker creates the share-group
+    # state topic and loads the coordinator; no measured client should pay for that.
+    ctx.say("warm-up: one engine member on a small topic (not recorded)")
+    c.create_topic("bench_warmup", partitions=6)
+    c.produce("bench_warmup", 50_000, record_size=100)
+    cons.engine("bench_warmup", f"warmup-{int(time.time())}", 50_000, 1)
+    c.set_group_config(f"warmup-java-{int(time.time())}", {"share.auto.offset.reset": "earliest"})
+    c.delete_topic("bench_warmup")
+    runs: List[Dict[str, Any]] = res.setdefault("consumer_runs", [])
+    jni_runs: List[Dict[str, Any]] = res.setdefault("jni_runs", [])
+    for size, n in sizes:
+        topic = f"bench_{size}b_{n}"
+        ctx.say(f"producing {n:,} records of {size} B to {topic} (6 partitions)")
+        c.create_topic(topic, partitions=6)
+        c.produce(topic, n, record_size=size, timeout=3600)
+        plan = []
+        if not jni_only:
+            for m in (1, 4):
+                plan += [("engine", m), ("java", m), ("krafka", m)]
+            plan.append(("classic", 1))
+        if size == 100:
+            plan += [("engine", 1, "jni-pair"), ("jni", 1)]
+        for item in plan:
+            kind, m = item[0], item[1]
+            ctx.step += 1
+            group = f"{kind}-{size}-{m}m-{ctx.step}-{int(time.time())}"
+            ctx.say(f"  {kind:8s} {m} member(s), {size} B: consuming {n:,} records ...")
+            try:
+                if kind == "engine":
+                    f = cons.engine(topic, group, n, m)
+                elif kind == "java":
+                    f = cons.java_share(topic, group, n, m)
+                elif kind == "krafka":
+                    f = cons.krafka(topic, group, n, m)
+                elif kind == "classic":
+                    f = cons.classic(topic, group, n)
+                else:
+                    f = cons.jni(topic, group, n)
+            except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+                f = {"client": kind, "members": m, "error": f"{e.__class__.__name__}: {e}"}
+            f["record_size"] = size
+            if "error" in f:
+                ctx.say(f"    FAILED: {f['error'][:400]}")
+            else:
+                ctx.say(f"    {f['records_per_s']:>10,} records/s  {f['mb_per_s']:>7} MB/s  "
+                        f"CPU {f['cpu_s_per_m_steady']} s/M steady, {f['cpu_s_per_m_process']} s/M "
+                        f"process; {f['records_per_s_incl_start']:,} records/s incl. start "
+                        f"(join {f.get('join_s')} s); broker {f['broker_cpu_s_per_m']} CPU s/M")
+            (jni_runs if len(item) > 2 or kind == "jni" else runs).append(f)
+        c.delete_topic(topic)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small counts: every key in < 10 min")
+    ap.add_argument("--parts", default="consumers,jni,connect")
+    ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite RESULTS.md and the chart from target/bench/results.json")
+    a = ap.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    if a.report_only:
+        res = json.loads((OUT / "results.json").read_text())
+        report.write(res, OUT, DOCS)
+        return 0
+    ctx = Ctx(a)
+    parts = set(a.parts.split(","))
+    res: Dict[str, Any] = {"mode": "quick" if a.quick else "full", "machine": machine(),
+                           "parts": sorted(parts)}
+    ctx.say(f"sharesink benchmarks ({res['mode']}); machine: {res['machine']['nproc']} cores "
+            f"{res['machine']['cpu_model']}, {res['machine']['memory']}, load "
+            f"{', '.join(f'{x:.1f}' for x in res['machine']['load_avg_at_start'])}")
+    ctx.say(f"cluster in {ctx.cluster.state_dir} (port base {ctx.cluster.port_base}); "
+            f"logs of every client in {ctx.logs}")
+    need_worker = "connect" in parts
+    rc = 0
+    try:
+        ctx.cluster.up(workers=0, postgres=False)
+        ctx.say(f"broker up at {ctx.cluster.bootstrap}")
+        if "consumers" in parts or "jni" in parts:
+            run_consumers(ctx, res, jni_only="consumers" not in parts)
+        if need_worker:
+            import connect  # noqa: E402 - only when the part runs
+            connect.run(ctx, res)
+    except KeyboardInterrupt:
+        ctx.say("interrupted; writing what was measured")
+        rc = 130
+    except Exception:  # noqa: BLE001 - report what was measured so far
+        ctx.say("the run failed:\n" + traceback.format_exc())
+        res["failure"] = traceback.format_exc()[-3000:]
+        rc = 1
+    finally:
+        res["machine"]["load_avg_at_end"] = os.getloadavg()
+        res["elapsed_s"] = round(time.monotonic() - ctx.t0)
+        if not a.keep_cluster:
+            try:
+                ctx.cluster.down()
+                ctx.say("cluster stopped")
+            except Exception as e:  # noqa: BLE001
+                ctx.say(f"stopping the cluster: {e}")
+        report.derive(res)
+        (OUT / "results.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+        report.write(res, OUT, DOCS)
+        ctx.say(f"wrote {OUT / 'results.json'}, {DOCS / 'RESULTS.md'}, {DOCS / 'results.png'} "
+                f"in {res['elapsed_s']} s")
+        for k in report.KEYS:
+            ctx.say(f"  {k}: {res.get(k)}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# sharesink benchmarks, side by side on one local broker in one run (bench/README.md):
+#   1. share consumers: the engine's sharesink-bench vs Java KafkaShareConsumer
+#      (ShareConsumerPerformance) vs krafka's ShareConsumer vs the classic consumer (ceiling);
+#   2. the JNI path (NativeEngineBench) vs the engine alone;
+#   3. Connect end to end: sharesink vs the classic sink runtime with the same legacy sinks.
+# Writes docs/benchmarks/RESULTS.md + results.png and target/bench/results.json.
+#
+#   scripts/bench.sh [--quick] [--parts consumers,jni,connect] [--keep-cluster]
+#
+# Cluster: SHARESINK_CLUSTER_DIR (default build/bench-cluster), SHARESINK_PORT_BASE (default
+# 39500); stopped at the end unless --keep-cluster.
+source "$(dirname "$0")/lib.sh"
+ensure_prerequisites
+
+OUT="$ROOT/target/bench"
+mkdir -p "$OUT"
+
+log "building the engine's bench (release) and the krafka peer (bench/peers/krafka)"
+cargo build --release -q -p sharesink-engine --bin sharesink-bench
+cargo build --release -q --manifest-path bench/peers/krafka/Cargo.toml
+
+if ! ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1; then
+  log "building the sharesink plugin archive (mvn -q package)"
+  mvn -B -q -DskipTests package
+fi
+ARCHIVE="${SHARESINK_PLUGIN_ARCHIVE:-$(ls -t java/target/sharesink-*-plugin.zip | head -1)}"
+export SHARESINK_PLUGIN_ARCHIVE="$ARCHIVE"
+
+log "resolving the Kafka 4.4.0 jars and the connector plugins (harness cache)"
+KAFKA_LIB="$(python3 tests/harness/cluster.py resolve | head -1)"
+
+# The JNI bench: the JNI engineer's NativeEngineBench (java/src/test), compiled here against the
+# plugin jar (which carries the native library) and the Kafka jars, into target/bench/jni.
+log "compiling the JNI bench (NativeEngineBench) against $ARCHIVE"
+JNI_DIR="$OUT/jni"
+rm -rf "$JNI_DIR" && mkdir -p "$JNI_DIR/plugin" "$JNI_DIR/classes"
+unzip -q -o "$ARCHIVE" -d "$JNI_DIR/plugin"
+PLUGIN_JARS="$(find "$JNI_DIR/plugin" -name '*.jar' | tr '\n' ':')"
+JUNIT_JARS="$(find "$HOME/.m2/repository/org/junit/jupiter/junit-jupiter-api" \
+  "$HOME/.m2/repository/org/opentest4j/opentest4j" \
+  "$HOME/.m2/repository/org/apiguardian/apiguardian-api" \
+  "$HOME/.m2/repository/org/junit/platform/junit-platform-commons" -name '*.jar' 2>/dev/null | sort | tr '\n' ':')"
+BENCH_SRC="java/src/test/java/io/sharesink/engine/NativeEngineBench.java"
+SUPPORT_SRC="java/src/test/java/io/sharesink/engine/kafka/BrokerTestSupport.java"
+unset BENCH_JNI_CLASSPATH
+if [[ -f "$BENCH_SRC" && -f "$SUPPORT_SRC" ]]; then
+  CP="${PLUGIN_JARS}${JUNIT_JARS}${KAFKA_LIB}/*"
+  if javac -nowarn -d "$JNI_DIR/classes" -cp "$CP" "$BENCH_SRC" "$SUPPORT_SRC" 2>"$JNI_DIR/javac.log"; then
+    export BENCH_JNI_CLASSPATH="$JNI_DIR/classes:$CP"
+  else
+    export BENCH_JNI_MISSING="NativeEngineBench did not compile (target/bench/jni/javac.log): $(head -c 300 "$JNI_DIR/javac.log" | tr '\n' ' ')"
+    echo "$BENCH_JNI_MISSING" >&2
+  fi
+else
+  export BENCH_JNI_MISSING="no $BENCH_SRC in this tree"
+fi
+
+python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q matplotlib ||
+  echo "matplotlib unavailable: the chart falls back to plain bars" >&2
+
+log "running the benchmarks"
+exec python3 bench/run.py "$@"
