@@ -355,3 +355,59 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
         with contextlib.suppress(Exception):
             cluster.rest(1).delete_connector(name)
         cluster.stop_worker(1)
+
+
+@pytest.mark.parametrize("mode", ["broker", "connect"])
+def test_dead_letters_and_worker_converter_defaults(cluster: Cluster, worker: Rest, mode: str):
+    """The connector sets no converters, so the worker file's JsonConverter with
+    value.converter.schemas.enable=true applies: enveloped records are good, a bare JSON string is
+    poison. With errors.tolerance=all the poison record goes to the DLQ: written by the broker
+    (mode auto with a dlq.-prefixed topic on a share.version 2 cluster: __dlq.errors.* headers,
+    payload copied) or by the task (a topic without the prefix: Connect's __connect.errors.*
+    headers); every good record reaches the file."""
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"wiring-dlq-{mode}-{suffix}"
+    name = f"wiring-dlq-{mode}-{suffix}"
+    dlq = f"dlq.{name}" if mode == "broker" else f"{name}-dead"
+    out_file = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(topic, partitions=3)
+    cluster.create_topic(dlq, partitions=1,
+                         config={"errors.deadletterqueue.group.enable": "true"}
+                         if mode == "broker" else None)
+    good = [f'{{"schema":{{"type":"string"}},"payload":"good-{i:03d}"}}' for i in range(50)]
+    poison = '"bare-json-without-envelope"'
+    cluster.produce(topic, good[:25] + [poison] + good[25:],
+                    keys=[f'{{"schema":{{"type":"string"}},"payload":"k{i}"}}' for i in range(51)])
+    worker.put_connector(name, {
+        "connector.class": SHARE_SINK,
+        "share.sink.connector.class": FILE_SINK,
+        "share.commit.interval.ms": 500,
+        "topics": topic,
+        "tasks.max": 2,
+        "file": str(out_file),
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })
+    try:
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        expected = {f"good-{i:03d}" for i in range(50)}
+        _wait_for("the good records", lambda: set(_connector_lines(out_file)) >= expected,
+                  timeout=60)
+        records = _wait_for(f"the poison record in {dlq}",
+                            lambda: cluster.consume(dlq, 1, timeout_ms=5000, print_headers=True),
+                            timeout=60, interval=1)
+        # One record; Connect's stack-trace header spans lines in the console consumer's output.
+        text = "\n".join(records)
+        print(f"\n{mode} DLQ record: {text[:300]} ... {text[-80:]}")
+        assert text.endswith(poison), text
+        if mode == "broker":
+            assert "__dlq.errors.topic:" + topic in text, text
+        else:
+            assert "__connect.errors.topic:" + topic in text, text
+            assert "__dlq.errors" not in text, text
+        configs = cluster.describe_configs("groups", f"connect-share-{name}")
+        assert configs.get("errors.deadletterqueue.topic.name", "") == (
+            dlq if mode == "broker" else ""), configs
+    finally:
+        worker.delete_connector(name)
