@@ -126,6 +126,12 @@ impl PendingAck {
 
 pub(crate) type PartitionKey = (Uuid, i32);
 
+/// Records in the inclusive range [first, last] (first <= last), without overflow for any
+/// i64 bounds a caller or broker may send.
+fn range_len(first: i64, last: i64) -> u64 {
+    last.abs_diff(first).saturating_add(1)
+}
+
 /// Acks queued for one leader, by partition.
 #[derive(Debug, Default)]
 pub(crate) struct AckQueue {
@@ -181,7 +187,10 @@ impl AckQueue {
                 }
                 match batches.last_mut() {
                     // Contiguous and of the same type: one batch with one type entry.
-                    Some(b) if b.last_offset + 1 == ack.first && b.types == [ack.code] => {
+                    Some(b)
+                        if b.last_offset.checked_add(1) == Some(ack.first)
+                            && b.types == [ack.code] =>
+                    {
                         b.last_offset = ack.last;
                     }
                     _ => batches.push(AckBatch {
@@ -229,7 +238,8 @@ impl AcksInFlight {
     pub fn record_counts(&self) -> [u64; 5] {
         let mut counts = [0u64; 5];
         for a in self.by_partition.values().flatten() {
-            counts[a.code as usize] += (a.last - a.first + 1) as u64;
+            counts[a.code as usize] =
+                counts[a.code as usize].saturating_add(range_len(a.first, a.last));
         }
         counts
     }
@@ -240,8 +250,8 @@ impl AcksInFlight {
             .values()
             .flatten()
             .filter(|a| a.from_caller && (1..=3).contains(&a.code))
-            .map(|a| (a.last - a.first + 1) as u64)
-            .sum()
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add)
     }
 
     pub fn resolve_partition(&mut self, key: &PartitionKey, outcome: AckOutcome) {

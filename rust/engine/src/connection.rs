@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -286,25 +286,69 @@ async fn write_loop(
     }
 }
 
+/// Bytes reserved for a frame before any of its body arrived; beyond this, memory grows with
+/// the data actually received, so a lying length field cannot reserve much.
+pub(crate) const FRAME_PREALLOCATION: usize = 8 * 1024 * 1024;
+
+/// Reads one length-prefixed frame (without its length). `Ok(None)`: the stream ended cleanly
+/// before a new frame.
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    socket: &mut R,
+) -> Result<Option<BytesMut>, String> {
+    let length = match socket.read_i32().await {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(format!("read failed: {e}")),
+    };
+    if length < 4 || length as usize > MAX_FRAME_BYTES {
+        return Err(format!("bad frame length {length}"));
+    }
+    let length = length as usize;
+    let mut frame = BytesMut::with_capacity(length.min(FRAME_PREALLOCATION));
+    while frame.len() < length {
+        let missing = length - frame.len();
+        if frame.len() == frame.capacity() {
+            // At most double what has arrived, never past the frame's end.
+            frame.reserve(missing.min(frame.len()));
+        }
+        let n = (&mut *socket)
+            .take(missing as u64)
+            .read_buf(&mut frame)
+            .await
+            .map_err(|e| format!("read failed: {e}"))?;
+        if n == 0 {
+            return Err(format!(
+                "closed by broker inside a frame ({} of {length} bytes)",
+                frame.len()
+            ));
+        }
+    }
+    Ok(Some(frame))
+}
+
+/// Splits a response frame into its correlation id and the body after the response header.
+pub(crate) fn split_response(
+    frame: BytesMut,
+    response_header_version: i16,
+) -> Result<(i32, Bytes), EngineError> {
+    let mut frame = frame.freeze();
+    let correlation_id = wire::get_i32(&mut frame)?;
+    if response_header_version >= 1 {
+        wire::skip_tagged_fields(&mut frame)?;
+    }
+    Ok((correlation_id, frame))
+}
+
 async fn read_loop(addr: String, socket: ReadHalf, pending: Arc<Mutex<PendingTable>>) {
     let mut socket = BufReader::with_capacity(64 * 1024, socket);
     let reason = loop {
-        let length = match socket.read_i32().await {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                break "closed by broker".to_string()
-            }
-            Err(e) => break format!("read failed: {e}"),
+        let frame = match read_frame(&mut socket).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break "closed by broker".to_string(),
+            Err(reason) => break reason,
         };
-        if length < 4 || length as usize > MAX_FRAME_BYTES {
-            break format!("bad frame length {length}");
-        }
-        let mut frame = BytesMut::zeroed(length as usize);
-        if let Err(e) = socket.read_exact(&mut frame).await {
-            break format!("read failed: {e}");
-        }
-        let mut frame = frame.freeze();
-        let correlation_id = frame.get_i32();
+        // read_frame guarantees at least the 4 bytes of the correlation id.
+        let correlation_id = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         let waiting = pending
             .lock()
             .expect("pending table")
@@ -315,11 +359,7 @@ async fn read_loop(addr: String, socket: ReadHalf, pending: Arc<Mutex<PendingTab
             trace!(%addr, correlation_id, "response without a waiting caller");
             continue;
         };
-        let result = if waiting.response_header_version >= 1 {
-            wire::skip_tagged_fields(&mut frame).map(|_| frame)
-        } else {
-            Ok(frame)
-        };
+        let result = split_response(frame, waiting.response_header_version).map(|(_, body)| body);
         let _ = waiting.reply.send(result);
     };
     debug!(%addr, %reason, "connection ended");

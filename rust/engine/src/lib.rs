@@ -37,3 +37,6 @@ pub use security::Security;
 
 /// The engine's version; the JNI layer reports it so Java can check it against the jar.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::{
-    GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use uuid::Uuid;
@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::connection::Connection;
 use crate::core::Shared;
 use crate::error::EngineError;
+use crate::protocol::bounded_decode::decode_share_group_heartbeat_response;
 use crate::protocol::error_codes::*;
 
 /// Assigned partitions by topic id, sorted.
@@ -261,10 +262,19 @@ async fn heartbeat(
                 .map(|t| TopicName(StrBytes::from_string(t.clone())))
                 .collect()
         }));
+    let mut body = bytes::BytesMut::new();
+    request
+        .encode(&mut body, 1)
+        .map_err(|e| EngineError::Internal(format!("encoding ShareGroupHeartbeat: {e}")))?;
     let timeout = shared.config.request_timeout;
-    tokio::time::timeout(timeout, conn.request(&request, 1))
-        .await
-        .map_err(|_| EngineError::timeout(timeout, "ShareGroupHeartbeat"))?
+    // Decoded by the engine, not kafka-protocol: see protocol::bounded_decode.
+    let response = tokio::time::timeout(
+        timeout,
+        conn.request_raw(ApiKey::ShareGroupHeartbeat, 1, &body),
+    )
+    .await
+    .map_err(|_| EngineError::timeout(timeout, "ShareGroupHeartbeat"))??;
+    decode_share_group_heartbeat_response(response)
 }
 
 #[cfg(test)]

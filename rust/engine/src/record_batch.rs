@@ -65,9 +65,16 @@ impl BatchHeader {
             )));
         }
         let base_offset = be_i64(batch, 0);
+        let last_offset = base_offset
+            .checked_add(be_i32(batch, LAST_OFFSET_DELTA_AT).into())
+            .ok_or_else(|| {
+                EngineError::protocol(format!(
+                    "record batch at offset {base_offset}: last offset out of range"
+                ))
+            })?;
         Ok(BatchHeader {
             base_offset,
-            last_offset: base_offset + be_i32(batch, LAST_OFFSET_DELTA_AT) as i64,
+            last_offset,
             attributes: i16::from_be_bytes([batch[ATTRIBUTES_AT], batch[ATTRIBUTES_AT + 1]]),
             base_timestamp: be_i64(batch, BASE_TIMESTAMP_AT),
             max_timestamp: be_i64(batch, MAX_TIMESTAMP_AT),
@@ -106,7 +113,10 @@ fn decompress(codec_id: i16, mut body: Bytes) -> Result<Bytes, EngineError> {
     let result = match codec_id {
         0 => return Ok(body),
         1 => codec::Gzip::decompress(&mut body, |b| Ok(all(b))),
-        2 => codec::Snappy::decompress(&mut body, |b| Ok(all(b))),
+        2 => {
+            check_snappy_lengths(&body)?;
+            codec::Snappy::decompress(&mut body, |b| Ok(all(b)))
+        }
         3 => codec::Lz4::decompress(&mut body, |b| Ok(all(b))),
         4 => codec::Zstd::decompress(&mut body, |b| Ok(all(b))),
         other => {
@@ -116,6 +126,53 @@ fn decompress(codec_id: i16, mut body: Bytes) -> Result<Bytes, EngineError> {
         }
     };
     result.map_err(|e| EngineError::protocol(format!("decompressing a record batch: {e}")))
+}
+
+/// kafka-protocol's snappy decoder allocates (and zero-fills) the uncompressed length that a
+/// block's header declares before decoding it: a 5-byte header can ask for 4 GiB. A snappy
+/// element of 3 bytes expands to at most 64, so a block of n bytes cannot honestly declare more
+/// than 22·n; refuse such headers before the codec sees them. The framing (xerial
+/// header + length-prefixed blocks, else one raw block) is recognised exactly as that decoder
+/// does; malformed framing is left for it to report.
+fn check_snappy_lengths(body: &[u8]) -> Result<(), EngineError> {
+    const XERIAL_HEADER: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
+    const MAX_EXPANSION: usize = 22;
+    let check_block = |block: &[u8]| {
+        let Some(declared) = snappy_declared_len(block) else {
+            return Ok(());
+        };
+        if declared > block.len().saturating_mul(MAX_EXPANSION) {
+            return Err(EngineError::protocol(format!(
+                "snappy block of {} bytes declares {declared} uncompressed bytes",
+                block.len()
+            )));
+        }
+        Ok(())
+    };
+    let Some(mut blocks) = body.strip_prefix(XERIAL_HEADER) else {
+        return check_block(body);
+    };
+    while blocks.len() >= 4 {
+        let len = u32::from_be_bytes(blocks[..4].try_into().expect("4 bytes")) as usize;
+        let Some(block) = blocks[4..].get(..len) else {
+            return Ok(()); // truncated block: the codec reports it
+        };
+        check_block(block)?;
+        blocks = &blocks[4 + len..];
+    }
+    Ok(())
+}
+
+/// The uncompressed length at the start of a raw snappy block (little-endian base-128 u32).
+fn snappy_declared_len(block: &[u8]) -> Option<usize> {
+    let mut value: u64 = 0;
+    for (i, b) in block.iter().take(5).enumerate() {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(value as usize);
+        }
+    }
+    None
 }
 
 struct Cursor {
@@ -205,13 +262,27 @@ pub(crate) fn decode_records(
             headers.push(RecordHeader { key, value });
         }
         cur.pos = end;
+        let out_of_range = |what: &str| {
+            EngineError::protocol(format!(
+                "record batch at offset {}: record {what} out of range",
+                header.base_offset
+            ))
+        };
+        let offset = header
+            .base_offset
+            .checked_add(offset_delta)
+            .ok_or_else(|| out_of_range("offset"))?;
+        // Java: under LogAppendTime every record carries the batch's max timestamp.
+        let timestamp = match timestamp_type {
+            TimestampType::LogAppendTime => header.max_timestamp,
+            TimestampType::CreateTime => header
+                .base_timestamp
+                .checked_add(timestamp_delta)
+                .ok_or_else(|| out_of_range("timestamp"))?,
+        };
         each(DecodedRecord {
-            offset: header.base_offset + offset_delta,
-            // Java: under LogAppendTime every record carries the batch's max timestamp.
-            timestamp: match timestamp_type {
-                TimestampType::LogAppendTime => header.max_timestamp,
-                TimestampType::CreateTime => header.base_timestamp + timestamp_delta,
-            },
+            offset,
+            timestamp,
             timestamp_type,
             key,
             value,

@@ -32,6 +32,16 @@ pub fn extract(
     if acquired.is_empty() {
         return Ok(out);
     }
+    // A broker never sends these; refusing them keeps the offset arithmetic below in range.
+    if let Some(bad) = acquired
+        .iter()
+        .find(|a| a.first_offset < 0 || a.first_offset > a.last_offset || a.last_offset == i64::MAX)
+    {
+        return Err(EngineError::protocol(format!(
+            "acquired range [{}, {}] is not valid",
+            bad.first_offset, bad.last_offset
+        )));
+    }
     let mut ranges: Vec<(i64, i64, i16)> = acquired
         .iter()
         .map(|a| (a.first_offset, a.last_offset, a.delivery_count))

@@ -4,7 +4,6 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use kafka_protocol::messages::ShareFetchResponse;
-use kafka_protocol::protocol::Decodable;
 use tracing::{debug, trace, warn};
 
 use super::{FetcherHandle, InFlight, RequestKind, Session};
@@ -12,6 +11,7 @@ use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::Batch;
 use crate::core::Shared;
 use crate::error::EngineError;
+use crate::protocol::bounded_decode::decode_share_fetch_response;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::ShareAcknowledgeResponse;
 use crate::records;
@@ -54,9 +54,7 @@ pub(super) fn handle_response(
     match kind {
         RequestKind::Fetch => {
             shared.metrics.fetch_done(sent_at.elapsed());
-            let mut body = body;
-            let response = ShareFetchResponse::decode(&mut body, 1)
-                .map_err(|e| EngineError::protocol(format!("decoding ShareFetch response: {e}")))?;
+            let response = decode_share_fetch_response(body)?;
             handle_fetch(
                 shared,
                 me,

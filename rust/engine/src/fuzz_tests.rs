@@ -1,0 +1,659 @@
+//! Property-based fuzzing (proptest) of everything that parses bytes from the network: the
+//! framing layer, the ShareFetch / ShareAcknowledge / ShareGroupHeartbeat response decoders
+//! and the record-batch decoder (with all four codecs). Inputs are arbitrary bytes and
+//! mutations of valid encodings (with the batch CRC recomputed, so that mutations reach the
+//! decompression and record parsing behind it). Every input must give a value or an error:
+//! no panic, and no allocation out of proportion to the input. This test binary's global
+//! allocator records the largest single allocation of the current thread, which each case
+//! checks against a bound linear in the input size (a length field alone must never allocate).
+//!
+//! Regression cases found by fuzzing are kept as plain tests at the end.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::messages::share_fetch_response::{
+    AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
+};
+use kafka_protocol::messages::share_group_heartbeat_response as hb;
+use kafka_protocol::messages::{ShareFetchResponse, ShareGroupHeartbeatResponse};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::records::{
+    self as kr, Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
+};
+use proptest::prelude::*;
+
+use crate::connection::{read_frame, split_response, FRAME_PREALLOCATION};
+use crate::protocol::bounded_decode::{
+    decode_share_fetch_response, decode_share_group_heartbeat_response,
+};
+use crate::protocol::share_requests::ShareAcknowledgeResponse;
+use crate::records;
+
+/// Tracks the largest allocation (or reallocation target) made by the current thread since
+/// the last `reset`.
+struct LargestAllocation;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // try_with: the thread-local may already be gone while a thread shuts down.
+    let _ = LARGEST.try_with(|l| {
+        if size > l.get() {
+            l.set(size)
+        }
+    });
+}
+
+unsafe impl GlobalAlloc for LargestAllocation {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        System.realloc(ptr, layout, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+/// Runs `f` and fails if any single allocation in it exceeded `limit` bytes.
+fn with_allocation_limit<T>(what: &str, limit: usize, f: impl FnOnce() -> T) -> T {
+    LARGEST.with(|l| l.set(0));
+    let out = f();
+    let largest = LARGEST.with(|l| l.get());
+    assert!(
+        largest <= limit,
+        "{what}: one allocation of {largest} bytes (limit {limit})"
+    );
+    out
+}
+
+/// Allocation bound for decoding `input_len` bytes: a constant for small structures plus a
+/// generous linear factor (decoded structs are larger than their wire form).
+fn bound(input_len: usize) -> usize {
+    64 * 1024 + 256 * input_len
+}
+
+/// Record batches decompress; the largest legitimate expansion of these codecs is about
+/// 1000× (gzip) for the inputs here, which are small.
+fn decompression_bound(input_len: usize) -> usize {
+    1024 * 1024 + 1100 * input_len
+}
+
+fn record(offset: i64, control: bool, key: &[u8], value: &[u8]) -> Record {
+    let mut headers = IndexMap::new();
+    headers.insert(
+        StrBytes::from_static_str("h"),
+        Some(Bytes::copy_from_slice(value)),
+    );
+    Record {
+        transactional: control,
+        control,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: kr::TimestampType::Creation,
+        offset,
+        sequence: offset as i32,
+        timestamp: 1_000 + offset,
+        key: Some(Bytes::copy_from_slice(key)),
+        value: Some(Bytes::copy_from_slice(value)),
+        headers,
+        delete_horizon: false,
+    }
+}
+
+const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
+
+/// Two valid batches (codec per batch) of `n` records each, from offset 0.
+fn valid_batches(codec_a: usize, codec_b: usize, n: i64, control_second: bool) -> BytesMut {
+    let mut buf = BytesMut::new();
+    let first: Vec<Record> = (0..n)
+        .map(|o| record(o, false, b"key", b"value-value-value"))
+        .collect();
+    let second: Vec<Record> = (n..2 * n)
+        .map(|o| record(o, control_second, b"k2", b"v2"))
+        .collect();
+    for (records, codec) in [(first, codec_a), (second, codec_b)] {
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: CODECS[codec % CODECS.len()],
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &opts).unwrap();
+    }
+    buf
+}
+
+/// Recomputes the CRC of every complete batch in `data` (batch boundaries as the length
+/// fields say), so that mutations get past the CRC check.
+fn fix_crcs(data: &mut [u8]) {
+    let mut at = 0;
+    while data.len() >= at + 61 {
+        let len = i32::from_be_bytes(data[at + 8..at + 12].try_into().unwrap());
+        let Ok(len) = usize::try_from(len) else {
+            return;
+        };
+        let end = at + 12 + len;
+        if len < 49 || end > data.len() {
+            return;
+        }
+        let crc = crc32c::crc32c(&data[at + 21..end]);
+        data[at + 17..at + 21].copy_from_slice(&crc.to_be_bytes());
+        at = end;
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    /// Overwrite one byte.
+    Set(usize, u8),
+    /// Flip bits of one byte.
+    Xor(usize, u8),
+    /// Write a big-endian i32 (length fields, counts).
+    SetI32(usize, i32),
+    /// Write a big-endian i64 (offsets, timestamps).
+    SetI64(usize, i64),
+    /// Write an unsigned varint (compact lengths, snappy headers).
+    SetVarint(usize, u32),
+    /// Write a zig-zag varlong (record fields: lengths, offset and timestamp deltas).
+    SetVarlong(usize, i64),
+    /// Cut the input.
+    Truncate(usize),
+    /// Insert bytes.
+    Insert(usize, Vec<u8>),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let interesting_i32 = prop_oneof![
+        Just(i32::MAX),
+        Just(i32::MIN),
+        Just(-1),
+        Just(0),
+        Just(1 << 30),
+        any::<i32>()
+    ];
+    let interesting_u32 = prop_oneof![
+        Just(u32::MAX),
+        Just(1u32 << 31),
+        Just(0),
+        Just(1),
+        any::<u32>()
+    ];
+    let interesting_i64 = prop_oneof![
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(-1i64),
+        Just(i64::from(i32::MAX)),
+        any::<i64>()
+    ];
+    prop_oneof![
+        (any::<usize>(), interesting_i64.clone()).prop_map(|(i, v)| Mutation::SetI64(i, v)),
+        (any::<usize>(), interesting_i64).prop_map(|(i, v)| Mutation::SetVarlong(i, v)),
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Set(i, b)),
+        (any::<usize>(), 1..=255u8).prop_map(|(i, b)| Mutation::Xor(i, b)),
+        (any::<usize>(), interesting_i32).prop_map(|(i, v)| Mutation::SetI32(i, v)),
+        (any::<usize>(), interesting_u32).prop_map(|(i, v)| Mutation::SetVarint(i, v)),
+        any::<usize>().prop_map(Mutation::Truncate),
+        (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..8))
+            .prop_map(|(i, b)| Mutation::Insert(i, b)),
+    ]
+}
+
+/// Writes `bytes` at `at`, as far as `data` reaches.
+fn overwrite(data: &mut [u8], at: usize, bytes: &[u8]) {
+    for (slot, b) in data.iter_mut().skip(at).zip(bytes) {
+        *slot = *b;
+    }
+}
+
+fn apply(data: &mut Vec<u8>, mutations: &[Mutation]) {
+    for m in mutations {
+        if data.is_empty() {
+            return;
+        }
+        let len = data.len();
+        let at = |i: usize| i % len;
+        match m {
+            Mutation::Set(i, b) => data[at(*i)] = *b,
+            Mutation::Xor(i, b) => data[at(*i)] ^= *b,
+            Mutation::SetI32(i, v) => overwrite(data, at(*i), &v.to_be_bytes()),
+            Mutation::SetI64(i, v) => overwrite(data, at(*i), &v.to_be_bytes()),
+            Mutation::SetVarint(i, v) => {
+                let mut raw = BytesMut::new();
+                crate::protocol::wire::put_unsigned_varint(&mut raw, *v);
+                overwrite(data, at(*i), &raw)
+            }
+            Mutation::SetVarlong(i, v) => {
+                let mut zigzag = ((v << 1) ^ (v >> 63)) as u64;
+                let mut raw = Vec::new();
+                while zigzag >= 0x80 {
+                    raw.push((zigzag as u8 & 0x7f) | 0x80);
+                    zigzag >>= 7;
+                }
+                raw.push(zigzag as u8);
+                overwrite(data, at(*i), &raw)
+            }
+            Mutation::Truncate(i) => data.truncate(at(*i)),
+            Mutation::Insert(i, bytes) => {
+                let i = at(*i);
+                data.splice(i..i, bytes.iter().copied());
+            }
+        }
+    }
+}
+
+fn acquired(first: i64, last: i64, count: i16) -> AcquiredRecords {
+    AcquiredRecords::default()
+        .with_first_offset(first)
+        .with_last_offset(last)
+        .with_delivery_count(count)
+}
+
+/// A ShareFetch response whose partition carries real record batches.
+fn fetch_response_with(records: Bytes, ranges: Vec<AcquiredRecords>) -> Vec<u8> {
+    let response = ShareFetchResponse::default()
+        .with_acquisition_lock_timeout_ms(30_000)
+        .with_responses(vec![ShareFetchableTopicResponse::default()
+            .with_topic_id(uuid::Uuid::from_u128(1))
+            .with_partitions(vec![PartitionData::default()
+                .with_partition_index(0)
+                .with_current_leader(LeaderIdAndEpoch::default().with_leader_id(1))
+                .with_records(Some(records))
+                .with_acquired_records(ranges)])]);
+    let mut wire = BytesMut::new();
+    response.encode(&mut wire, 1).unwrap();
+    wire.to_vec()
+}
+
+/// Decodes a ShareFetch response and runs record extraction on every partition, as the
+/// fetcher does.
+fn decode_fetch_fully(input: Vec<u8>) {
+    let limit = decompression_bound(input.len());
+    with_allocation_limit("ShareFetch response", limit, || {
+        let Ok(response) = decode_share_fetch_response(Bytes::from(input)) else {
+            return;
+        };
+        let topic: Arc<str> = Arc::from("t");
+        for t in response.responses {
+            for p in t.partitions {
+                let _ =
+                    records::extract(&topic, p.partition_index, p.records, &p.acquired_records, 0);
+            }
+        }
+    });
+}
+
+fn acquired_ranges() -> impl Strategy<Value = Vec<AcquiredRecords>> {
+    let offset = prop_oneof![
+        -2i64..40,
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(i64::MAX - 1)
+    ];
+    proptest::collection::vec(
+        (offset.clone(), offset, any::<i16>()).prop_map(|(a, b, c)| acquired(a, b, c)),
+        0..4,
+    )
+}
+
+fn heartbeat_response() -> Vec<u8> {
+    let response = ShareGroupHeartbeatResponse::default()
+        .with_member_id(Some(StrBytes::from_static_str("member-1")))
+        .with_member_epoch(3)
+        .with_heartbeat_interval_ms(5_000)
+        .with_assignment(Some(hb::Assignment::default().with_topic_partitions(vec![
+            hb::TopicPartitions::default()
+                .with_topic_id(uuid::Uuid::from_u128(9))
+                .with_partitions(vec![0, 1, 2]),
+        ])));
+    let mut wire = BytesMut::new();
+    response.encode(&mut wire, 1).unwrap();
+    wire.to_vec()
+}
+
+fn acknowledge_response(version: i16) -> Vec<u8> {
+    use kafka_protocol::messages::share_acknowledge_response as kar;
+    let response = kar::ShareAcknowledgeResponse::default()
+        .with_responses(vec![kar::ShareAcknowledgeTopicResponse::default()
+            .with_topic_id(uuid::Uuid::from_u128(4))
+            .with_partitions(vec![kar::PartitionData::default()
+                .with_partition_index(1)
+                .with_error_code(121)
+                .with_error_message(Some(StrBytes::from_static_str("state")))])])
+        .with_node_endpoints(vec![kar::NodeEndpoint::default()
+            .with_node_id(1.into())
+            .with_host(StrBytes::from_static_str("h"))
+            .with_port(9092)]);
+    let mut v1 = BytesMut::new();
+    response.encode(&mut v1, 1).unwrap();
+    if version == 1 {
+        return v1.to_vec();
+    }
+    // v2: AcquisitionLockTimeoutMs after ErrorMessage (4 + 2 + 1 bytes in).
+    let mut v2 = v1[..7].to_vec();
+    v2.put_i32(15_000);
+    v2.extend_from_slice(&v1[7..]);
+    v2
+}
+
+/// Reads frames from `stream` until it ends or fails, splitting each as a response with
+/// header v1; returns the number of frames read.
+fn read_all_frames(stream: &[u8]) -> usize {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut reader = stream;
+        let mut frames = 0;
+        while let Ok(Some(frame)) = read_frame(&mut reader).await {
+            frames += 1;
+            let _ = split_response(frame, 1);
+        }
+        frames
+    })
+}
+
+proptest! {
+    // PROPTEST_CASES=N runs a longer campaign.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn share_fetch_response_arbitrary_bytes(input in proptest::collection::vec(any::<u8>(), 0..600)) {
+        decode_fetch_fully(input);
+    }
+
+    #[test]
+    fn share_fetch_response_mutated(
+        codec_a in 0usize..5,
+        codec_b in 0usize..5,
+        n in 1i64..6,
+        control in any::<bool>(),
+        ranges in acquired_ranges(),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+        crc in any::<bool>(),
+    ) {
+        let mut batches = valid_batches(codec_a, codec_b, n, control).to_vec();
+        apply(&mut batches, &mutations);
+        if crc {
+            fix_crcs(&mut batches);
+        }
+        decode_fetch_fully(fetch_response_with(Bytes::from(batches), ranges.clone()));
+        // Mutate the response framing around intact batches as well.
+        let mut wire = fetch_response_with(valid_batches(codec_a, codec_b, n, control).freeze(), ranges);
+        apply(&mut wire, &mutations);
+        decode_fetch_fully(wire);
+    }
+
+    #[test]
+    fn record_batches_arbitrary_bytes(
+        input in proptest::collection::vec(any::<u8>(), 0..400),
+        ranges in acquired_ranges(),
+    ) {
+        let limit = decompression_bound(input.len());
+        with_allocation_limit("record batches", limit, || {
+            let _ = records::extract(&Arc::from("t"), 0, Some(Bytes::from(input)), &ranges, 0);
+        });
+    }
+
+    #[test]
+    fn heartbeat_response_arbitrary_and_mutated(
+        input in proptest::collection::vec(any::<u8>(), 0..200),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        with_allocation_limit("heartbeat response", bound(input.len()), || {
+            let _ = decode_share_group_heartbeat_response(Bytes::from(input));
+        });
+        let mut wire = heartbeat_response();
+        apply(&mut wire, &mutations);
+        let limit = bound(wire.len());
+        with_allocation_limit("mutated heartbeat response", limit, || {
+            let _ = decode_share_group_heartbeat_response(Bytes::from(wire));
+        });
+    }
+
+    #[test]
+    fn acknowledge_response_arbitrary_and_mutated(
+        input in proptest::collection::vec(any::<u8>(), 0..200),
+        version in 1i16..=2,
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        with_allocation_limit("ShareAcknowledge response", bound(input.len()), || {
+            let _ = ShareAcknowledgeResponse::decode(Bytes::from(input), version);
+        });
+        let mut wire = acknowledge_response(version);
+        apply(&mut wire, &mutations);
+        let limit = bound(wire.len());
+        with_allocation_limit("mutated ShareAcknowledge response", limit, || {
+            let _ = ShareAcknowledgeResponse::decode(Bytes::from(wire), version);
+        });
+    }
+
+    #[test]
+    fn framing_arbitrary_streams(
+        frames in proptest::collection::vec(
+            (prop_oneof![Just(None), Just(Some(i32::MAX)), Just(Some(-1)), Just(Some(3)),
+                         (4i32..64).prop_map(Some)],
+             proptest::collection::vec(any::<u8>(), 0..64)),
+            0..6),
+    ) {
+        // Each piece: an optional length prefix (honest when None) and some bytes.
+        let mut stream = Vec::new();
+        for (length, body) in &frames {
+            stream.put_i32(length.unwrap_or(body.len() as i32));
+            stream.extend_from_slice(body);
+        }
+        // A frame's reservation before its data arrives is capped at FRAME_PREALLOCATION
+        // (whatever its length field says); the tokio runtime allocates a few hundred KiB.
+        let limit = FRAME_PREALLOCATION.max(2 * 1024 * 1024) + bound(stream.len());
+        with_allocation_limit("framing", limit, || read_all_frames(&stream));
+    }
+}
+
+proptest! {
+    // Acks come from the caller (any i64 bounds through JNI) and from the engine for ranges
+    // the broker sent.
+    #[test]
+    fn ack_queue_takes_any_ranges(
+        acks in proptest::collection::vec(
+            (prop_oneof![any::<i64>(), Just(i64::MAX), Just(i64::MIN), 0i64..20],
+             prop_oneof![any::<i64>(), Just(i64::MAX), Just(i64::MIN), 0i64..20],
+             0i8..=4),
+            0..12),
+    ) {
+        let mut queue = crate::acks::AckQueue::default();
+        for (first, last, code) in acks {
+            queue.push(
+                (uuid::Uuid::nil(), 0),
+                crate::acks::PendingAck::from_caller(first, last, code, None),
+                false,
+            );
+        }
+        let (wire, in_flight) = queue.take();
+        let _ = in_flight.record_counts();
+        let _ = in_flight.caller_settled();
+        let request = crate::protocol::share_requests::ShareFetchRequest {
+            topics: wire,
+            ..Default::default()
+        };
+        let _ = request.encode(2);
+    }
+}
+
+/// One uncompressed batch of two records with its header fields patched, CRC fixed.
+fn patched_batch(base_offset: i64, last_offset_delta: i32, base_timestamp: i64) -> Bytes {
+    let mut data = valid_batches(0, 0, 2, false);
+    let first_len = crate::record_batch::complete_batch_len(&data).unwrap();
+    data.truncate(first_len);
+    data[0..8].copy_from_slice(&base_offset.to_be_bytes());
+    data[23..27].copy_from_slice(&last_offset_delta.to_be_bytes());
+    data[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
+    fix_crcs(&mut data);
+    data.freeze()
+}
+
+#[cfg(test)]
+mod regressions {
+    use super::*;
+
+    /// Found by `share_fetch_response_mutated`: base offset + last offset delta overflowed
+    /// (a panic in debug builds, a wrapped offset in release builds).
+    #[test]
+    fn batch_offsets_near_i64_max() {
+        let t: Arc<str> = Arc::from("t");
+        let e = records::extract(
+            &t,
+            0,
+            Some(patched_batch(i64::MAX - 1, 5, 0)),
+            &[acquired(0, 10, 1)],
+            0,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
+        // The header is fine (last offset delta patched to 0), a record's offset delta (5)
+        // pushes its offset past i64::MAX.
+        let mut data = BytesMut::new();
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        let records = [record(0, false, b"k", b"v"), record(5, false, b"k", b"v")];
+        RecordBatchEncoder::encode(&mut data, &records, &opts).unwrap();
+        data[0..8].copy_from_slice(&(i64::MAX - 1).to_be_bytes());
+        data[23..27].copy_from_slice(&0i32.to_be_bytes());
+        fix_crcs(&mut data);
+        let e = records::extract(
+            &t,
+            0,
+            Some(data.freeze()),
+            &[acquired(0, i64::MAX - 1, 1)],
+            0,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("offset out of range"), "{e}");
+        // Timestamp base + delta overflowing.
+        let e = records::extract(
+            &t,
+            0,
+            Some(patched_batch(0, 1, i64::MAX)),
+            &[acquired(0, 1, 1)],
+            0,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("timestamp"), "{e}");
+    }
+
+    /// Acquired ranges a broker never sends are refused before any offset arithmetic.
+    #[test]
+    fn invalid_acquired_ranges() {
+        let t: Arc<str> = Arc::from("t");
+        for (first, last) in [(5, 4), (-1, 3), (0, i64::MAX), (i64::MIN, 0)] {
+            let data = patched_batch(0, 1, 0);
+            assert!(
+                records::extract(&t, 0, Some(data), &[acquired(first, last, 1)], 0).is_err(),
+                "[{first}, {last}] accepted"
+            );
+        }
+    }
+
+    /// A caller range [i64::MIN, i64::MAX] overflowed the metrics' record count.
+    #[test]
+    fn whole_i64_ack_range() {
+        let mut queue = crate::acks::AckQueue::default();
+        queue.push(
+            (uuid::Uuid::nil(), 0),
+            crate::acks::PendingAck::from_caller(i64::MIN, i64::MAX, 1, None),
+            false,
+        );
+        queue.push(
+            (uuid::Uuid::nil(), 1),
+            crate::acks::PendingAck::from_caller(i64::MAX, i64::MAX, 1, None),
+            false,
+        );
+        let (_, in_flight) = queue.take();
+        assert_eq!(in_flight.record_counts()[1], u64::MAX);
+    }
+
+    /// kafka-protocol's decoder aborted the process on this: 2^31 topics in 16 bytes.
+    #[test]
+    fn share_fetch_response_with_a_2_pow_31_array() {
+        let mut body = vec![0u8; 11];
+        body.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x08]);
+        with_allocation_limit("2^31 topics", bound(body.len()), || {
+            assert!(decode_share_fetch_response(Bytes::from(body)).is_err())
+        });
+    }
+
+    /// A frame header claiming i32::MAX bytes followed by nothing must not reserve 2 GiB.
+    #[test]
+    fn frame_length_i32_max_reserves_little() {
+        let mut stream = Vec::new();
+        stream.put_i32(i32::MAX);
+        stream.extend_from_slice(b"abcd");
+        let frames = with_allocation_limit("frame of i32::MAX", 2 * 1024 * 1024, || {
+            read_all_frames(&stream)
+        });
+        assert_eq!(frames, 0);
+        // Just under the accepted maximum: refused lengths aside, the reservation is capped.
+        let mut stream = Vec::new();
+        stream.put_i32(500 * 1024 * 1024);
+        stream.extend_from_slice(b"abcd");
+        with_allocation_limit(
+            "frame of 500 MiB",
+            FRAME_PREALLOCATION + 1024 * 1024,
+            || read_all_frames(&stream),
+        );
+    }
+
+    /// A raw snappy block whose header declares 4 GiB: the codec would zero-fill that much.
+    #[test]
+    fn snappy_block_declaring_4_gib() {
+        let mut data = valid_batches(2, 2, 2, false).to_vec();
+        let first_len = crate::record_batch::complete_batch_len(&data).unwrap();
+        data.truncate(first_len);
+        // Replace the compressed body (after the 61-byte header) with a raw snappy block
+        // that declares u32::MAX bytes, fix the batch length and CRC.
+        data.truncate(61);
+        let mut block = BytesMut::new();
+        crate::protocol::wire::put_unsigned_varint(&mut block, u32::MAX);
+        block.put_slice(&[0u8; 8]);
+        data.extend_from_slice(&block);
+        let len = (data.len() - 12) as i32;
+        data[8..12].copy_from_slice(&len.to_be_bytes());
+        fix_crcs(&mut data);
+        let out = with_allocation_limit("snappy 4 GiB", decompression_bound(data.len()), || {
+            records::extract(
+                &Arc::from("t"),
+                0,
+                Some(Bytes::from(data)),
+                &[acquired(0, 1, 1)],
+                0,
+            )
+        });
+        let e = out.unwrap_err().to_string();
+        assert!(e.contains("declares"), "{e}");
+    }
+}
