@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 from harness.cluster import Cluster, Rest
@@ -19,6 +18,7 @@ from helpers import (FILE_SINK, STRING_CONVERTER, Progress, Sampler, connector_t
                      share_config, start_connector, uniq, wait_for)
 
 MAX_GAP_S = 5.0
+N_SCALE = 60_000
 
 
 def _cfg(cluster, name, out, tasks):
@@ -67,53 +67,47 @@ def test_pause_stops_writes_and_resume_continues(cluster: Cluster, worker: Rest)
 
 
 def test_tasks_max_change_leaves_no_gap(cluster: Cluster, worker: Rest):
+    """A backlog is produced first, so records are waiting during the whole change: any
+    interval without a new line is a gap of the sink's output, not a lack of input."""
     name = uniq("scale-")
     out = cluster.state_dir / f"{name}.out"
     cluster.create_topic(name, partitions=3)
-    values = [f"{name}-v{i:06d}" for i in range(24_000)]
-    chunks = [values[i:i + 1000] for i in range(0, len(values), 1000)]
-    produced = [0]
-
-    def producer():
-        for ch in chunks:
-            produce_values(cluster, name, ch)
-            produced[0] += len(ch)
-            time.sleep(0.5)
-
+    values = [f"{name}-v{i:06d}" for i in range(N_SCALE)]
+    produce_values(cluster, name, values)
     try:
         start_connector(worker, name, _cfg(cluster, name, out, 3), tasks=3)
-        sampler = Sampler(lambda: (produced[0], file_line_count(out)), interval=0.25)
+        sampler = Sampler(lambda: file_line_count(out), interval=0.2)
         sampler.start()
-        th = threading.Thread(target=producer, daemon=True)
-        th.start()
-        wait_for("a third of the records produced", lambda: produced[0] >= len(values) // 3,
-                 timeout=300)
-        t_change = sampler.samples[-1][0] if sampler.samples else 0
+        wait_for("a sixth of the lines", lambda: file_line_count(out) >= N_SCALE // 6,
+                 timeout=300, on_timeout=lambda: connector_trace(worker, name))
+        t_change = time.monotonic() - sampler.t0
+        lines_at_change = file_line_count(out)
         worker.put_connector(name, _cfg(cluster, name, out, 6))
         worker.wait_connector_running(name, tasks=6, timeout=120)
-        th.join(timeout=600)
+        six_running_s = time.monotonic() - sampler.t0 - t_change
+        lines_at_six = file_line_count(out)
         Progress("all lines", lambda: file_line_count(out)).wait(
-            len(values), stall=90, on_timeout=lambda: connector_trace(worker, name))
-        samples = sampler.stop()
-        # longest time without a new line while produced > written
-        gap, gap_start, longest, longest_at = None, None, 0.0, None
-        last_lines = -1
+            N_SCALE, stall=90, on_timeout=lambda: connector_trace(worker, name))
+        samples = [(t, v) for t, v in sampler.stop() if isinstance(v, int)]
+        # longest time without a new line while the backlog was not done, from the change on
+        longest, longest_at, last_t, last_v = 0.0, None, None, None
         for t, v in samples:
-            if not isinstance(v, tuple):
+            if t < t_change or (last_v is not None and last_v >= N_SCALE):
+                last_t, last_v = t, v
                 continue
-            p, lines = v
-            if lines != last_lines or lines >= p:
-                if gap_start is not None and t - gap_start > longest:
-                    longest, longest_at = t - gap_start, gap_start
-                gap_start = None if lines >= p else t
-                last_lines = lines
-            elif gap_start is None:
-                gap_start = t
+            if v != last_v:
+                if last_t is not None and t - last_t > longest and last_v is not None and last_v < N_SCALE:
+                    longest, longest_at = t - last_t, last_t
+                last_t, last_v = t, v
+        # the run may end inside a gap only if it reached N; otherwise Progress failed above
         got = file_lines(out)
         figs = count_figures(values, got)
         record_figures("6b-tasks-max-change", **figs, tasks_before=3, tasks_after=6,
+                       lines_at_change=lines_at_change, lines_when_6_running=lines_at_six,
+                       seconds_change_to_6_running=round(six_running_s, 2),
                        longest_output_gap_s=round(longest, 2),
                        gap_started_s_after_change=None if longest_at is None else round(longest_at - t_change, 2))
+        assert lines_at_six < N_SCALE, "the backlog was gone before the change took effect; nothing measured"
         assert figs["lost"] == 0 and figs["unexpected"] == 0, figs
         assert figs["duplicated"] == 0, f"{figs['duplicated']} duplicates after a tasks.max change"
         assert longest < MAX_GAP_S, (f"the output stopped for {longest:.1f}s while records were "
