@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 
-from harness.cluster import Cluster, Rest
+from harness.cluster import Cluster, Rest, RestError
 
 SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -409,5 +409,54 @@ def test_dead_letters_and_worker_converter_defaults(cluster: Cluster, worker: Re
         configs = cluster.describe_configs("groups", f"connect-share-{name}")
         assert configs.get("errors.deadletterqueue.topic.name", "") == (
             dlq if mode == "broker" else ""), configs
+    finally:
+        worker.delete_connector(name)
+
+
+@pytest.mark.parametrize("password_ok", [True, False])
+def test_sasl_ssl_settings_on_the_connector(cluster: Cluster, worker: Rest, password_ok: bool):
+    """share.consumer.* carries SASL_SSL settings (SCRAM-SHA-512, PKCS12 truststore) to the admin
+    client and the native engine. A wrong password is a validation error on
+    share.consumer.sasl.jaas.config, so the worker rejects the config; the worker stays up."""
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"wiring-sasl-{suffix}"
+    name = f"wiring-sasl-{suffix}"
+    out_file = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(topic, partitions=3)
+    values = [f"sasl-{i:03d}" for i in range(100)]
+    cluster.produce(topic, values, keys=[f"k{i}" for i in range(100)])
+    client = cluster.sasl_ssl_client_config()
+    if not password_ok:
+        client["sasl.jaas.config"] = client["sasl.jaas.config"].replace(
+            'password="', 'password="wrong-')
+    config = {
+        "connector.class": SHARE_SINK,
+        "share.sink.connector.class": FILE_SINK,
+        "topics": topic,
+        "tasks.max": 2,
+        "file": str(out_file),
+        "key.converter": STRING,
+        "value.converter": STRING,
+    }
+    config.update({f"share.consumer.{k}": v for k, v in client.items()})
+    errors = Rest.validation_errors(worker.validate("ShareSinkConnector", dict(config, name=name)))
+    if not password_ok:
+        # The cluster refuses the credentials during validation: an error on the JAAS key, and
+        # the worker rejects the config before any task starts.
+        assert "share.consumer.sasl.jaas.config" in errors, errors
+        message = errors["share.consumer.sasl.jaas.config"][0]
+        assert "uthentication" in message, message
+        print(f"\nwrong password, validate: {message[:200]}")
+        with pytest.raises(RestError) as rejected:
+            worker.put_connector(name, config)
+        assert rejected.value.status == 400, rejected.value
+        assert worker.get("/")["version"]
+        return
+    assert errors == {}, errors
+    worker.put_connector(name, config)
+    try:
+        worker.wait_connector_running(name, tasks=2, timeout=120)
+        _wait_for("records over SASL_SSL",
+                  lambda: set(_connector_lines(out_file)) >= set(values), timeout=60)
     finally:
         worker.delete_connector(name)

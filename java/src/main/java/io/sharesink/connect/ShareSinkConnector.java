@@ -18,7 +18,10 @@ import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.source.SourceConnector;
 import org.slf4j.Logger;
@@ -183,6 +186,21 @@ public class ShareSinkConnector extends SourceConnector {
         ShareGroupAdmin.create(clientSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
       facts = admin.facts(groupId);
     } catch (RuntimeException e) {
+      Throwable auth = authenticationFailure(e);
+      if (auth != null) {
+        // The cluster answered and refused us: that is a configuration error, not an outage.
+        String key =
+            auth instanceof SaslAuthenticationException
+                ? ShareSinkConfig.SASL_JAAS_CONFIG
+                : ShareSinkConfig.SECURITY_PROTOCOL_CONFIG;
+        value(values, key)
+            .addErrorMessage(
+                "the cluster at "
+                    + clientSettings.get("bootstrap.servers")
+                    + " refused these settings: "
+                    + auth.getMessage());
+        return;
+      }
       log.info(
           "Validation could not read the share group settings from the cluster ({}); checking"
               + " against Kafka's defaults",
@@ -192,6 +210,15 @@ public class ShareSinkConnector extends SourceConnector {
         .groupSettings()
         .problems(facts)
         .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+  }
+
+  private static Throwable authenticationFailure(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof AuthenticationException) {
+        return t;
+      }
+    }
+    return null;
   }
 
   private static ConfigValue value(Map<String, ConfigValue> values, String name) {
@@ -230,7 +257,14 @@ public class ShareSinkConnector extends SourceConnector {
       dlqMode = setup.dlqMode();
     } catch (RuntimeException e) {
       admin.close();
-      throw e;
+      throw new ConnectException(
+          "sharesink could not prepare share group "
+              + groupId
+              + " on "
+              + clientSettings.get("bootstrap.servers")
+              + ": "
+              + e.getMessage(),
+          e);
     }
     // The admin client stays open for the lag gauges.
     lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
