@@ -995,7 +995,7 @@ async fn hold(
     let mut held = Vec::new();
     while held.len() < want && Instant::now() < deadline {
         if let Some(b) = c.poll(Duration::from_millis(300)).await.expect("poll") {
-            held.extend(b.into_iter());
+            held.extend(b);
         }
     }
     held
@@ -1094,14 +1094,29 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
 
     c.pause_heartbeats_for_tests(true);
     let paused_at = Instant::now();
-    // Keep polling (and accepting) while paused: whatever the session still delivers must be
-    // acknowledged, and the test sees what the broker does to a fenced member's session.
-    let mut during_pause = 0;
+    // Keep polling (and accepting) while paused, and produce once the member is fenced: the
+    // test shows whether the broker still serves a fenced member's share sessions.
+    let mut during_pause = BTreeSet::new();
+    let mut produced_while_fenced = false;
     let mut poll_errors = Vec::new();
     while paused_at.elapsed() < Duration::from_secs(52) {
+        if !produced_while_fenced && paused_at.elapsed() > Duration::from_secs(47) {
+            for p in 0..2 {
+                admin
+                    .produce(
+                        &f.topic,
+                        p,
+                        &values(&format!("fenced-{p}"), 5),
+                        Compression::None,
+                    )
+                    .await
+                    .unwrap();
+            }
+            produced_while_fenced = true;
+        }
         match c.poll(Duration::from_millis(500)).await {
             Ok(Some(b)) => {
-                during_pause += b.len();
+                during_pause.extend(b.records().iter().map(|r| (r.partition, r.offset)));
                 c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
             }
             Ok(None) => {}
@@ -1119,10 +1134,11 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     println!(
-        "rejoins {} after {:?} ({} records during the pause)",
+        "rejoins {} after {:?}; {} of the 10 records produced while fenced were delivered \
+         before the rejoin",
         c.metrics().rejoins,
         resumed_at.elapsed(),
-        during_pause
+        during_pause.len()
     );
     assert!(
         c.metrics().rejoins >= 1,
@@ -1141,7 +1157,13 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
             .await
             .unwrap();
     }
-    let second = consume(&c, 20, AckKind::Accept, Duration::from_secs(60)).await;
+    let second = consume(
+        &c,
+        30 - during_pause.len(),
+        AckKind::Accept,
+        Duration::from_secs(60),
+    )
+    .await;
     println!(
         "after the rejoin: {} records in {:?}; assignment {:?}; metrics {:?}",
         second.len(),
@@ -1149,10 +1171,14 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
         c.assignment(),
         c.metrics()
     );
+    assert!(
+        second.keys().all(|k| !during_pause.contains(k)),
+        "a record accepted while fenced came again"
+    );
     assert_eq!(
-        second.len(),
-        20,
-        "records produced after the rejoin not consumed"
+        second.len() + during_pause.len(),
+        30,
+        "records produced while fenced and after the rejoin not all consumed"
     );
     assert!(second.keys().all(|(_, offset)| *offset >= 10));
     assert_eq!(c.assignment().len(), 2);
