@@ -25,10 +25,14 @@ if ! ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1; then
   mvn -B -q -DskipTests package
 fi
 ARCHIVE="${SHARESINK_PLUGIN_ARCHIVE:-$(ls -t java/target/sharesink-*-plugin.zip | head -1)}"
+# a private copy: a rebuild by someone else during the run must not change what the worker loads
+cp "$ARCHIVE" "$OUT/sharesink-plugin.zip"
+ARCHIVE="$OUT/sharesink-plugin.zip"
 export SHARESINK_PLUGIN_ARCHIVE="$ARCHIVE"
 
 log "resolving the Kafka 4.4.0 jars and the connector plugins (harness cache)"
-KAFKA_LIB="$(python3 tests/harness/cluster.py resolve | head -1)"
+RESOLVED="$(python3 tests/harness/cluster.py resolve)"
+KAFKA_LIB="${RESOLVED%%$'\n'*}"
 
 # The JNI bench: the JNI engineer's NativeEngineBench (java/src/test), compiled here against the
 # plugin jar (which carries the native library) and the Kafka jars, into target/bench/jni.

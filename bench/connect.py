@@ -1,0 +1,421 @@
+"""Part 3: Connect end to end, sharesink vs the classic sink runtime, same legacy sink, same data.
+
+One Connect worker (distributed mode) with the sharesink plugin, the Debezium JDBC sink and
+Kafka's FileStream sink in their own plugin directories; PostgreSQL from the harness. Each run
+is a fresh connector (fresh consumer group / share group) reading the same topic from the start.
+
+Slow sink (a, b, c): Debezium's JDBC sink (io.debezium.connector.jdbc.JdbcSinkConnector,
+unmodified) into PostgreSQL, one record per put (max.poll.records=1 for both runtimes), and a
+PostgreSQL BEFORE INSERT trigger that runs pg_sleep(0.02) for every row: each put takes ~20 ms
+plus the sink's own work. The table has a column `written_at timestamptz DEFAULT
+clock_timestamp()`, so every row carries the time its INSERT ran: rates and gaps come from
+these timestamps, not from polling.
+(b) stall: the trigger also makes exactly one INSERT sleep STALL seconds once the bench arms it
+(a flag row plus a sequence: the first INSERT after arming gets 1 and sleeps; no lock is held
+that others would wait on); the task running that put is stalled, the others are not.
+(c) tasks.max is changed through the REST API (PUT config) during the run.
+Fast sink (d): Kafka's FileStream sink writing fixed-width values to a file; rate from the file
+size sampled every 50 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
+JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+ROW_SLEEP = 0.02
+SCHEMA = json.dumps({"type": "struct", "optional": False, "name": "bench.Row", "fields": [
+    {"field": "id", "type": "int64", "optional": False},
+    {"field": "payload", "type": "string", "optional": True}]}, separators=(",", ":"))
+
+
+def _value(i: int) -> str:
+    return '{"schema":' + SCHEMA + ',"payload":{"id":' + str(i) + ',"payload":"row-' + \
+        f"{i:08d}" + '"}}'
+
+
+class Connect:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.c = ctx.cluster
+        self.rest = None
+        self.pg: Dict[str, Any] = {}
+        q = ctx.quick
+        # durations (s) and sizes
+        self.run_a = 20 if q else 60            # (a) measured run length after the first row
+        self.warm_b = 10 if q else 20           # (b) steady time before the stall is armed
+        self.stall = 12 if q else 20            # (b) stall length (< the 30 s record lock)
+        self.warm_c = 8 if q else 20            # (c) time before tasks.max changes
+        self.after_c = 12 if q else 30          # (c) time after the change
+        self.n_slow = 20_000 if q else 60_000   # backlog: more than any run consumes
+        self.n_fast = 200_000 if q else 2_000_000
+        self.share_tasks = 12
+        self.counter = 0
+
+    # ---- set-up
+
+    def setup(self) -> None:
+        ctx = self.ctx
+        ctx.say("connect: starting PostgreSQL and a Connect worker (sharesink plugin "
+                f"{ctx.plugin_archive})")
+        self.pg = self.c.start_postgres()
+        self.c.start_worker(0, plugin_archive=ctx.plugin_archive)
+        self.rest = self.c.rest(0)
+        self.pg_version = self.sql("SHOW server_version").strip()
+        ctx.say(f"connect: worker {self.c.worker_url(0)}, PostgreSQL {self.pg_version}")
+        ctx.say(f"connect: producing {self.n_slow:,} JSON records to bench_slow and "
+                f"{self.n_fast:,} fixed-width records to bench_fast (3 partitions each)")
+        self.c.create_topic("bench_slow", partitions=3)
+        chunk = 50_000
+        for s in range(0, self.n_slow, chunk):
+            ids = range(s, min(self.n_slow, s + chunk))
+            self.c.produce("bench_slow", [_value(i) for i in ids], keys=[str(i) for i in ids],
+                           timeout=1800)
+        self.c.create_topic("bench_fast", partitions=3)
+        self.fast_width = 10
+        chunk = 500_000
+        for s in range(0, self.n_fast, chunk):
+            self.c.produce("bench_fast", [f"v{i:09d}" for i in range(s, min(self.n_fast, s + chunk))],
+                           timeout=1800)
+
+    # ---- PostgreSQL
+
+    def sql(self, s: str) -> str:
+        return self.c.psql(s, db=self.pg["db"])
+
+    def make_table(self, name: str) -> None:
+        self.sql(f"""
+DROP TABLE IF EXISTS {name};
+CREATE TABLE {name} (id bigint NOT NULL, payload text,
+                     written_at timestamptz NOT NULL DEFAULT clock_timestamp());
+ALTER TABLE {name} OWNER TO {self.pg['user']};
+CREATE TABLE {name}_ctl (armed boolean NOT NULL);
+INSERT INTO {name}_ctl VALUES (false);
+CREATE SEQUENCE {name}_stall_seq;
+GRANT ALL ON {name}_ctl, {name}_stall_seq TO {self.pg['user']};
+CREATE FUNCTION {name}_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT armed FROM {name}_ctl) AND nextval('{name}_stall_seq') = 1 THEN
+    PERFORM pg_sleep(TG_ARGV[1]::float8);
+  END IF;
+  PERFORM pg_sleep(TG_ARGV[0]::float8);
+  RETURN NEW;
+END $$;
+""")
+
+    def set_trigger(self, name: str, row_sleep: float, stall: float) -> None:
+        self.sql(f"CREATE TRIGGER {name}_slow BEFORE INSERT ON {name} FOR EACH ROW "
+                 f"EXECUTE FUNCTION {name}_slow('{row_sleep}', '{stall}');")
+
+    def arm_stall(self, name: str) -> float:
+        self.sql(f"SELECT setval('{name}_stall_seq', 1, false); UPDATE {name}_ctl SET armed = true;")
+        return time.time()
+
+    def times(self, name: str) -> List[float]:
+        out = self.sql(f"SELECT extract(epoch FROM written_at) FROM {name} ORDER BY written_at")
+        return [float(x) for x in out.split()]
+
+    def count(self, name: str) -> int:
+        out = self.sql(f"SELECT count(*) FROM {name}").strip()
+        return int(out or 0)
+
+    def first_time(self, name: str) -> Optional[float]:
+        out = self.sql(f"SELECT extract(epoch FROM min(written_at)) FROM {name}").strip()
+        return float(out) if out else None
+
+    # ---- connectors
+
+    def jdbc_config(self, runtime: str, name: str, table: str, tasks: int) -> Dict[str, str]:
+        cfg = {
+            "topics": "bench_slow", "tasks.max": str(tasks),
+            "connection.url": self.pg["jdbc_url"], "connection.username": self.pg["user"],
+            "connection.password": self.pg["password"], "insert.mode": "insert",
+            "primary.key.mode": "none", "schema.evolution": "none", "table.name.format": table,
+            "batch.size": "500",
+            "key.converter": STRING_CONVERTER, "value.converter": JSON_CONVERTER,
+            "value.converter.schemas.enable": "true",
+        }
+        return self._runtime(cfg, runtime, JDBC_SINK, one_per_put=True)
+
+    def file_config(self, runtime: str, name: str, path: Path, tasks: int) -> Dict[str, str]:
+        cfg = {"topics": "bench_fast", "tasks.max": str(tasks), "file": str(path),
+               "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
+        return self._runtime(cfg, runtime, FILE_SINK, one_per_put=False)
+
+    def _runtime(self, cfg: Dict[str, str], runtime: str, sink: str, one_per_put: bool):
+        if runtime == "classic":
+            cfg["connector.class"] = sink
+            if one_per_put:
+                cfg["consumer.override.max.poll.records"] = "1"
+        else:
+            cfg["connector.class"] = SHARE_SINK
+            cfg["share.sink.connector.class"] = sink
+            cfg["share.consumer.bootstrap.servers"] = self.c.bootstrap
+            if one_per_put:
+                cfg["share.consumer.max.poll.records"] = "1"
+                # record_limit: the broker acquires at most max.poll.records per fetch, so one
+                # task never holds a whole log batch while it sleeps through it record by record
+                cfg["share.consumer.share.acquire.mode"] = "record_limit"
+        return cfg
+
+    def start(self, name: str, cfg: Dict[str, str], tasks: int) -> None:
+        self.rest.put_connector(name, cfg)
+        self.rest.wait_connector_running(name, tasks=tasks, timeout=180)
+
+    def stop(self, name: str) -> None:
+        try:
+            self.rest.delete_connector(name)
+        except Exception as e:  # noqa: BLE001
+            self.ctx.say(f"    deleting {name}: {e}")
+        time.sleep(2)
+
+    def fresh(self, tag: str, runtime: str) -> Tuple[str, str]:
+        self.counter += 1
+        name = f"b{tag}_{runtime}_{self.counter}_{int(time.time()) % 100000}"
+        return name, name
+
+    def wait_first_row(self, table: str, timeout: float = 180) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            t = self.first_time(table)
+            if t:
+                return t
+            time.sleep(0.5)
+        raise RuntimeError(f"no row in {table} within {timeout}s")
+
+    def failed(self, name: str) -> Optional[str]:
+        try:
+            st = self.rest.connector_status(name)
+        except Exception:  # noqa: BLE001
+            return None
+        for t in [st.get("connector", {})] + st.get("tasks", []):
+            if t.get("state") == "FAILED":
+                return (t.get("trace") or "FAILED")[:600]
+        return None
+
+    # ---- scenarios
+
+    def slow_rate(self, runtime: str, tasks: int) -> Dict[str, Any]:
+        """(a) rows/s of the slow sink over the second half of a run of run_a seconds."""
+        name, table = self.fresh("a", runtime)
+        self.make_table(table)
+        self.set_trigger(table, ROW_SLEEP, 0)
+        self.start(name, self.jdbc_config(runtime, name, table, tasks), tasks)
+        try:
+            t0 = self.wait_first_row(table)
+            self._sleep_until(t0 + self.run_a, table, name)
+        finally:
+            self.stop(name)
+        ts = self.times(table)
+        lo, hi = t0 + self.run_a / 2, t0 + self.run_a
+        n = sum(1 for t in ts if lo <= t < hi)
+        return {"runtime": runtime, "tasks": tasks, "rows_total": len(ts),
+                "window_s": hi - lo, "rows_in_window": n, "rows_per_s": round(n / (hi - lo), 1),
+                "failed": self.failed(name)}
+
+    def stalled(self, runtime: str, tasks: int) -> Dict[str, Any]:
+        """(b) one task's put blocks for `stall` s: rows/s during the stall vs just before."""
+        name, table = self.fresh("b", runtime)
+        self.make_table(table)
+        self.set_trigger(table, ROW_SLEEP, self.stall)
+        self.start(name, self.jdbc_config(runtime, name, table, tasks), tasks)
+        try:
+            t0 = self.wait_first_row(table)
+            self._sleep_until(t0 + self.warm_b, table, name)
+            t_arm = self.arm_stall(table)
+            self._sleep_until(t_arm + self.stall + 1, table, name)
+        finally:
+            self.stop(name)
+        ts = self.times(table)
+        base_lo, base_hi = t_arm - min(self.warm_b / 2, 8), t_arm
+        st_lo, st_hi = t_arm + 1, t_arm + self.stall - 0.5
+        nb = sum(1 for t in ts if base_lo <= t < base_hi)
+        ns = sum(1 for t in ts if st_lo <= t < st_hi)
+        rb, rs = nb / (base_hi - base_lo), ns / (st_hi - st_lo)
+        return {"runtime": runtime, "tasks": tasks, "stall_s": self.stall,
+                "rows_per_s_before": round(rb, 1), "rows_per_s_during_stall": round(rs, 1),
+                "loss": round(1 - rs / rb, 3) if rb else None, "failed": self.failed(name)}
+
+    def task_change(self, runtime: str, t1: int, t2: int) -> Dict[str, Any]:
+        """(c) tasks.max t1 -> t2 mid-run: the longest interval without a row written."""
+        name, table = self.fresh("c", runtime)
+        self.make_table(table)
+        self.set_trigger(table, ROW_SLEEP, 0)
+        cfg = self.jdbc_config(runtime, name, table, t1)
+        self.start(name, cfg, t1)
+        try:
+            t0 = self.wait_first_row(table)
+            self._sleep_until(t0 + self.warm_c, table, name)
+            cfg = dict(cfg, **{"tasks.max": str(t2)})
+            t_change = time.time()
+            self.rest.put_connector(name, cfg)
+            self._sleep_until(t_change + self.after_c, table, name)
+            states = self.rest.connector_status(name).get("tasks", [])
+        finally:
+            self.stop(name)
+        ts = [t for t in self.times(table) if t >= t_change - 2]
+        before = [t for t in ts if t < t_change]
+        gaps = [(b - a, a) for a, b in zip(ts, ts[1:])]
+        worst = max(gaps) if gaps else (None, None)
+        typical = sorted(g for g, _ in gaps)[len(gaps) // 2] if gaps else None
+        return {"runtime": runtime, "tasks_from": t1, "tasks_to": t2,
+                "gap_ms": round(worst[0] * 1000) if worst[0] is not None else None,
+                "gap_starts_after_change_s": round(worst[1] - t_change, 2) if worst[1] else None,
+                "median_gap_ms": round(typical * 1000, 1) if typical is not None else None,
+                "rows_before_change_2s": len(before),
+                "tasks_running_after": sum(1 for s in states if s.get("state") == "RUNNING"),
+                "failed": self.failed(name)}
+
+    def fast(self, runtime: str, tasks: int) -> Dict[str, Any]:
+        """(d) FileStream sink, tasks <= partitions: records/s from first to last line."""
+        name, _ = self.fresh("d", runtime)
+        path = self.c.state_dir / f"{name}.out"
+        target = self.n_fast * (self.fast_width + 1)
+        cfg = self.file_config(runtime, name, path, tasks)
+        self.rest.put_connector(name, cfg)
+        t_first = t_done = None
+        last_size, last_change = 0, time.monotonic()
+        try:
+            while True:
+                size = path.stat().st_size if path.exists() else 0
+                now = time.monotonic()
+                if size and t_first is None:
+                    t_first = now
+                if size != last_size:
+                    last_size, last_change = size, now
+                if size >= target:
+                    t_done = now
+                    break
+                if now - last_change > 60:
+                    break
+                time.sleep(0.05)
+        finally:
+            self.stop(name)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        if t_first is None or t_done is None:
+            return {"runtime": runtime, "tasks": tasks, "error":
+                    f"only {last_size // (self.fast_width + 1)} of {self.n_fast} lines",
+                    "failed": self.failed(name)}
+        secs = max(t_done - t_first, 0.05)
+        return {"runtime": runtime, "tasks": tasks, "records": self.n_fast,
+                "seconds": round(secs, 2), "records_per_s": round(self.n_fast / secs)}
+
+    def _sleep_until(self, t_wall: float, table: str, name: str) -> None:
+        last = 0.0
+        while time.time() < t_wall:
+            time.sleep(min(1.0, max(0.05, t_wall - time.time())))
+            if time.monotonic() - last > 5:
+                last = time.monotonic()
+                f = self.failed(name)
+                if f:
+                    raise RuntimeError(f"{name} failed: {f}")
+                self.ctx.say(f"      ... {self.count(table):,} rows")
+
+
+def run(ctx, res: Dict[str, Any]) -> None:
+    cx = Connect(ctx)
+    out: Dict[str, Any] = {"share_tasks": cx.share_tasks}
+    res["connect"] = out
+    try:
+        cx.setup()
+    except Exception as e:  # noqa: BLE001
+        reason = f"set-up failed: {e.__class__.__name__}: {str(e)[:500]}"
+        ctx.say("connect: " + reason)
+        res["connect_reason"] = reason
+        return
+    share_n = cx.share_tasks
+    results: Dict[str, Any] = {}
+    out["results"] = results
+
+    def attempt(key: str, fn, *a):
+        ctx.say(f"connect {key}: {fn.__name__}{a} ...")
+        try:
+            r = fn(*a)
+        except Exception as e:  # noqa: BLE001 - recorded; the other scenarios still run
+            r = {"error": f"{e.__class__.__name__}: {str(e)[:600]}"}
+        results[key] = r
+        ctx.say(f"    {json.dumps(r)}")
+        return r
+
+    a_cl = attempt("a_classic", cx.slow_rate, "classic", 3)
+    a_sh = attempt("a_share", cx.slow_rate, "share", share_n)
+    b_cl = attempt("b_classic", cx.stalled, "classic", 3)
+    b_sh = attempt("b_share", cx.stalled, "share", share_n)
+    c_cl = attempt("c_classic", cx.task_change, "classic", 2, 3)
+    c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
+    d_cl = attempt("d_classic", cx.fast, "classic", 3)
+    d_sh = attempt("d_share", cx.fast, "share", 3)
+
+    def val(r, k):
+        return None if r.get("error") else r.get(k)
+
+    def put(key, value, reason):
+        res[key] = value
+        if value is None:
+            res[key + "_reason"] = reason
+
+    ra, rs = val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")
+    put("connect_beyond_partitions", round(rs / ra, 2) if ra and rs else None,
+        a_sh.get("error") or a_cl.get("error") or "no rows")
+    put("connect_stalled_task_loss", val(b_sh, "loss"), b_sh.get("error") or "no rows")
+    res["connect_stalled_task_loss_classic"] = val(b_cl, "loss")
+    put("connect_task_change_gap_ms_share", val(c_sh, "gap_ms"), c_sh.get("error") or "no rows")
+    put("connect_task_change_gap_ms_classic", val(c_cl, "gap_ms"), c_cl.get("error") or "no rows")
+    fd, fs = val(d_cl, "records_per_s"), val(d_sh, "records_per_s")
+    put("connect_overhead", round(fs / fd, 3) if fd and fs else None,
+        d_sh.get("error") or d_cl.get("error") or "no result")
+
+    def cell(r, k, unit=""):
+        if r.get("error"):
+            return "failed: " + r["error"][:150]
+        v = r.get(k)
+        return "–" if v is None else f"{v:,}{unit}"
+
+    out["setup"] = (
+        "One Connect worker (distributed, Kafka 4.4.0), one broker, PostgreSQL "
+        f"{cx.pg_version} (harness: fsync off, synchronous_commit off). Slow sink = Debezium JDBC sink 3.6.0 (unmodified) into PostgreSQL, one "
+        "record per put (`max.poll.records=1` for both runtimes; sharesink also "
+        "`share.acquire.mode=record_limit`), latency injected by a PostgreSQL `BEFORE INSERT` "
+        f"trigger running `pg_sleep({ROW_SLEEP})` per row, so each put takes ~20 ms plus the "
+        "sink's work; rows carry `clock_timestamp()` of their INSERT, and rates and gaps come "
+        "from those. Topic `bench_slow`: 3 partitions. Fast sink = Kafka's FileStream sink "
+        "(connect-file 4.3.1) on `bench_fast` (3 partitions, 11-byte lines), defaults otherwise "
+        "(sharesink commits every 5 s, `share.commit.interval.ms` default). Every run is a fresh "
+        "connector and group reading from the start.")
+    out["rows"] = [
+        [f"(a) slow sink, rows/s (second half of a {cx.run_a} s run)",
+         f"{cell(a_cl, 'rows_per_s')} (tasks.max=3)", f"{cell(a_sh, 'rows_per_s')} ({share_n} tasks)",
+         f"**{res.get('connect_beyond_partitions')}×**"],
+        [f"(b) one task stalled {cx.stall} s: rows/s before → during",
+         f"{cell(b_cl, 'rows_per_s_before')} → {cell(b_cl, 'rows_per_s_during_stall')} (loss "
+         f"{cell(b_cl, 'loss')})",
+         f"{cell(b_sh, 'rows_per_s_before')} → {cell(b_sh, 'rows_per_s_during_stall')} (loss "
+         f"{cell(b_sh, 'loss')})",
+         f"loss **{res.get('connect_stalled_task_loss')}** (1/N = {1 / share_n:.3f})"],
+        ["(c) tasks.max 2 → 3 mid-run: longest interval without a row (median interval)",
+         f"{cell(c_cl, 'gap_ms', ' ms')} ({cell(c_cl, 'median_gap_ms', ' ms')})",
+         f"{cell(c_sh, 'gap_ms', ' ms')} ({cell(c_sh, 'median_gap_ms', ' ms')})",
+         f"share {res.get('connect_task_change_gap_ms_share')} ms, classic "
+         f"{res.get('connect_task_change_gap_ms_classic')} ms"],
+        [f"(d) fast sink (FileStream), tasks.max=3, {cx.n_fast:,} records: records/s",
+         cell(d_cl, "records_per_s"), cell(d_sh, "records_per_s"),
+         f"**{res.get('connect_overhead')}**"],
+    ]
+    out["bars"] = [
+        ["(a) slow sink", val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")],
+        ["(b) during stall", val(b_cl, "rows_per_s_during_stall"), val(b_sh, "rows_per_s_during_stall")],
+        ["(d) fast sink /100", (val(d_cl, "records_per_s") or 0) / 100,
+         (val(d_sh, "records_per_s") or 0) / 100],
+    ]
