@@ -566,6 +566,40 @@ mod regressions {
         assert!(e.to_string().contains("timestamp"), "{e}");
     }
 
+    /// Decompression bombs: 8 MiB of zeros (value and header) compresses to a few KiB in gzip / lz4 / zstd; with a
+    /// 1 MiB cap decoding fails after at most about twice the cap, instead of growing with
+    /// whatever the stream expands to.
+    #[test]
+    fn decompression_is_capped() {
+        let zeros = vec![0u8; 4 * 1024 * 1024];
+        let record = record(0, false, b"k", &zeros);
+        for (codec_id, compression) in [
+            (1, Compression::Gzip),
+            (2, Compression::Snappy),
+            (3, Compression::Lz4),
+            (4, Compression::Zstd),
+        ] {
+            let mut data = BytesMut::new();
+            let opts = RecordEncodeOptions {
+                version: 2,
+                compression,
+            };
+            RecordBatchEncoder::encode(&mut data, [&record], &opts).unwrap();
+            let body = data.freeze().slice(61..);
+            let cap = 1024 * 1024;
+            let compressed = body.len();
+            let out =
+                with_allocation_limit("capped decompression", 3 * cap + 64 * compressed, || {
+                    crate::record_batch::decompress_capped(codec_id, body.clone(), cap)
+                });
+            let e = out.unwrap_err().to_string();
+            assert!(e.contains("more than"), "{compression:?}: {e}");
+            // Within the cap the same data decodes.
+            let full = crate::record_batch::decompress_capped(codec_id, body, 16 * cap).unwrap();
+            assert!(full.len() > 8 * 1024 * 1024, "{compression:?}"); // value + header
+        }
+    }
+
     /// Acquired ranges a broker never sends are refused before any offset arithmetic.
     #[test]
     fn invalid_acquired_ranges() {

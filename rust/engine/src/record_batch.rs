@@ -106,19 +106,43 @@ pub(crate) struct DecodedRecord {
     pub headers: Vec<RecordHeader>,
 }
 
-fn decompress(codec_id: i16, mut body: Bytes) -> Result<Bytes, EngineError> {
-    fn all(b: &mut Bytes) -> Bytes {
-        b.split_to(b.len())
-    }
+/// Largest decompressed size accepted for one record batch. A valid gzip, lz4 or zstd stream
+/// can expand by 1000× (zstd run-length blocks: over 30000×), so without a cap a small
+/// crafted batch could make the engine allocate without limit. Real batches are far smaller
+/// (producers cut batches at `batch.size`, brokers at `message.max.bytes`).
+pub(crate) const MAX_DECOMPRESSED_BATCH_BYTES: usize = 256 * 1024 * 1024;
+
+fn decompress(codec_id: i16, body: Bytes) -> Result<Bytes, EngineError> {
+    decompress_capped(codec_id, body, MAX_DECOMPRESSED_BATCH_BYTES)
+}
+
+pub(crate) fn decompress_capped(
+    codec_id: i16,
+    mut body: Bytes,
+    cap: usize,
+) -> Result<Bytes, EngineError> {
     let result = match codec_id {
         0 => return Ok(body),
-        1 => codec::Gzip::decompress(&mut body, |b| Ok(all(b))),
+        1 => read_capped(flate2::read::GzDecoder::new(&body[..]), body.len(), cap),
         2 => {
+            // Bounded at 22× the input by the check; the cap applies afterwards.
             check_snappy_lengths(&body)?;
-            codec::Snappy::decompress(&mut body, |b| Ok(all(b)))
+            codec::Snappy::decompress(&mut body, |b| Ok(b.split_to(b.len())))
+                .map_err(|e| e.to_string())
+                .and_then(|out| {
+                    if out.len() > cap {
+                        Err(format!("more than {cap} bytes uncompressed"))
+                    } else {
+                        Ok(out)
+                    }
+                })
         }
-        3 => codec::Lz4::decompress(&mut body, |b| Ok(all(b))),
-        4 => codec::Zstd::decompress(&mut body, |b| Ok(all(b))),
+        3 => lz4::Decoder::new(&body[..])
+            .map_err(|e| e.to_string())
+            .and_then(|d| read_capped(d, body.len(), cap)),
+        4 => zstd::stream::read::Decoder::new(&body[..])
+            .map_err(|e| e.to_string())
+            .and_then(|d| read_capped(d, body.len(), cap)),
         other => {
             return Err(EngineError::protocol(format!(
                 "unknown compression codec {other}"
@@ -126,6 +150,25 @@ fn decompress(codec_id: i16, mut body: Bytes) -> Result<Bytes, EngineError> {
         }
     };
     result.map_err(|e| EngineError::protocol(format!("decompressing a record batch: {e}")))
+}
+
+/// Reads a decompressing stream to its end, failing past `cap` bytes.
+fn read_capped(
+    decoder: impl std::io::Read,
+    compressed_len: usize,
+    cap: usize,
+) -> Result<Bytes, String> {
+    use std::io::Read;
+    // A first guess that avoids most regrowth for typical ratios.
+    let mut out = Vec::with_capacity(compressed_len.saturating_mul(4).min(cap).min(16 << 20));
+    decoder
+        .take(cap as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() > cap {
+        return Err(format!("more than {cap} bytes uncompressed"));
+    }
+    Ok(Bytes::from(out))
 }
 
 /// kafka-protocol's snappy decoder allocates (and zero-fills) the uncompressed length that a
