@@ -87,7 +87,9 @@ public class ShareSinkConfig extends AbstractConfig {
           + " __dlq.errors.*. 'connect': the task produces the record itself, with Connect's"
           + " __connect.errors.* headers when errors.deadletterqueue.context.headers.enable is"
           + " true, then REJECTs it. 'auto' (default): 'broker' when the cluster has share.version"
-          + " 2 or more and the topic name has the required prefix, else 'connect'.";
+          + " 2 or more, the topic name has the required prefix and the broker can write to the"
+          + " topic (it exists with errors.deadletterqueue.group.enable=true, or the broker"
+          + " creates DLQ topics), else 'connect'.";
 
   public static final String MIGRATION_ENABLE_CONFIG = "share.migration.enable";
   private static final String MIGRATION_ENABLE_DOC =

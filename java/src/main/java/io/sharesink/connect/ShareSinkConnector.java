@@ -109,6 +109,12 @@ public class ShareSinkConnector extends SourceConnector {
                           + ")"));
     }
 
+    String regex = connectorConfigs.get("topics.regex");
+    if (regex != null && !regex.isBlank()) {
+      value(values, "topics.regex")
+          .addErrorMessage(
+              "share groups subscribe by topic name: list the topics in 'topics' instead");
+    }
     if (!hasErrors(values)) {
       ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
       validateLegacy(parsed, connectorConfigs, values);
@@ -184,7 +190,7 @@ public class ShareSinkConnector extends SourceConnector {
     ClusterFacts facts = null;
     try (ShareGroupAdmin admin =
         ShareGroupAdmin.create(clientSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
-      facts = admin.facts(groupId);
+      facts = admin.facts(groupId, parsed.dlqTopic());
     } catch (RuntimeException e) {
       Throwable auth = authenticationFailure(e);
       if (auth != null) {

@@ -8,12 +8,19 @@ import io.sharesink.connect.admin.GroupSettings;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 
 class GroupSettingsTest {
 
   private static ClusterFacts cluster(int shareVersion, Map<String, String> group) {
+    return cluster(
+        shareVersion, group, Optional.of(Map.of("errors.deadletterqueue.group.enable", "true")));
+  }
+
+  private static ClusterFacts cluster(
+      int shareVersion, Map<String, String> group, Optional<Map<String, String>> dlqTopic) {
     return new ClusterFacts(
         OptionalInt.of(shareVersion),
         Map.of(
@@ -23,7 +30,8 @@ class GroupSettingsTest {
             "group.share.record.lock.duration.ms", "30000",
             "group.share.min.delivery.count.limit", "2",
             "group.share.max.delivery.count.limit", "10"),
-        group);
+        group,
+        dlqTopic);
   }
 
   private static GroupSettings settings(
@@ -111,5 +119,19 @@ class GroupSettingsTest {
     assertEquals(
         Map.of(),
         settings(null, null, "broker", "dlq.orders", 5000).problems(cluster(2, Map.of())));
+  }
+
+  @Test
+  void theBrokerWritesOnlyToADlqTopicThatAcceptsShareGroupDeadLetters() {
+    GroupSettings auto = settings(null, null, "auto", "dlq.orders", 5000);
+    GroupSettings broker = settings(null, null, "broker", "dlq.orders", 5000);
+    ClusterFacts missing = cluster(2, Map.of(), Optional.empty());
+    ClusterFacts notEnabled = cluster(2, Map.of(), Optional.of(Map.of()));
+    assertEquals("connect", auto.resolveDlqMode(missing));
+    assertEquals("connect", auto.resolveDlqMode(notEnabled));
+    String m = broker.problems(missing).get("errors.deadletterqueue.topic.name").get(0);
+    assertTrue(m.contains("does not exist"), m);
+    m = broker.problems(notEnabled).get("errors.deadletterqueue.topic.name").get(0);
+    assertTrue(m.contains("errors.deadletterqueue.group.enable=true"), m);
   }
 }

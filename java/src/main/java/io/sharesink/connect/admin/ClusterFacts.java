@@ -13,9 +13,14 @@ import java.util.OptionalInt;
  * @param shareVersion finalized {@code share.version}, absent when not reported
  * @param brokerConfigs the configs of one broker (name to value)
  * @param groupConfigs the share group's effective configs (explicit or broker default)
+ * @param dlqTopicConfigs the configs of the DLQ topic; empty when it does not exist (or no DLQ
+ *     topic is configured)
  */
 public record ClusterFacts(
-    OptionalInt shareVersion, Map<String, String> brokerConfigs, Map<String, String> groupConfigs) {
+    OptionalInt shareVersion,
+    Map<String, String> brokerConfigs,
+    Map<String, String> groupConfigs,
+    Optional<Map<String, String>> dlqTopicConfigs) {
 
   /** Broker default of {@code errors.deadletterqueue.topic.name.prefix} (Kafka 4.4). */
   public static final String DEFAULT_DLQ_PREFIX = "dlq.";
@@ -31,6 +36,46 @@ public record ClusterFacts(
   public ClusterFacts {
     brokerConfigs = Map.copyOf(brokerConfigs);
     groupConfigs = Map.copyOf(groupConfigs);
+  }
+
+  /** Facts without a DLQ topic to look at. */
+  public ClusterFacts(
+      OptionalInt shareVersion,
+      Map<String, String> brokerConfigs,
+      Map<String, String> groupConfigs) {
+    this(shareVersion, brokerConfigs, groupConfigs, Optional.empty());
+  }
+
+  public static final String DLQ_AUTO_CREATE = "errors.deadletterqueue.auto.create.topics.enable";
+  public static final String DLQ_GROUP_ENABLE = "errors.deadletterqueue.group.enable";
+
+  /**
+   * Why the broker could not write to {@code topic}, or empty when it can: the topic must exist
+   * with {@code errors.deadletterqueue.group.enable=true}, or the broker must create it.
+   */
+  public Optional<String> brokerDlqTopicProblem(String topic) {
+    if (dlqTopicConfigs.isEmpty()) {
+      if ("true".equalsIgnoreCase(brokerConfigs.get(DLQ_AUTO_CREATE))) {
+        return Optional.empty();
+      }
+      return Optional.of(
+          "topic "
+              + topic
+              + " does not exist and the broker does not create DLQ topics ("
+              + DLQ_AUTO_CREATE
+              + "=false): create it with "
+              + DLQ_GROUP_ENABLE
+              + "=true");
+    }
+    if (!"true".equalsIgnoreCase(dlqTopicConfigs.get().get(DLQ_GROUP_ENABLE))) {
+      return Optional.of(
+          "topic "
+              + topic
+              + " does not accept share-group dead letters: set its "
+              + DLQ_GROUP_ENABLE
+              + "=true");
+    }
+    return Optional.empty();
   }
 
   /** The DLQ topic prefix the broker requires ("" = none). */

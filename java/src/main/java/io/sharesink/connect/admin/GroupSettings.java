@@ -49,7 +49,9 @@ public record GroupSettings(
 
   /**
    * Who writes the DLQ: {@code broker} or {@code connect}. {@code auto} picks the broker when the
-   * cluster has share.version 2 and the topic carries the broker's required prefix.
+   * cluster has share.version 2, the topic carries the broker's required prefix, and the broker can
+   * write to it (it exists with errors.deadletterqueue.group.enable=true, or the broker creates DLQ
+   * topics).
    */
   public String resolveDlqMode(ClusterFacts facts) {
     if (BROKER.equals(dlqMode) || CONNECT.equals(dlqMode)) {
@@ -58,7 +60,8 @@ public record GroupSettings(
     if (!dlqTopic.isEmpty()
         && facts != null
         && facts.brokerDlqAvailable()
-        && dlqTopic.startsWith(facts.dlqPrefix())) {
+        && dlqTopic.startsWith(facts.dlqPrefix())
+        && facts.brokerDlqTopicProblem(dlqTopic).isEmpty()) {
       return BROKER;
     }
     return CONNECT;
@@ -168,6 +171,21 @@ public record GroupSettings(
                 + " share.version=2)");
       }
       String prefix = facts != null ? facts.dlqPrefix() : ClusterFacts.DEFAULT_DLQ_PREFIX;
+      if (!dlqTopic.isEmpty() && facts != null && dlqTopic.startsWith(prefix)) {
+        facts
+            .brokerDlqTopicProblem(dlqTopic)
+            .ifPresent(
+                problem ->
+                    add(
+                        problems,
+                        DLQ_TOPIC,
+                        "with "
+                            + DLQ_MODE_KEY
+                            + "="
+                            + BROKER
+                            + " the broker writes the DLQ, but "
+                            + problem));
+      }
       if (!dlqTopic.isEmpty() && !dlqTopic.startsWith(prefix)) {
         add(
             problems,

@@ -6,6 +6,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
@@ -26,6 +27,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.connect.errors.ConnectException;
 
 /**
@@ -66,6 +68,14 @@ public final class ShareGroupAdmin implements AutoCloseable {
 
   /** Reads share.version, one broker's configs and the group's effective configs. */
   public ClusterFacts facts(String groupId) {
+    return facts(groupId, "");
+  }
+
+  /**
+   * Reads share.version, one broker's configs, the group's effective configs (when {@code groupId}
+   * is not null) and the DLQ topic's configs (when {@code dlqTopic} is not empty).
+   */
+  public ClusterFacts facts(String groupId, String dlqTopic) {
     OptionalInt shareVersion = OptionalInt.empty();
     FinalizedVersionRange range =
         get(admin.describeFeatures().featureMetadata(), "describing the cluster's features")
@@ -82,8 +92,21 @@ public final class ShareGroupAdmin implements AutoCloseable {
       String id = nodes.iterator().next().idString();
       broker = describe(new ConfigResource(ConfigResource.Type.BROKER, id));
     }
-    Map<String, String> group = describe(new ConfigResource(ConfigResource.Type.GROUP, groupId));
-    return new ClusterFacts(shareVersion, broker, group);
+    Map<String, String> group =
+        groupId == null
+            ? Map.of()
+            : describe(new ConfigResource(ConfigResource.Type.GROUP, groupId));
+    Optional<Map<String, String>> dlq = Optional.empty();
+    if (dlqTopic != null && !dlqTopic.isEmpty()) {
+      try {
+        dlq = Optional.of(describe(new ConfigResource(ConfigResource.Type.TOPIC, dlqTopic)));
+      } catch (ConnectException e) {
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+          throw e;
+        }
+      }
+    }
+    return new ClusterFacts(shareVersion, broker, group, dlq);
   }
 
   private Map<String, String> describe(ConfigResource resource) {

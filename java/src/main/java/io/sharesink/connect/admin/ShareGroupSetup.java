@@ -35,7 +35,7 @@ public final class ShareGroupSetup {
       GroupSettings settings,
       List<String> topics,
       String migrateFrom) {
-    ClusterFacts facts = admin.facts(groupId);
+    ClusterFacts facts = admin.facts(groupId, settings.dlqTopic());
     Map<String, List<String>> problems = settings.problems(facts);
     if (!problems.isEmpty()) {
       throw new ConnectException(
@@ -47,6 +47,15 @@ public final class ShareGroupSetup {
                   .collect(Collectors.joining(". ")));
     }
     String dlqMode = settings.resolveDlqMode(facts);
+    if (GroupSettings.CONNECT.equals(dlqMode)
+        && !settings.dlqTopic().isEmpty()
+        && !GroupSettings.CONNECT.equals(settings.dlqMode())) {
+      log.info(
+          "Share group {}: the tasks write DLQ {} themselves; the broker cannot ({})",
+          groupId,
+          settings.dlqTopic(),
+          whyNotBroker(settings.dlqTopic(), facts));
+    }
     Map<String, String> configs = settings.groupConfigs(dlqMode, facts);
     admin.alterGroupConfigs(groupId, configs);
     log.info(
@@ -61,6 +70,16 @@ public final class ShareGroupSetup {
       seeded = migrate(admin, groupId, topics, migrateFrom);
     }
     return new Result(dlqMode, configs, seeded);
+  }
+
+  private static String whyNotBroker(String topic, ClusterFacts facts) {
+    if (!facts.brokerDlqAvailable()) {
+      return "share.version below 2";
+    }
+    if (!topic.startsWith(facts.dlqPrefix())) {
+      return "the name lacks the broker's prefix '" + facts.dlqPrefix() + "'";
+    }
+    return facts.brokerDlqTopicProblem(topic).orElse("unknown");
   }
 
   /**

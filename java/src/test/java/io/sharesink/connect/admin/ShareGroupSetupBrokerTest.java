@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
@@ -32,12 +33,36 @@ class ShareGroupSetupBrokerTest {
   }
 
   @Test
-  void setsTheGroupConfigsAndReadsTheClusterFacts() {
+  void setsTheGroupConfigsAndReadsTheClusterFacts() throws Exception {
     String bootstrap = BrokerTestSupport.bootstrap();
     String group = BrokerTestSupport.unique("setup");
+    String dlq = BrokerTestSupport.unique("dlq.setup");
     try (ShareGroupAdmin admin = admin(bootstrap)) {
-      GroupSettings settings =
-          new GroupSettings("earliest", 40_000, 4, "auto", "dlq.setup-test", 5_000);
+      // A DLQ topic that does not exist yet: auto leaves the DLQ to the tasks.
+      GroupSettings settings = new GroupSettings("earliest", 40_000, 4, "auto", dlq, 5_000);
+      assertEquals(
+          "connect", ShareGroupSetup.apply(admin, group, settings, List.of("t"), null).dlqMode());
+      // broker mode says why it cannot work.
+      ConnectException e =
+          assertThrows(
+              ConnectException.class,
+              () ->
+                  ShareGroupSetup.apply(
+                      admin,
+                      group,
+                      new GroupSettings("earliest", null, null, "broker", dlq, 5_000),
+                      List.of("t"),
+                      null));
+      assertTrue(e.getMessage().contains("does not exist"), e.getMessage());
+      try (Admin raw =
+          Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+        raw.createTopics(
+                List.of(
+                    new NewTopic(dlq, 1, (short) 1)
+                        .configs(Map.of("errors.deadletterqueue.group.enable", "true"))))
+            .all()
+            .get(30, TimeUnit.SECONDS);
+      }
       ShareGroupSetup.Result result =
           ShareGroupSetup.apply(admin, group, settings, List.of("t"), null);
       assertEquals("broker", result.dlqMode(), "4.4 with share.version 2 and the dlq. prefix");
@@ -47,12 +72,11 @@ class ShareGroupSetupBrokerTest {
       assertEquals("earliest", facts.groupConfigs().get("share.auto.offset.reset"));
       assertEquals("40000", facts.groupConfigs().get("share.record.lock.duration.ms"));
       assertEquals("4", facts.groupConfigs().get("share.delivery.count.limit"));
-      assertEquals("dlq.setup-test", facts.groupConfigs().get("errors.deadletterqueue.topic.name"));
+      assertEquals(dlq, facts.groupConfigs().get("errors.deadletterqueue.topic.name"));
       assertEquals("true", facts.groupConfigs().get("errors.deadletterqueue.copy.record.enable"));
 
       // Switching to connect mode removes the broker DLQ again.
-      GroupSettings connect =
-          new GroupSettings("earliest", null, null, "connect", "dlq.setup-test", 5_000);
+      GroupSettings connect = new GroupSettings("earliest", null, null, "connect", dlq, 5_000);
       ShareGroupSetup.apply(admin, group, connect, List.of("t"), null);
       String after = admin.facts(group).groupConfigs().get("errors.deadletterqueue.topic.name");
       assertTrue(after == null || after.isEmpty(), after);
