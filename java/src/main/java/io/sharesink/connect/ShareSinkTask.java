@@ -15,6 +15,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
@@ -50,6 +51,9 @@ import org.slf4j.LoggerFactory;
 public class ShareSinkTask extends SourceTask {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkTask.class);
+
+  /** How much longer than a poll timeout stop() waits for a running cycle. */
+  private static final long STOP_GRACE_MS = 4_000;
 
   /** Guards the driver and engine: one cycle, or the cleanup, at a time. */
   private final ReentrantLock cycleLock = new ReentrantLock();
@@ -282,7 +286,14 @@ public class ShareSinkTask extends SourceTask {
       // The driver's failure is final; the runtime would re-poll a RetriableException forever.
       throw new ConnectException(e.getMessage(), e);
     } finally {
-      cycleLock.unlock();
+      try {
+        if (stopRequested) {
+          // A stop() from another thread that gave up waiting for this cycle left it to us.
+          cleanUp();
+        }
+      } finally {
+        cycleLock.unlock();
+      }
     }
     return null;
   }
@@ -302,7 +313,20 @@ public class ShareSinkTask extends SourceTask {
     if (current != null) {
       current.wakeup();
     }
-    cycleLock.lock();
+    boolean locked = false;
+    try {
+      // A cycle returns within the poll timeout after the wakeup, unless the legacy task is
+      // stuck in put(); then the cycle's own thread cleans up when it returns.
+      locked = cycleLock.tryLock(pollTimeout.toMillis() + STOP_GRACE_MS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (!locked) {
+      log.warn(
+          "{}: the running share cycle did not return in time; it stops the task when it does",
+          taskName);
+      return;
+    }
     try {
       cleanUp();
     } finally {

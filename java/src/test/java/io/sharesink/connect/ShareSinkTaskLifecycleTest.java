@@ -41,12 +41,24 @@ class ShareSinkTaskLifecycleTest {
     final CountDownLatch polling = new CountDownLatch(1);
     volatile CountDownLatch wake = new CountDownLatch(1);
 
+    /** When set, a poll ignores wakeups and blocks until this opens (a stuck cycle). */
+    volatile CountDownLatch stuck;
+
     @Override
     public ShareBatch poll(Duration timeout) {
       if (closes.get() > 0) {
         pollsAfterClose.incrementAndGet();
       }
       polling.countDown();
+      CountDownLatch hold = stuck;
+      if (hold != null) {
+        try {
+          hold.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return EMPTY;
+      }
       try {
         wake.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
@@ -234,6 +246,26 @@ class ShareSinkTaskLifecycleTest {
     props.put("file", dir.resolve("no-such-dir").resolve("out.txt").toString());
     // FileStreamSinkTask.start throws when it cannot open its file: the builder stops it again.
     assertThrows(ConnectException.class, () -> task.start(props));
+    assertEquals(1, task.engine.closes.get());
+  }
+
+  @Test
+  void aCycleThatOutlivesTheStopGraceCleansUpWhenItReturns() throws Exception {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "100");
+    task.start(props);
+    task.engine.stuck = new CountDownLatch(1);
+    Thread poller = new Thread(task::poll);
+    poller.start();
+    assertTrue(task.engine.polling.await(10, TimeUnit.SECONDS));
+    task.stop(); // gives up after the poll timeout plus its grace
+    assertEquals(0, task.engine.closes.get(), "no cleanup under a running cycle");
+    task.engine.stuck.countDown();
+    poller.join(5_000);
+    assertEquals(1, task.engine.closes.get(), "the cycle's thread cleaned up");
+    task.stop();
     assertEquals(1, task.engine.closes.get());
   }
 }
