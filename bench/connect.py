@@ -58,6 +58,7 @@ class Connect:
         self.after_c = 12 if q else 30          # (c) time after the change
         self.n_slow = 20_000 if q else 60_000   # backlog: more than any run consumes
         self.n_fast = 200_000 if q else 2_000_000
+        self.fast_max = 25 if q else 90          # (d) measure at most this long after the first line
         self.share_tasks = 12
         self.counter = 0
 
@@ -86,6 +87,12 @@ class Connect:
         for s in range(0, self.n_fast, chunk):
             self.c.produce("bench_fast", [f"v{i:09d}" for i in range(s, min(self.n_fast, s + chunk))],
                            timeout=1800)
+
+    def cpu_window(self):
+        import proc
+        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
+        return proc.CpuWindow({"worker" if n == "worker-0" else n: (int(r["pid"]) if r else None)
+                               for n, r in rec.items()})
 
     # ---- PostgreSQL
 
@@ -210,17 +217,25 @@ END $$;
         self.make_table(table)
         self.set_trigger(table, ROW_SLEEP, 0)
         self.start(name, self.jdbc_config(runtime, name, table, tasks), tasks)
+        cpu = {}
         try:
             t0 = self.wait_first_row(table)
+            self._sleep_until(t0 + self.run_a / 2, table, name)
+            w = self.cpu_window()
             self._sleep_until(t0 + self.run_a, table, name)
+            cpu = w.stop()
         finally:
             self.stop(name)
         ts = self.times(table)
         lo, hi = t0 + self.run_a / 2, t0 + self.run_a
         n = sum(1 for t in ts if lo <= t < hi)
-        return {"runtime": runtime, "tasks": tasks, "rows_total": len(ts),
-                "window_s": hi - lo, "rows_in_window": n, "rows_per_s": round(n / (hi - lo), 1),
-                "failed": self.failed(name)}
+        r = {"runtime": runtime, "tasks": tasks, "rows_total": len(ts),
+             "window_s": hi - lo, "rows_in_window": n, "rows_per_s": round(n / (hi - lo), 1),
+             "failed": self.failed(name)}
+        r.update(cpu)
+        if n and cpu.get("worker_cpu_s") is not None:
+            r["worker_cpu_ms_per_row"] = round(cpu["worker_cpu_s"] * 1000 / n, 2)
+        return r
 
     def stalled(self, runtime: str, tasks: int) -> Dict[str, Any]:
         """(b) one task's put blocks for `stall` s: rows/s during the stall vs just before."""
@@ -275,30 +290,39 @@ END $$;
                 "tasks_running_after": sum(1 for s in states if s.get("state") == "RUNNING"),
                 "failed": self.failed(name)}
 
-    def fast(self, runtime: str, tasks: int) -> Dict[str, Any]:
-        """(d) FileStream sink, tasks <= partitions: records/s from first to last line."""
+    def fast(self, runtime: str, tasks: int, extra: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+        """(d) FileStream sink, tasks <= partitions: records/s from the first line to the last
+        (or to fast_max seconds after the first line, whichever comes first)."""
         name, _ = self.fresh("d", runtime)
         path = self.c.state_dir / f"{name}.out"
-        target = self.n_fast * (self.fast_width + 1)
+        width = self.fast_width + 1
+        target = self.n_fast * width
         cfg = self.file_config(runtime, name, path, tasks)
+        cfg.update(extra or {})
         self.rest.put_connector(name, cfg)
         t_first = t_done = None
+        w = None
         last_size, last_change = 0, time.monotonic()
+        timeline = []
         try:
             while True:
                 size = path.stat().st_size if path.exists() else 0
                 now = time.monotonic()
                 if size and t_first is None:
                     t_first = now
+                    w = self.cpu_window()
+                if t_first is not None and (not timeline or now - timeline[-1][0] - t_first >= 1):
+                    timeline.append((round(now - t_first, 1), size // width))
                 if size != last_size:
                     last_size, last_change = size, now
-                if size >= target:
+                if size >= target or (t_first is not None and now - t_first >= self.fast_max):
                     t_done = now
                     break
                 if now - last_change > 60:
                     break
                 time.sleep(0.05)
         finally:
+            cpu = w.stop() if w else {}
             self.stop(name)
             try:
                 path.unlink()
@@ -309,8 +333,14 @@ END $$;
                     f"only {last_size // (self.fast_width + 1)} of {self.n_fast} lines",
                     "failed": self.failed(name)}
         secs = max(t_done - t_first, 0.05)
-        return {"runtime": runtime, "tasks": tasks, "records": self.n_fast,
-                "seconds": round(secs, 2), "records_per_s": round(self.n_fast / secs)}
+        n = min(self.n_fast, last_size // width)
+        r = {"runtime": runtime, "tasks": tasks, "records": n, "complete": n >= self.n_fast,
+             "seconds": round(secs, 2), "records_per_s": round(n / secs),
+             "settings": extra or {}, "lines_by_second": timeline[:120]}
+        r.update(cpu)
+        if n and cpu.get("worker_cpu_s") is not None:
+            r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)
+        return r
 
     def _sleep_until(self, t_wall: float, table: str, name: str) -> None:
         last = 0.0
@@ -357,6 +387,9 @@ def run(ctx, res: Dict[str, Any]) -> None:
     c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
     d_cl = attempt("d_classic", cx.fast, "classic", 3)
     d_sh = attempt("d_share", cx.fast, "share", 3)
+    # the operator's knob for (d): commit (flush + ACCEPT) more often than the 5 s default
+    d_sh2 = attempt("d_share_commit_200ms", cx.fast, "share", 3,
+                    {"share.commit.interval.ms": "200"})
 
     def val(r, k):
         return None if r.get("error") else r.get(k)
@@ -376,6 +409,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
     fd, fs = val(d_cl, "records_per_s"), val(d_sh, "records_per_s")
     put("connect_overhead", round(fs / fd, 3) if fd and fs else None,
         d_sh.get("error") or d_cl.get("error") or "no result")
+    fs2 = val(d_sh2, "records_per_s")
+    res["connect_overhead_commit_200ms"] = round(fs2 / fd, 3) if fd and fs2 else None
 
     def cell(r, k, unit=""):
         if r.get("error"):
@@ -412,6 +447,15 @@ def run(ctx, res: Dict[str, Any]) -> None:
         [f"(d) fast sink (FileStream), tasks.max=3, {cx.n_fast:,} records: records/s",
          cell(d_cl, "records_per_s"), cell(d_sh, "records_per_s"),
          f"**{res.get('connect_overhead')}**"],
+        ["(d') the same, sharesink with `share.commit.interval.ms=200`",
+         cell(d_cl, "records_per_s"), cell(d_sh2, "records_per_s"),
+         f"{res.get('connect_overhead_commit_200ms')}"],
+        ["worker CPU: (a) ms per row / (d) ms per 1000 records",
+         f"{cell(a_cl, 'worker_cpu_ms_per_row')} / {cell(d_cl, 'worker_cpu_ms_per_1000')}",
+         f"{cell(a_sh, 'worker_cpu_ms_per_row')} / {cell(d_sh, 'worker_cpu_ms_per_1000')}", ""],
+        ["machine CPU busy (both cores) during (a) / (d)",
+         f"{cell(a_cl, 'machine_busy')} / {cell(d_cl, 'machine_busy')}",
+         f"{cell(a_sh, 'machine_busy')} / {cell(d_sh, 'machine_busy')}", ""],
     ]
     out["bars"] = [
         ["(a) slow sink", val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")],

@@ -30,6 +30,37 @@ def proc_cpu(pid: int) -> Optional[float]:
         return None
 
 
+def machine_cpu() -> Tuple[float, float]:
+    """(busy seconds, total seconds) over all cores since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        vals = [int(x) for x in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    total = sum(vals[:8])
+    return (total - idle) / CLK_TCK, total / CLK_TCK
+
+
+class CpuWindow:
+    """CPU used by a set of processes and by the whole machine between start() and stop()."""
+
+    def __init__(self, pids: dict):
+        self.pids = {k: v for k, v in pids.items() if v}
+        self.p0 = {k: proc_cpu(v) for k, v in self.pids.items()}
+        self.m0 = machine_cpu()
+        self.t0 = time.monotonic()
+
+    def stop(self) -> dict:
+        out = {}
+        for k, v in self.pids.items():
+            c1 = proc_cpu(v)
+            if c1 is not None and self.p0.get(k) is not None:
+                out[f"{k}_cpu_s"] = round(c1 - self.p0[k], 2)
+        b1, t1 = machine_cpu()
+        busy, total = b1 - self.m0[0], t1 - self.m0[1]
+        out["machine_busy"] = round(busy / total, 3) if total > 0 else None
+        out["window_wall_s"] = round(time.monotonic() - self.t0, 2)
+        return out
+
+
 class CpuSampler:
     """Samples a process's CPU seconds every `interval` s: [(monotonic t, cpu s)]."""
 
