@@ -288,12 +288,24 @@ async fn java_and_engine_members_share_one_group() {
         Arc::new(engine_member(&bootstrap, &group, &topic).await),
         Arc::new(engine_member(&bootstrap, &group, &topic).await),
     ];
+    // Records come only once all four members hold the partition (the JVMs take a few
+    // seconds to start and join; on a loaded machine more).
     let joined = Instant::now();
-    while engines.iter().any(|e| e.assignment().is_empty()) && joined.elapsed() < TIMEOUT {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    loop {
+        let (b, g) = (bootstrap.clone(), group.clone());
+        let line = tokio::task::spawn_blocking(move || java_run(&["members", &b, &g]).join(" "))
+            .await
+            .unwrap();
+        if line.contains("MEMBERS 4 4") {
+            println!("all four members assigned after {:?}", joined.elapsed());
+            break;
+        }
+        assert!(
+            joined.elapsed() < Duration::from_secs(90),
+            "the group never had four assigned members: {line}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    // The JVMs need a few seconds to start and join; records come after.
-    tokio::time::sleep(Duration::from_secs(6)).await;
 
     let engine_seen = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -8,6 +8,8 @@
 //       (times are wall-clock ms; a record is held from its poll until its commit). Stops and
 //       closes when stdin closes, then prints "CLOSED <member>".
 //   create-topic <bootstrap> <topic> <partitions> [config=value ...]
+//   members <bootstrap> <group>
+//       Describes the share group: prints "MEMBERS <n> <members with partitions>".
 //   dump <bootstrap> <topic> <min-records> <timeout-ms>
 //       Reads the topic from the beginning with a classic KafkaConsumer (no group) and prints
 //         DUMP <partition> <offset> key=<k> value=<v> headers=<name>=<value>;...
@@ -24,6 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -42,6 +46,7 @@ public class KafkaClientHelper {
             case "share" -> share(args);
             case "create-topic" -> createTopic(args);
             case "dump" -> dump(args);
+            case "members" -> members(args);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -110,6 +115,18 @@ public class KafkaClientHelper {
                  .all().get();
         }
         System.out.println("CREATED " + args[2]);
+    }
+
+    static void members(String[] args) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", args[1]))) {
+            ShareGroupDescription group =
+                admin.describeShareGroups(List.of(args[2])).describedGroups().get(args[2]).get();
+            int assigned = 0;
+            for (ShareMemberDescription m : group.members()) {
+                if (!m.assignment().topicPartitions().isEmpty()) assigned++;
+            }
+            System.out.println("MEMBERS " + group.members().size() + " " + assigned);
+        }
     }
 
     static String text(byte[] b) {
