@@ -51,8 +51,35 @@ def _set(res: Dict, key: str, value: Any, reason: str) -> None:
         res.pop(key + "_reason", None)
 
 
+def summarize(raw: List[Dict]) -> List[Dict]:
+    """One row per (client, members, record size): the run with the median records/s, with
+    the spread of the rounds."""
+    groups: Dict[tuple, List[Dict]] = {}
+    order: List[tuple] = []
+    for r in raw:
+        k = (r.get("client"), r.get("members"), r.get("record_size"))
+        if k not in groups:
+            order.append(k)
+        groups.setdefault(k, []).append(r)
+    out = []
+    for k in order:
+        ok = sorted((r for r in groups[k] if "error" not in r), key=lambda r: r["records_per_s"])
+        if not ok:
+            out.append(groups[k][-1])
+            continue
+        med = dict(ok[(len(ok) - 1) // 2] if len(ok) % 2 == 0 else ok[len(ok) // 2])
+        med["rounds"] = len(groups[k])
+        med["failed_rounds"] = len(groups[k]) - len(ok)
+        med["records_per_s_min"] = ok[0]["records_per_s"]
+        med["records_per_s_max"] = ok[-1]["records_per_s"]
+        out.append(med)
+    return out
+
+
 def derive(res: Dict[str, Any]) -> None:
-    runs = res.get("consumer_runs", [])
+    res["consumer_summary"] = summarize(res.get("consumer_runs", []))
+    res["jni_summary"] = summarize(res.get("jni_runs", []))
+    runs = res["consumer_summary"]
     parts = set(res.get("parts", []))
 
     def why(client, members, size=100, part="consumers"):
@@ -88,7 +115,7 @@ def derive(res: Dict[str, Any]) -> None:
         (_find(runs, "engine", 1) or {}).get("records_per_s_incl_start"),
         (_find(runs, "java", 1) or {}).get("records_per_s_incl_start"))
 
-    jr = res.get("jni_runs", [])
+    jr = res["jni_summary"]
     je = _find(jr, "engine", 1)
     jj = _find(jr, "jni", 1)
     _set(res, "jni_vs_engine", _ratio(jj and jj["records_per_s"], je and je["records_per_s"]),
@@ -107,7 +134,7 @@ def _fmt(v: Any, unit: str = "") -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
-        s = f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}" if abs(v) < 1000 else f"{v:,.0f}"
+        s = f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
     elif isinstance(v, int):
         s = f"{v:,}"
     else:
@@ -147,7 +174,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append(f"| `{k}` | {_fmt(v) if v is not None else 'not run: ' + str(res.get(k + '_reason', '?'))[:300]} "
                  f"| {TARGETS[k]} | {_verdict(k, v, res)} |")
     L.append("")
-    runs = res.get("consumer_runs", [])
+    runs = res.get("consumer_summary", [])
     if runs:
         L.append("## 1. Share consumers on one topic (6 partitions)")
         L.append("")
@@ -176,7 +203,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                          f"{str(r['error'])[:200]} | | | | | | | |")
                 continue
             L.append(f"| {r['record_size']} B | {r['client']} | {r['members']} | {_fmt(r['records'])} | "
-                     f"**{_fmt(r['records_per_s'])}** | {_fmt(r['mb_per_s'])} | "
+                     f"**{_fmt(r['records_per_s'])}**{_spread(r)} | {_fmt(r['mb_per_s'])} | "
                      f"{_fmt(r['records_per_s_incl_start'])} | {_fmt(r.get('join_s'))} | "
                      f"{_fmt(r['cpu_s_per_m_steady'])} | {_fmt(r['cpu_s_per_m_process'])} | "
                      f"{_fmt(r['broker_cpu_s_per_m'])} |")
@@ -196,7 +223,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
             if extra:
                 L.append(f"- {size} B: " + extra)
         L.append("")
-    jr = res.get("jni_runs", [])
+    jr = res.get("jni_summary", [])
     if jr:
         L.append("## 2. JNI path vs the engine alone")
         L.append("")
@@ -211,7 +238,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
             if "error" in r:
                 L.append(f"| {r['client']} | failed: {str(r['error'])[:300]} | | | | |")
             else:
-                L.append(f"| {r['client']} | **{_fmt(r['records_per_s'])}** | {_fmt(r['mb_per_s'])} | "
+                L.append(f"| {r['client']} | **{_fmt(r['records_per_s'])}**{_spread(r)} | {_fmt(r['mb_per_s'])} | "
                          f"{_fmt(r['cpu_s_per_m_steady'])} | {_fmt(r['cpu_s_per_m_process'])} | "
                          f"{_fmt(r.get('join_s'))} |")
         L.append("")
@@ -233,6 +260,11 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append(f"- {note}")
     if not cs.get("rows"):
         L.append(f"Not run: {res.get('connect_reason', 'the connect part was not run')}.")
+    L.append("")
+    L.append("## Findings (generated from the figures above)")
+    L.append("")
+    for f in findings(res):
+        L.append(f"- {f}")
     L.append("")
     L.append("![chart](results.png)")
     L.append("")
@@ -261,6 +293,98 @@ def _size_ratios(runs, size) -> str:
     if cl and g("engine", 1):
         parts.append(f"engine 1m/classic {_fmt(_ratio(g('engine', 1), cl))}")
     return ", ".join(parts)
+
+
+def findings(res: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    m = res.get("machine", {})
+    load = (m.get("load_avg_at_start") or [0])[0]
+    if load > 0.5 * (m.get("nproc") or 1):
+        out.append(f"The machine was shared: load average {load:.1f} on {m.get('nproc')} cores at "
+                   "the start. Short runs (quick mode) vary by 2-3x from one run to the next; "
+                   "compare ratios from the full mode's medians on a quiet machine.")
+    runs = res.get("consumer_summary", [])
+    e1, j1, c1 = _find(runs, "engine", 1), _find(runs, "java", 1), _find(runs, "classic", 1)
+    e4 = _find(runs, "engine", 4)
+    if e1 and j1 and e1.get("cpu_s_per_m_steady") and j1.get("cpu_s_per_m_steady"):
+        out.append(f"CPU per record: the engine used {e1['cpu_s_per_m_steady']:.3g} CPU s per million "
+                   f"records against {j1['cpu_s_per_m_steady']:.3g} for the Java share consumer "
+                   f"(steady), {e1['cpu_s_per_m_process']:.3g} against {j1['cpu_s_per_m_process']:.3g} "
+                   "for the whole processes (the JVM's start-up and JIT included).")
+    if e1 and c1 and e1.get("broker_cpu_s_per_m") is not None and c1.get("broker_cpu_s_per_m"):
+        out.append(f"Broker cost: serving a share group took the broker {e1['broker_cpu_s_per_m']:.3g} "
+                   f"CPU s per million records (engine, 1 member) against "
+                   f"{c1['broker_cpu_s_per_m']:.3g} for the classic consumer: share-partition state, "
+                   "acquisition locks and acknowledgements persisted to `__share_group_state`. On a "
+                   "2-core machine that broker CPU is taken from the clients, which share the cores"
+                   + (f"; with 4 members the engine reached {res.get('engine_4m_vs_classic_ceiling')} "
+                      "of the classic ceiling" if e4 else "") + ".")
+    if res.get("jni_vs_engine") is not None:
+        out.append(f"JNI vs engine: {res['jni_vs_engine']}. Through JNI the records are the same "
+                   "engine's; the boundary adds a copy of every key and value into a byte[] "
+                   "and one call per batch, which is within the run-to-run noise at this size.")
+    cres = res.get("connect", {}).get("results", {})
+    a_cl, a_sh = cres.get("a_classic") or {}, cres.get("a_share") or {}
+    if a_sh.get("rows_per_s") and a_cl.get("rows_per_s"):
+        busy = a_sh.get("machine_busy")
+        txt = (f"(a) slow sink: {a_sh['rows_per_s']} rows/s with {a_sh['tasks']} share tasks vs "
+               f"{a_cl['rows_per_s']} with 3 classic tasks; the ideal with a 20 ms put is "
+               f"{a_sh['tasks'] / 3:.0f}x.")
+        if busy is not None and busy > 0.9:
+            txt += (f" Both cores were {busy:.0%} busy during the sharesink window (other users' "
+                    f"work included): worker {a_sh.get('worker_cpu_s')} CPU s and broker "
+                    f"{a_sh.get('broker_cpu_s')} CPU s in {a_sh.get('window_wall_s')} s, against "
+                    f"{a_cl.get('worker_cpu_s')} and {a_cl.get('broker_cpu_s')} for the classic "
+                    "runtime. With 12 tasks the run is bounded by the CPU it can get, not by the "
+                    "puts; one record per ShareFetch (max.poll.records=1) also makes the broker "
+                    "serve one fetch and one acknowledgement per row.")
+        out.append(txt)
+    b_sh, b_cl = cres.get("b_share") or {}, cres.get("b_classic") or {}
+    if b_sh.get("loss") is not None and b_cl.get("loss") is not None:
+        out.append(f"(b) one stalled task cost sharesink {b_sh['loss']:.1%} of its rows/s "
+                   f"(1/N = {1 / b_sh['tasks']:.1%}) and the classic runtime {b_cl['loss']:.1%} "
+                   "(1/3 expected: the stalled task's partition stops). On a CPU-bound machine the "
+                   "other tasks get the stalled task's CPU, so both losses come out below their "
+                   "share; a negative loss means no loss measurable above the noise.")
+    c_sh, c_cl = cres.get("c_share") or {}, cres.get("c_classic") or {}
+    if c_sh.get("gap_ms") is not None and c_cl.get("gap_ms") is not None:
+        out.append(f"(c) tasks.max 2 -> 3: longest interval without a row {c_sh['gap_ms']} ms "
+                   f"(sharesink, starting {c_sh.get('gap_starts_after_change_s')} s after the PUT) vs "
+                   f"{c_cl['gap_ms']} ms (classic, starting {c_cl.get('gap_starts_after_change_s')} s "
+                   "after), with a median interval between rows of "
+                   f"{c_sh.get('median_gap_ms')} / {c_cl.get('median_gap_ms')} ms. A single "
+                   "short run: the gap varies by hundreds of ms between runs on a busy machine.")
+    d_sh, d_cl = cres.get("d_share") or {}, cres.get("d_classic") or {}
+    if d_sh.get("records_per_s") and d_cl.get("records_per_s"):
+        tl = d_sh.get("lines_by_second") or []
+        steps = [t for (t, n), (_, n0) in zip(tl[1:], tl) if n > n0]
+        period = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 2 else None
+        d2 = cres.get("d_share_commit_200ms") or {}
+        out.append(
+            f"(d) fast sink: sharesink {d_sh['records_per_s']:,} records/s vs classic "
+            f"{d_cl['records_per_s']:,}. Cause: the adapter ACCEPTs records only after the "
+            "sink's preCommit, every `share.commit.interval.ms` (5 s default), and the broker "
+            "hands each share-partition at most `share.partition.max.record.locks` (2000) "
+            "records at a time (rounded up to whole log batches), so a connector on P "
+            "partitions gets roughly P x 2000 records per commit: on the order of "
+            "3 x 2000 / 5 s = 1,200 records/s. The file grows in steps"
+            + (f" about every {period:.1f} s" if period else "")
+            + " (`lines_by_second` in results.json), i.e. once per commit."
+            + (f" With `share.commit.interval.ms=200`: {d2['records_per_s']:,} records/s "
+               f"({res.get('connect_overhead_commit_200ms')} of classic)." if d2.get("records_per_s") else "")
+            + " Fix (adapter, `ShareSinkDriver`): commit as soon as a poll returns nothing while "
+            "records are held (most likely the broker withholding records because the window is "
+            "full) "
+            "or when the held records reach a fraction of partitions x lock window, instead of "
+            "waiting for the interval; not changed here (outside bench/).")
+    return out
+
+
+def _spread(r: Dict) -> str:
+    if (r.get("rounds") or 1) <= 1:
+        return ""
+    return (f" ({_fmt(r['records_per_s_min'])}–{_fmt(r['records_per_s_max'])}, "
+            f"median of {r['rounds'] - r.get('failed_rounds', 0)})")
 
 
 def _load(v) -> str:
@@ -305,8 +429,8 @@ def chart(res: Dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [r for r in res.get("consumer_runs", []) if "error" not in r]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.2))
+    runs = [r for r in res.get("consumer_summary", []) if "error" not in r]
+    fig, axes = plt.subplots(1, 4, figsize=(20, 5.4), gridspec_kw={'width_ratios': [3, 1.6, 2.2, 1]})
     colors = {"engine": "#1f77b4", "java": "#d62728", "krafka": "#ff7f0e", "classic": "#7f7f7f",
               "jni": "#2ca02c"}
     # records/s per client, 100 B and 1 KiB
@@ -320,11 +444,13 @@ def chart(res: Dict[str, Any], path: Path) -> None:
                 labels.append(f"{c} {mm}m\n{size}B")
                 vals.append(r["records_per_s"] / 1000)
                 cols.append(colors[c])
-    for r in res.get("jni_runs", []):
+    for r in res.get("jni_summary", []):
         if "error" not in r:
             labels.append(f"{'JNI' if r['client'] == 'jni' else 'engine'}\n(JNI pair)")
             vals.append(r["records_per_s"] / 1000)
             cols.append(colors[r["client"]])
+    if not vals:
+        ax.text(0.5, 0.5, "consumers: not run", ha="center", va="center", transform=ax.transAxes)
     ax.bar(range(len(vals)), vals, color=cols)
     ax.set_xticks(range(len(vals)))
     ax.set_xticklabels(labels, fontsize=6.5, rotation=60)
@@ -340,27 +466,55 @@ def chart(res: Dict[str, Any], path: Path) -> None:
             labels.append(f"{c} {mm}m")
             vals.append(r["cpu_s_per_m_steady"])
             cols.append(colors[c])
+    if not vals:
+        ax.text(0.5, 0.5, "consumers: not run", ha="center", va="center", transform=ax.transAxes)
     ax.bar(range(len(vals)), vals, color=cols)
     ax.set_xticks(range(len(vals)))
     ax.set_xticklabels(labels, fontsize=8, rotation=45)
     ax.set_ylabel("CPU seconds per million records (100 B, steady)")
     ax.set_title("Consumers: CPU per record")
-    # connect
+    # connect: sharesink / classic ratios with their targets
     ax = axes[2]
-    cb = res.get("connect", {}).get("bars", [])
-    if cb:
-        xs = range(len(cb))
-        ax.bar([x - 0.2 for x in xs], [b[1] or 0 for b in cb], width=0.4, color="#7f7f7f",
-               label="classic")
-        ax.bar([x + 0.2 for x in xs], [b[2] or 0 for b in cb], width=0.4, color="#1f77b4",
-               label="sharesink")
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([b[0] for b in cb], fontsize=8, rotation=20)
-        ax.set_ylabel("records/s written by the sink")
-        ax.legend()
-        ax.set_title("Connect end to end")
+    cres = res.get("connect", {}).get("results", {})
+
+    def rv(k, f):
+        r = cres.get(k) or {}
+        return None if r.get("error") else r.get(f)
+
+    def ratio(a, b):
+        return a / b if a and b else None
+    bars = [("(a) slow sink\n12 vs 3 tasks", ratio(rv("a_share", "rows_per_s"), rv("a_classic", "rows_per_s")), 3.5),
+            ("(b) rows/s kept\nduring a stall", None if rv("b_share", "loss") is None else 1 - rv("b_share", "loss"),
+             1 - 1 / 12),
+            ("(b) classic\nduring a stall", None if rv("b_classic", "loss") is None else 1 - rv("b_classic", "loss"), None),
+            ("(d) fast sink\nshare/classic", ratio(rv("d_share", "records_per_s"), rv("d_classic", "records_per_s")), 0.9),
+            ("(d') commit\n200 ms", ratio(rv("d_share_commit_200ms", "records_per_s"), rv("d_classic", "records_per_s")), 0.9)]
+    bars = [b for b in bars if b[1] is not None]
+    if bars:
+        xs = list(range(len(bars)))
+        ax.bar(xs, [b[1] for b in bars], color=["#1f77b4" if "classic" not in b[0] else "#7f7f7f" for b in bars])
+        for x, b in zip(xs, bars):
+            if b[2] is not None:
+                ax.plot([x - 0.4, x + 0.4], [b[2], b[2]], color="black", linestyle="--")
+            ax.text(x, b[1], f"{b[1]:.2f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([b[0] for b in bars], fontsize=7)
+        ax.set_ylabel("ratio (dashed: target)")
+        ax.set_title("Connect: sharesink vs classic")
     else:
         ax.text(0.5, 0.5, "Connect: not run", ha="center", va="center")
+        ax.set_axis_off()
+    ax = axes[3]
+    gc, gs = rv("c_classic", "gap_ms"), rv("c_share", "gap_ms")
+    if gc is not None or gs is not None:
+        ax.bar([0, 1], [gc or 0, gs or 0], color=["#7f7f7f", "#1f77b4"])
+        ax.axhline(1000, color="black", linestyle="--")
+        ax.set_xticks([0, 1])
+        ax.set_xticklabels(["classic", "sharesink"])
+        ax.set_ylabel("longest interval without a row written (ms)")
+        ax.set_title("(c) tasks.max 2 → 3 mid-run")
+    else:
+        ax.text(0.5, 0.5, "(c): not run", ha="center", va="center")
         ax.set_axis_off()
     fig.suptitle(f"sharesink benchmarks ({res.get('mode')} mode, "
                  f"{res.get('machine', {}).get('nproc')} cores, {res.get('machine', {}).get('date_utc')})")
@@ -371,7 +525,7 @@ def chart(res: Dict[str, Any], path: Path) -> None:
 
 def _fallback_png(res: Dict[str, Any], path: Path) -> None:
     """A bare bar chart (records/s of each consumer run) without matplotlib."""
-    runs = [r for r in res.get("consumer_runs", []) if "error" not in r]
+    runs = [r for r in res.get("consumer_summary", []) if "error" not in r]
     vals = [r["records_per_s"] for r in runs] or [0]
     w, h = max(200, 30 * len(vals) + 20), 300
     top = max(vals) or 1

@@ -55,6 +55,7 @@ class Ctx:
         self.jni_missing = os.environ.get("BENCH_JNI_MISSING", "the JNI bench was not built")
         self.plugin_archive = os.environ.get("SHARESINK_PLUGIN_ARCHIVE") or default_plugin_archive()
         self.step = 0
+        self.rounds = args.rounds or (1 if args.quick else 3)
 
     def say(self, msg: str) -> None:
         el = time.monotonic() - self.t0
@@ -139,6 +140,7 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
         ctx.say(f"producing {n:,} records of {size} B to {topic} (6 partitions)")
         c.create_topic(topic, partitions=6)
         c.produce(topic, n, record_size=size, timeout=3600)
+        time.sleep(3)  # let the broker settle after the bulk produce
         plan = []
         if not jni_only:
             for m in (1, 4):
@@ -146,34 +148,42 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
             plan.append(("classic", 1))
         if size == 100:
             plan += [("engine", 1, "jni-pair"), ("jni", 1)]
-        for item in plan:
-            kind, m = item[0], item[1]
-            ctx.step += 1
-            group = f"{kind}-{size}-{m}m-{ctx.step}-{int(time.time())}"
-            ctx.say(f"  {kind:8s} {m} member(s), {size} B: consuming {n:,} records ...")
-            try:
-                if kind == "engine":
-                    f = cons.engine(topic, group, n, m)
-                elif kind == "java":
-                    f = cons.java_share(topic, group, n, m)
-                elif kind == "krafka":
-                    f = cons.krafka(topic, group, n, m)
-                elif kind == "classic":
-                    f = cons.classic(topic, group, n)
-                else:
-                    f = cons.jni(topic, group, n)
-            except Exception as e:  # noqa: BLE001 - recorded, the run goes on
-                f = {"client": kind, "members": m, "error": f"{e.__class__.__name__}: {e}"}
-            f["record_size"] = size
-            if "error" in f:
-                ctx.say(f"    FAILED: {f['error'][:400]}")
-            else:
-                ctx.say(f"    {f['records_per_s']:>10,} records/s  {f['mb_per_s']:>7} MB/s  "
-                        f"CPU {f['cpu_s_per_m_steady']} s/M steady, {f['cpu_s_per_m_process']} s/M "
-                        f"process; {f['records_per_s_incl_start']:,} records/s incl. start "
-                        f"(join {f.get('join_s')} s); broker {f['broker_cpu_s_per_m']} CPU s/M")
-            (jni_runs if len(item) > 2 or kind == "jni" else runs).append(f)
+        for rnd in range(1, ctx.rounds + 1):
+            if ctx.rounds > 1:
+                ctx.say(f"  round {rnd} of {ctx.rounds} ({size} B)")
+            for item in plan:
+                run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs)
         c.delete_topic(topic)
+
+
+def run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs) -> None:
+    kind, m = item[0], item[1]
+    ctx.step += 1
+    group = f"{kind}-{size}-{m}m-{ctx.step}-{int(time.time())}"
+    ctx.say(f"  {kind:8s} {m} member(s), {size} B: consuming {n:,} records ...")
+    try:
+        if kind == "engine":
+            f = cons.engine(topic, group, n, m)
+        elif kind == "java":
+            f = cons.java_share(topic, group, n, m)
+        elif kind == "krafka":
+            f = cons.krafka(topic, group, n, m)
+        elif kind == "classic":
+            f = cons.classic(topic, group, n)
+        else:
+            f = cons.jni(topic, group, n)
+    except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+        f = {"client": kind, "members": m, "error": f"{e.__class__.__name__}: {e}"}
+    f["record_size"] = size
+    f["round"] = rnd
+    if "error" in f:
+        ctx.say(f"    FAILED: {f['error'][:400]}")
+    else:
+        ctx.say(f"    {f['records_per_s']:>10,} records/s  {f['mb_per_s']:>7} MB/s  "
+                f"CPU {f['cpu_s_per_m_steady']} s/M steady, {f['cpu_s_per_m_process']} s/M "
+                f"process; {f['records_per_s_incl_start']:,} records/s incl. start "
+                f"(join {f.get('join_s')} s); broker {f['broker_cpu_s_per_m']} CPU s/M")
+    (jni_runs if len(item) > 2 or kind == "jni" else runs).append(f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,6 +193,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small counts: every key in < 10 min")
     ap.add_argument("--parts", default="consumers,jni,connect")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="repeat each consumer run N times, report the median (default: quick 1, "
+                         "full 3)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md and the chart from target/bench/results.json")
@@ -190,6 +203,7 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if a.report_only:
         res = json.loads((OUT / "results.json").read_text())
+        report.derive(res)
         report.write(res, OUT, DOCS)
         return 0
     ctx = Ctx(a)
