@@ -32,8 +32,8 @@ export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH"
 # Broker tests fail, never skip, when what they need is missing.
 export SHARESINK_REQUIRE_BROKER=1
 
-log "Engine against the broker (plain, SASL_SSL, broker restart)"
-cargo test -p sharesink-engine --features broker-tests --test broker --test broker_sasl_ssl --test broker_restart
+log "Engine against the broker (plain, mixed with Java members, SASL_SSL, broker restart)"
+cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java --test broker_sasl_ssl --test broker_restart
 
 log "Java: engine bindings and sink driver against the broker"
 mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1
