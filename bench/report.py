@@ -319,10 +319,16 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    "2-core machine that broker CPU is taken from the clients, which share the cores"
                    + (f"; with 4 members the engine reached {res.get('engine_4m_vs_classic_ceiling')} "
                       "of the classic ceiling" if e4 else "") + ".")
-    if res.get("jni_vs_engine") is not None:
-        out.append(f"JNI vs engine: {res['jni_vs_engine']}. Through JNI the records are the same "
-                   "engine's; the boundary adds a copy of every key and value into a byte[] "
-                   "and one call per batch, which is within the run-to-run noise at this size.")
+    jr = res.get("jni_summary", [])
+    je, jj = _find(jr, "engine", 1), _find(jr, "jni", 1)
+    if res.get("jni_vs_engine") is not None and je and jj:
+        out.append(f"JNI vs engine: {res['jni_vs_engine']} (medians; the JNI runs ranged "
+                   f"{_fmt(jj.get('records_per_s_min'))}–{_fmt(jj.get('records_per_s_max'))} "
+                   f"records/s, the engine's {_fmt(je.get('records_per_s_min'))}–"
+                   f"{_fmt(je.get('records_per_s_max'))}). Through JNI the Java side copies every "
+                   f"key and value into a byte[]: {_fmt(jj.get('cpu_s_per_m_steady'))} CPU s per "
+                   f"million records steady against {_fmt(je.get('cpu_s_per_m_steady'))} for the "
+                   "engine alone.")
     cres = res.get("connect", {}).get("results", {})
     a_cl, a_sh = cres.get("a_classic") or {}, cres.get("a_share") or {}
     if a_sh.get("rows_per_s") and a_cl.get("rows_per_s"):
