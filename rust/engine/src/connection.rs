@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
-use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, trace};
 
 use crate::error::EngineError;
-use crate::protocol::wire;
+use crate::protocol::{response_schema, wire};
 use crate::security::{self, Security};
 
 type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
@@ -174,7 +174,8 @@ impl Connection {
         self.pending.lock().expect("pending table").closed.is_some()
     }
 
-    /// Sends a request encoded by kafka-protocol and decodes its response.
+    /// Sends a request encoded by kafka-protocol and decodes its response (only for the
+    /// (api, version) pairs `protocol::response_schema` knows).
     pub async fn request<R: Request>(
         &self,
         request: &R,
@@ -186,10 +187,9 @@ impl Connection {
         request
             .encode(&mut body, version)
             .map_err(|e| EngineError::Internal(format!("encoding {api_key:?} v{version}: {e}")))?;
-        let mut response = self.request_raw(api_key, version, &body).await?;
-        R::Response::decode(&mut response, version).map_err(|e| {
-            EngineError::protocol(format!("decoding {api_key:?} v{version} response: {e}"))
-        })
+        let response = self.request_raw(api_key, version, &body).await?;
+        // Never straight into kafka-protocol: its arrays are sized from unchecked counts.
+        response_schema::decode_response(api_key, version, response)
     }
 
     /// Sends an already encoded request body; returns the response body after its header.
