@@ -117,6 +117,9 @@ impl ScramHash {
     }
 }
 
+/// Iteration counts a Kafka broker can hold SCRAM credentials with (its `ScramMechanism`).
+const SCRAM_ITERATIONS: std::ops::RangeInclusive<u32> = 4096..=16384;
+
 /// The SCRAM exchange; `client_nonce` is a parameter so tests can use RFC vectors.
 pub(crate) struct ScramClient {
     password: String,
@@ -157,8 +160,15 @@ impl ScramClient {
         let iterations: u32 = attribute(server_first, 'i')
             .and_then(|i| i.parse().ok())
             .ok_or_else(|| bad("iterations"))?;
-        if iterations == 0 {
-            return Err(bad("iteration count"));
+        // Kafka stores SCRAM credentials with 4096..=16384 iterations, and its Java client
+        // refuses fewer than 4096. The upper bound matters more: PBKDF2 runs synchronously on
+        // a runtime thread, and a server asking for 2^32 iterations would hold it for hours.
+        if !SCRAM_ITERATIONS.contains(&iterations) {
+            return Err(bad(&format!(
+                "iteration count {iterations} outside {}..={}",
+                SCRAM_ITERATIONS.start(),
+                SCRAM_ITERATIONS.end()
+            )));
         }
         let salted = hash.salted_password(self.password.as_bytes(), &salt, iterations);
         let client_key = hash.hmac(&salted, b"Client Key");
@@ -197,17 +207,28 @@ async fn scram(
     let server_first = String::from_utf8_lossy(&server_first).into_owned();
     let (client_final, expected) = client.client_final(hash, &server_first)?;
     let server_final = round(conn, client_final.into_bytes()).await?;
-    let server_final = String::from_utf8_lossy(&server_final);
-    if let Some(e) = attribute(&server_final, 'e') {
+    check_server_final(
+        &String::from_utf8_lossy(&server_final),
+        &expected,
+        conn.addr(),
+    )
+}
+
+/// Accepts a SCRAM server-final message only with the expected server signature.
+pub(crate) fn check_server_final(
+    server_final: &str,
+    expected: &[u8],
+    addr: &str,
+) -> Result<(), EngineError> {
+    if let Some(e) = attribute(server_final, 'e') {
         return Err(EngineError::Authentication(format!(
             "SCRAM authentication failed: {e}"
         )));
     }
-    let verifier = attribute(&server_final, 'v').and_then(|v| B64.decode(v).ok());
-    if verifier.as_deref() != Some(expected.as_slice()) {
+    let verifier = attribute(server_final, 'v').and_then(|v| B64.decode(v).ok());
+    if verifier.as_deref() != Some(expected) {
         return Err(EngineError::Authentication(format!(
-            "{} sent a wrong SCRAM server signature",
-            conn.addr()
+            "{addr} sent a wrong SCRAM server signature"
         )));
     }
     Ok(())
@@ -234,6 +255,47 @@ mod tests {
             B64.encode(server_signature),
             "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
         );
+    }
+
+    #[test]
+    fn refuses_iteration_counts_a_broker_cannot_have() {
+        let client = ScramClient::new("user", "pencil", "abc".into());
+        for i in [
+            "0",
+            "1",
+            "4095",
+            "16385",
+            "4294967295",
+            "-1",
+            "99999999999",
+            "",
+        ] {
+            let server_first = format!("r=abcdef,s=c2FsdA==,i={i}");
+            let e = client
+                .client_final(ScramHash::Sha512, &server_first)
+                .unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Authentication, "{i}: {e}");
+        }
+        assert!(client
+            .client_final(ScramHash::Sha512, "r=abcdef,s=c2FsdA==,i=16384")
+            .is_ok());
+    }
+
+    #[test]
+    fn server_final_needs_the_expected_signature() {
+        let expected = b"signature";
+        let good = format!("v={}", B64.encode(expected));
+        assert!(check_server_final(&good, expected, "b:1").is_ok());
+        for bad in [
+            "",
+            "v=",
+            "v=!!",
+            "e=invalid-proof",
+            "v=c2lnbmF0dXJl,e=x",
+            ",,,=v",
+        ] {
+            assert!(check_server_final(bad, expected, "b:1").is_err(), "{bad}");
+        }
     }
 
     #[test]
