@@ -126,6 +126,8 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
     if jni_only:
         sizes = sizes[:1]
     cons = consumers.Consumers(ctx)
+    runs: List[Dict[str, Any]] = res.setdefault("consumer_runs", [])
+    jni_runs: List[Dict[str, Any]] = res.setdefault("jni_runs", [])
     for size, n in sizes:
         topic = f"bench_{size}b_{n}"
         ctx.say(f"producing {n:,} records of {size} B to {topic} (6 partitions)")
