@@ -21,7 +21,6 @@ size sampled every 50 ms.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import proc
 
