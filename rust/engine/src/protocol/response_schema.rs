@@ -518,7 +518,8 @@ impl Walk {
     }
 
     fn elements(&mut self, count: u64, element: &[Field]) -> Result<(), Path> {
-        let least = min_wire_size(element);
+        // At least one byte, so that a count is never free (a loop of 2^32 empty elements).
+        let least = min_wire_size(element).max(1);
         // Checked up front so that a lying count fails at once, not after a long walk.
         if count.saturating_mul(least) > self.buf.remaining() as u64 {
             return Err(format!(
