@@ -4,7 +4,7 @@
     python3 bench/run.py [--quick] [--parts consumers,jni,connect] [--keep-cluster]
 
 Starts the harness cluster (tests/harness/cluster.py; state dir SHARESINK_CLUSTER_DIR, default
-build/bench-cluster, ports from SHARESINK_PORT_BASE, default 39500), runs every part, writes
+build/bench-cluster, ports from SHARESINK_PORT_BASE, default 29500), runs every part, writes
 target/bench/results.json, docs/benchmarks/RESULTS.md and docs/benchmarks/results.png, and stops
 the cluster. scripts/bench.sh builds the binaries first and then runs this.
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT / "tests"))
 
 os.environ.setdefault("SHARESINK_CLUSTER_DIR", str(ROOT / "build" / "bench-cluster"))
-os.environ.setdefault("SHARESINK_PORT_BASE", "39500")
+os.environ.setdefault("SHARESINK_PORT_BASE", "29500")
 
 from harness.cluster import Cluster, default_plugin_archive  # noqa: E402
 

@@ -9,7 +9,7 @@
 #   scripts/bench.sh [--quick] [--parts consumers,jni,connect] [--keep-cluster]
 #
 # Cluster: SHARESINK_CLUSTER_DIR (default build/bench-cluster), SHARESINK_PORT_BASE (default
-# 39500); stopped at the end unless --keep-cluster.
+# 29500); stopped at the end unless --keep-cluster.
 source "$(dirname "$0")/lib.sh"
 ensure_prerequisites
 

@@ -17,7 +17,7 @@ Command line::
     python3 tests/harness/cluster.py down | status | env
 
 State and logs live in ``build/cluster/`` (``SHARESINK_CLUSTER_DIR``); ports derive from
-``SHARESINK_PORT_BASE`` (default 39000); downloads are cached in ``~/.cache/sharesink/``
+``SHARESINK_PORT_BASE`` (default 29000, below the ephemeral port range so no client socket can take a listener port); downloads are cached in ``~/.cache/sharesink/``
 (``SHARESINK_CACHE``). Every process started is recorded with its PID under ``<state>/pids/``
 and ``down()`` stops exactly those.
 """
@@ -577,7 +577,7 @@ class Cluster:
         self.state_dir = Path(state_dir or os.environ.get("SHARESINK_CLUSTER_DIR")
                               or REPO_ROOT / "build" / "cluster").resolve()
         self.port_base = int(port_base if port_base is not None
-                             else os.environ.get("SHARESINK_PORT_BASE", "39000"))
+                             else os.environ.get("SHARESINK_PORT_BASE", "29000"))
         self.broker_port = self.port_base + OFF_BROKER
         self.controller_port = self.port_base + OFF_CONTROLLER
         self.sasl_ssl_port = self.port_base + OFF_SASL_SSL

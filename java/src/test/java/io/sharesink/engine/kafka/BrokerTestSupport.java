@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Assumptions;
  * SHARESINK_BOOTSTRAP} (for example from {@code python3 tests/harness/cluster.py up}, whose env
  * file holds {@code BOOTSTRAP=...}). When it is missing the test is skipped, unless {@code
  * SHARESINK_REQUIRE_BROKER=1}, which makes it fail. The default build excludes the tag; run them
- * with {@code -Dgroups=broker -DSHARESINK_BOOTSTRAP=127.0.0.1:39092}.
+ * with {@code -Dgroups=broker -DSHARESINK_BOOTSTRAP=127.0.0.1:29092}.
  */
 public final class BrokerTestSupport {
 
