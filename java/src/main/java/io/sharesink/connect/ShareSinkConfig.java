@@ -149,6 +149,9 @@ public class ShareSinkConfig extends AbstractConfig {
   // ---- commit (the driver's keys, documented here so the reference is complete)
 
   public static final String COMMIT_INTERVAL_MS_CONFIG = SinkDriverConfig.COMMIT_INTERVAL_MS;
+  public static final String COMMIT_MAX_RECORDS_CONFIG = SinkDriverConfig.COMMIT_MAX_RECORDS;
+  public static final String COMMIT_MIN_INTERVAL_MS_CONFIG =
+      SinkDriverConfig.COMMIT_MIN_INTERVAL_MS;
   public static final String EMPTY_PRECOMMIT_CONFIG = SinkDriverConfig.EMPTY_PRECOMMIT;
 
   // ---- internal keys the connector adds to task configs (not user settings)
@@ -357,7 +360,12 @@ public class ShareSinkConfig extends AbstractConfig {
         "Poll timeout (ms)");
     // The driver's commit keys, with its documentation and defaults, in our own group.
     order = 0;
-    for (String key : List.of(COMMIT_INTERVAL_MS_CONFIG, EMPTY_PRECOMMIT_CONFIG)) {
+    for (String key :
+        List.of(
+            COMMIT_INTERVAL_MS_CONFIG,
+            COMMIT_MAX_RECORDS_CONFIG,
+            COMMIT_MIN_INTERVAL_MS_CONFIG,
+            EMPTY_PRECOMMIT_CONFIG)) {
       ConfigDef.ConfigKey k = SinkDriverConfig.CONFIG_DEF.configKeys().get(key);
       def.define(
           k.name,

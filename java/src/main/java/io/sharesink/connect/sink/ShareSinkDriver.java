@@ -44,10 +44,13 @@ import org.slf4j.LoggerFactory;
  *   <li>poll a batch, convert and transform each record, {@code put} them (or {@code put(empty)} on
  *       idle cycles, since some sinks flush on those), opening new original partitions lazily
  *       before the first put that holds one;
- *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()} and on stop, call {@code
- *       preCommit} with the highest put offset + 1 per original partition, and ACCEPT the put
- *       records below what it returns, but only once a later put has returned without throwing (a
- *       sink may report a write failure on the next put: Debezium JDBC does);
+ *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()}, on demand (once {@code
+ *       share.commit.max.records} have been put since the last commit, or when a poll returns
+ *       nothing while records put since then are held; at most once per {@code
+ *       share.commit.min.interval.ms}) and on stop, call {@code preCommit} with the highest put
+ *       offset + 1 per original partition, and ACCEPT the put records below what it returns, but
+ *       only once a later put has returned without throwing (a sink may report a write failure on
+ *       the next put: Debezium JDBC does);
  *   <li>RENEW every held record before its lock runs out (buffered by the sink, held back by a
  *       pause, or waiting for a put retry), so no delivery attempt is burnt while we hold it;
  *   <li>REJECT records that fail conversion or transformation under {@code errors.tolerance=all},
@@ -91,6 +94,12 @@ public final class ShareSinkDriver {
   private RetryBatch retry;
   private long putSequence;
   private long nextCommitAtMs;
+  private long lastCommitAtMs = Long.MIN_VALUE / 2;
+
+  /** Records put (without throwing) since the last commit cycle: the on-demand triggers' count. */
+  private long putSinceCommit;
+
+  private boolean lastPollEmpty;
   private long renewMarginMs;
   private ConnectException failure;
   private boolean stopped;
@@ -136,10 +145,11 @@ public final class ShareSinkDriver {
     this.nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
     context.taskClass = task.getClass();
     log.info(
-        "{}: driving {} from a share group (commit every {} ms, {} records)",
+        "{}: driving {} from a share group (commit every {} ms or {} records put, {} records)",
         taskName,
         task.getClass().getName(),
         config.commitIntervalMs(),
+        config.commitMaxRecords(),
         pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord");
   }
 
@@ -174,10 +184,14 @@ public final class ShareSinkDriver {
     renewMarginMs = Math.max(renewMarginMs, 2 * maxPoll.toMillis());
     try {
       collectErrantReports();
-      acquire(pollEngine(maxPoll));
+      ShareBatch batch = pollEngine(maxPoll);
+      lastPollEmpty = batch.size() == 0;
+      acquire(batch);
       deliver();
       long now = System.currentTimeMillis();
-      if (context.takeCommitRequest() || now >= nextCommitAtMs) {
+      if (context.takeCommitRequest()
+          || now >= nextCommitAtMs
+          || (commitWanted() && now >= lastCommitAtMs + config.commitMinIntervalMs())) {
         commit(false);
       }
       collectErrantReports();
@@ -235,9 +249,26 @@ public final class ShareSinkDriver {
     }
   }
 
+  /**
+   * Whether an on-demand commit is wanted: enough records put since the last commit to use up a
+   * good part of the broker's in-flight window, or a poll that returned nothing (window used up, or
+   * topic drained) while records put since the last commit are held. The put that preceded the
+   * commit confirms what it covers except the last put's records, which the next put (a {@code
+   * put(empty)} on an idle cycle) confirms; they are ACCEPTed then.
+   */
+  private boolean commitWanted() {
+    int max = config.commitMaxRecords();
+    return max > 0 && putSinceCommit > 0 && (lastPollEmpty || putSinceCommit >= max);
+  }
+
   private long pollTimeoutMs(long maxPollMs) {
     long now = System.currentTimeMillis();
     long until = Math.min(maxPollMs, nextCommitAtMs - now);
+    if (commitWanted()) {
+      // Held back only by share.commit.min.interval.ms: wake up for it rather than wait for
+      // records the exhausted window will not lend.
+      until = Math.min(until, lastCommitAtMs + config.commitMinIntervalMs() - now);
+    }
     if (retry != null) {
       until = Math.min(until, retry.retryAtMs - now);
     }
@@ -478,12 +509,15 @@ public final class ShareSinkDriver {
       entries.add(pending.entry);
     }
     ledger.putReturned(entries, sequence);
+    putSinceCommit += entries.size();
     metrics.recordsPut.addAndGet(records.size());
   }
 
   private void commit(boolean closing) {
     long start = System.nanoTime();
-    nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
+    lastCommitAtMs = System.currentTimeMillis();
+    nextCommitAtMs = lastCommitAtMs + config.commitIntervalMs();
+    putSinceCommit = 0;
     Map<TopicPartition, Long> passed = ledger.currentOffsets(context.opened());
     Map<TopicPartition, OffsetAndMetadata> given = new HashMap<>();
     passed.forEach((tp, offset) -> given.put(tp, new OffsetAndMetadata(offset)));

@@ -19,6 +19,12 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String COMMIT_INTERVAL_MS = "share.commit.interval.ms";
   public static final long COMMIT_INTERVAL_MS_DEFAULT = 5_000;
 
+  public static final String COMMIT_MAX_RECORDS = "share.commit.max.records";
+  public static final int COMMIT_MAX_RECORDS_DEFAULT = 1_000;
+
+  public static final String COMMIT_MIN_INTERVAL_MS = "share.commit.min.interval.ms";
+  public static final long COMMIT_MIN_INTERVAL_MS_DEFAULT = 100;
+
   public static final String EMPTY_PRECOMMIT = "share.commit.empty.precommit";
   public static final String EMPTY_PRECOMMIT_ACCEPT = "accept";
   public static final String EMPTY_PRECOMMIT_HOLD = "hold";
@@ -52,6 +58,42 @@ public final class SinkDriverConfig extends AbstractConfig {
               Width.SHORT,
               "Commit interval (ms)")
           .define(
+              COMMIT_MAX_RECORDS,
+              Type.INT,
+              COMMIT_MAX_RECORDS_DEFAULT,
+              ConfigDef.Range.atLeast(0),
+              Importance.MEDIUM,
+              "Besides every share.commit.interval.ms, a commit cycle (preCommit, then ACCEPT of "
+                  + "what it covers) runs as soon as this many records have been put since the "
+                  + "last one, and also when a poll returns nothing while records put since the "
+                  + "last commit are held (the topic is drained, or the broker's in-flight window "
+                  + "is used up). The broker lends each share-partition only "
+                  + "share.partition.max.record.locks records (2000 by default) until they are "
+                  + "acknowledged, so a sink that waited for the interval would sit idle most of "
+                  + "it. The default, 1000, is half of that window: even a task holding a single "
+                  + "partition commits, and a later put confirms, before its window runs out. "
+                  + "Raise it with the broker's limit; 0 disables both on-demand triggers (commits "
+                  + "at the interval only). Records are still ACCEPTed only once a later put has "
+                  + "returned.",
+              SHARE_GROUP,
+              2,
+              Width.SHORT,
+              "Commit after records")
+          .define(
+              COMMIT_MIN_INTERVAL_MS,
+              Type.LONG,
+              COMMIT_MIN_INTERVAL_MS_DEFAULT,
+              ConfigDef.Range.atLeast(0),
+              Importance.LOW,
+              "The shortest time between an on-demand commit cycle (see "
+                  + "share.commit.max.records) and the previous commit cycle. Each cycle calls the "
+                  + "task's preCommit, hence usually its flush, so this bounds the flushes a fast "
+                  + "stream costs to one per this many milliseconds.",
+              SHARE_GROUP,
+              3,
+              Width.SHORT,
+              "Minimum commit spacing (ms)")
+          .define(
               EMPTY_PRECOMMIT,
               Type.STRING,
               EMPTY_PRECOMMIT_ACCEPT,
@@ -68,7 +110,7 @@ public final class SinkDriverConfig extends AbstractConfig {
                   + "task that always returns an empty map stalls once the broker's in-flight "
                   + "limit is reached.",
               SHARE_GROUP,
-              2,
+              4,
               Width.SHORT,
               "Empty preCommit policy")
           .define(
@@ -157,6 +199,15 @@ public final class SinkDriverConfig extends AbstractConfig {
 
   public long commitIntervalMs() {
     return getLong(COMMIT_INTERVAL_MS);
+  }
+
+  /** Records put since the last commit that trigger one; 0 = interval commits only. */
+  public int commitMaxRecords() {
+    return getInt(COMMIT_MAX_RECORDS);
+  }
+
+  public long commitMinIntervalMs() {
+    return getLong(COMMIT_MIN_INTERVAL_MS);
   }
 
   /** True when an empty preCommit result ACCEPTs everything confirmed. */

@@ -530,6 +530,80 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void anIdlePollCommitsWhatWasPutWithoutWaitingForTheInterval() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
+    for (int i = 0; i < 3; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture = start(task, props("share.commit.interval.ms", "60000"), group);
+    fixture.driver.runCycle(Duration.ofMillis(10)); // puts 0..2: below share.commit.max.records
+    assertEquals(0, task.preCommits.size());
+    fixture.driver.runCycle(Duration.ofMillis(10)); // nothing polled: put(empty), commit
+    assertEquals(1, task.preCommits.size());
+    assertEquals(
+        Map.of(new TopicPartition("t", 0), new OffsetAndMetadata(3)), task.preCommits.get(0));
+    assertTrue(allIn(group, State.ACCEPTED), "confirmed by the put(empty) and accepted");
+    // Nothing new put: further idle cycles do not commit again before the interval.
+    fixture.runFor(Duration.ofMillis(300));
+    assertEquals(1, task.preCommits.size());
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void reachingCommitMaxRecordsCommitsAndAcceptsOnlyConfirmedRecords() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 3);
+    for (int i = 0; i < 30; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "share.commit.interval.ms", "60000",
+                "share.commit.max.records", "5",
+                "share.commit.min.interval.ms", "0"),
+            group);
+    fixture.driver.runCycle(Duration.ofMillis(10)); // puts 0..2
+    assertEquals(0, task.preCommits.size());
+    fixture.driver.runCycle(Duration.ofMillis(10)); // puts 3..5: 6 put, commit
+    assertEquals(1, task.preCommits.size());
+    assertEquals(
+        Map.of(new TopicPartition("t", 0), new OffsetAndMetadata(6)), task.preCommits.get(0));
+    // 0..2 were confirmed by the second put; 3..5 wait for a later put (the deferred-failure rule).
+    assertEquals(3, group.count(State.ACCEPTED));
+    assertEquals(State.ACQUIRED, group.rec("t", 0, 3).state);
+    fixture.driver.runCycle(Duration.ofMillis(10)); // puts 6..8, which confirms 3..5
+    assertEquals(6, group.count(State.ACCEPTED));
+    assertEquals(1, task.preCommits.size(), "3 put since the commit: below the threshold");
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "all accepted");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void onDemandCommitsAreSpacedByCommitMinInterval() {
+    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 2);
+    for (int i = 0; i < 40; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "share.commit.interval.ms", "60000",
+                "share.commit.max.records", "1",
+                "share.commit.min.interval.ms", "60000"),
+            group);
+    for (int i = 0; i < 10; i++) {
+      fixture.driver.runCycle(Duration.ofMillis(10));
+    }
+    assertEquals(1, task.preCommits.size(), "the first on-demand commit only");
+    assertEquals(20, task.allPut().size());
+  }
+
+  @Test
   void everyCallIntoPluginsRunsUnderThePluginLoader() throws Exception {
     InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
     ScriptedSinkTask task = new ScriptedSinkTask();
