@@ -100,6 +100,10 @@ public final class ShareSinkDriver {
   private long putSinceCommit;
 
   private boolean lastPollEmpty;
+
+  /** A commit covered records of the last put: poll without waiting, so a put confirms them. */
+  private boolean confirmSoon;
+
   private long renewMarginMs;
   private ConnectException failure;
   private boolean stopped;
@@ -264,6 +268,11 @@ public final class ShareSinkDriver {
   private long pollTimeoutMs(long maxPollMs) {
     long now = System.currentTimeMillis();
     long until = Math.min(maxPollMs, nextCommitAtMs - now);
+    if (confirmSoon && retry == null) {
+      // Records a commit covered wait for a later put to confirm them before they are ACCEPTed;
+      // they may be the whole in-flight window, so put (records or empty) without delay.
+      return 0;
+    }
     if (commitWanted()) {
       // Held back only by share.commit.min.interval.ms: wake up for it rather than wait for
       // records the exhausted window will not lend.
@@ -510,6 +519,7 @@ public final class ShareSinkDriver {
     }
     ledger.putReturned(entries, sequence);
     putSinceCommit += entries.size();
+    confirmSoon = false;
     metrics.recordsPut.addAndGet(records.size());
   }
 
@@ -562,6 +572,7 @@ public final class ShareSinkDriver {
       }
     }
     ledger.pruneEmptyPartitions(context.opened());
+    confirmSoon = !closing && ledger.hasUnconfirmedPuts();
   }
 
   /** Moves reports made by the task (possibly on its own threads) into the ledger. */
