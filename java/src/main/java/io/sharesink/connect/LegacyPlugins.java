@@ -1,5 +1,6 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.sink.LoaderSwap;
 import java.lang.reflect.InvocationTargetException;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -51,7 +52,7 @@ final class LegacyPlugins {
    * as the worker does: static initialisers and constructors may read it (KAFKA-8340).
    */
   static <T> T newInstance(Class<T> pluginClass) {
-    return ContextClassLoader.call(
+    return LoaderSwap.call(
         pluginClass.getClassLoader(),
         () -> {
           try {

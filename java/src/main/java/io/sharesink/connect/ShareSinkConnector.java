@@ -6,6 +6,7 @@ import io.sharesink.connect.admin.ShareGroupAdmin;
 import io.sharesink.connect.admin.ShareGroupSetup;
 import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.connect.sink.LoaderSwap;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -138,7 +139,7 @@ public class ShareSinkConnector extends SourceConnector {
     try {
       SinkConnector legacy = LegacyPlugins.newInstance(legacyClass);
       legacyResult =
-          ContextClassLoader.call(legacyClass.getClassLoader(), () -> legacy.validate(legacyProps));
+          LoaderSwap.call(legacyClass.getClassLoader(), () -> legacy.validate(legacyProps));
     } catch (RuntimeException | LinkageError e) {
       value(values, ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG)
           .addErrorMessage(legacyClass.getName() + ".validate() failed: " + e);
@@ -282,7 +283,7 @@ public class ShareSinkConnector extends SourceConnector {
     legacyConnector = LegacyPlugins.newInstance(legacyClass);
     Map<String, String> legacyProps = LegacyConfigs.forConnector(this.props, legacyClass.getName());
     try {
-      ContextClassLoader.run(
+      LoaderSwap.run(
           legacyLoader,
           () -> {
             legacyConnector.initialize(new LegacySinkConnectorContext(context()));
@@ -304,7 +305,7 @@ public class ShareSinkConnector extends SourceConnector {
   // another Kafka release calling a moved internal class) can still run.
   private String legacyVersion() {
     try {
-      return ContextClassLoader.call(legacyLoader, legacyConnector::version);
+      return LoaderSwap.call(legacyLoader, legacyConnector::version);
     } catch (RuntimeException | LinkageError e) {
       log.warn("{}.version() failed: {}", legacyConnector.getClass().getName(), e.toString());
       return "unknown";
@@ -325,9 +326,9 @@ public class ShareSinkConnector extends SourceConnector {
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
     List<Map<String, String>> legacyConfigs =
-        ContextClassLoader.call(legacyLoader, () -> legacyConnector.taskConfigs(maxTasks));
+        LoaderSwap.call(legacyLoader, () -> legacyConnector.taskConfigs(maxTasks));
     Class<? extends Task> legacyTaskClass =
-        ContextClassLoader.call(legacyLoader, legacyConnector::taskClass);
+        LoaderSwap.call(legacyLoader, legacyConnector::taskClass);
     return taskConfigs(legacyConfigs, legacyTaskClass.getName(), props, dlqMode);
   }
 
@@ -374,7 +375,7 @@ public class ShareSinkConnector extends SourceConnector {
       lag = null;
     }
     if (legacyConnector != null) {
-      ContextClassLoader.run(legacyLoader, legacyConnector::stop);
+      LoaderSwap.run(legacyLoader, legacyConnector::stop);
       legacyConnector = null;
     }
   }

@@ -2,6 +2,7 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
 import io.sharesink.engine.EngineException;
@@ -248,7 +249,7 @@ public class ShareSinkTask extends SourceTask {
       Class<? extends SinkConnector> connectorClass, Map<String, String> props) {
     SinkConnector connector = LegacyPlugins.newInstance(connectorClass);
     Class<? extends Task> taskClass =
-        ContextClassLoader.call(connectorClass.getClassLoader(), connector::taskClass);
+        LoaderSwap.call(connectorClass.getClassLoader(), connector::taskClass);
     if (taskClass == null || !SinkTask.class.isAssignableFrom(taskClass)) {
       throw new ConnectException(
           connectorClass.getName() + ".taskClass() returned " + taskClass + ", not a SinkTask");
