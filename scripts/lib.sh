@@ -15,6 +15,7 @@ ensure_prerequisites() {
   command -v python3 >/dev/null || missing+=(python3)
   command -v unzip >/dev/null || missing+=(unzip)
   command -v cc >/dev/null || missing+=(gcc)
+  command -v openssl >/dev/null || missing+=(openssl)  # the harness makes its test CA with it
   if ((${#missing[@]})); then
     log "installing ${missing[*]} from Debian's packages"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
