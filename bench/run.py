@@ -57,6 +57,7 @@ class Ctx:
         self.step = 0
         self.rounds = args.rounds or (1 if args.quick else 3)
         self.pair_rounds = max(3, self.rounds)
+        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d").split(","))
 
     def say(self, msg: str) -> None:
         el = time.monotonic() - self.t0
@@ -198,6 +199,9 @@ def main(argv=None) -> int:
                     help="repeat each consumer run N times, report the median (default: quick 1, "
                          "full 3)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
+    ap.add_argument("--scenarios", default="a,b,c,d",
+                    help="Connect scenarios to run (a slow sink, b stalled task, c task change, "
+                         "d fast sink); the others are reported as not run")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md and the chart from target/bench/results.json")
     a = ap.parse_args(argv)

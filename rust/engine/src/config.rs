@@ -21,6 +21,12 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: i32,
     pub fetch_min_bytes: i32,
     pub fetch_max_wait: Duration,
+    /// The ShareFetch wait while this member holds acquired records not yet acknowledged
+    /// (engine setting `share.fetch.max.wait.held.ms`, default 50 ms, capped by
+    /// `fetch.max.wait.ms`). The broker serves one request per connection at a time, so
+    /// acknowledgements made during a long poll wait for it; when the member's records fill
+    /// the broker's in-flight window, only those acknowledgements can end the wait.
+    pub fetch_max_wait_held: Duration,
     pub acquire_mode: AcquireMode,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
@@ -82,6 +88,13 @@ impl ConsumerConfig {
         let fetch_min_bytes = parse_num(props, "fetch.min.bytes", 1, 0, i32::MAX)?;
         let fetch_max_wait_ms: u64 =
             parse_num(props, "fetch.max.wait.ms", 500, 0, i32::MAX as u64)?;
+        let fetch_max_wait_held_ms: u64 = parse_num(
+            props,
+            "share.fetch.max.wait.held.ms",
+            50,
+            0,
+            i32::MAX as u64,
+        )?;
         let request_timeout_ms: u64 =
             parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
         let acquire_mode = match props.get("share.acquire.mode").map(|s| s.trim()) {
@@ -118,6 +131,9 @@ impl ConsumerConfig {
             fetch_max_bytes,
             fetch_min_bytes,
             fetch_max_wait: Duration::from_millis(fetch_max_wait_ms),
+            fetch_max_wait_held: Duration::from_millis(
+                fetch_max_wait_held_ms.min(fetch_max_wait_ms),
+            ),
             acquire_mode,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
@@ -150,6 +166,7 @@ mod tests {
         assert_eq!(c.fetch_max_bytes, 50 * 1024 * 1024);
         assert_eq!(c.fetch_min_bytes, 1);
         assert_eq!(c.fetch_max_wait, Duration::from_millis(500));
+        assert_eq!(c.fetch_max_wait_held, Duration::from_millis(50));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
         assert_eq!(c.client_id, "sharesink-g");
@@ -167,6 +184,7 @@ mod tests {
             ("max.poll.records", "zero"),
             ("max.poll.records", "0"),
             ("fetch.max.wait.ms", "-1"),
+            ("share.fetch.max.wait.held.ms", "soon"),
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {

@@ -175,7 +175,7 @@ fn fetch_request(
     // With no room, knobs of 0 make the broker apply acks and skip the fetch.
     let (max_wait_ms, min_bytes, max_bytes, max_records) = if fetch_records {
         (
-            c.fetch_max_wait.as_millis() as i32,
+            fetch_wait(shared).as_millis() as i32,
             c.fetch_min_bytes,
             c.fetch_max_bytes,
             c.max_poll_records,
@@ -200,6 +200,18 @@ fn fetch_request(
         is_renew_ack: false,
         topics,
         forgotten,
+    }
+}
+
+/// A long poll only while this member holds nothing: acks made during a parked fetch ride on
+/// the next request, and a member whose records fill the broker's window would otherwise
+/// wait the whole `fetch.max.wait.ms` for each window's worth.
+fn fetch_wait(shared: &Shared) -> std::time::Duration {
+    let held = shared.buffer.len_records() as i64 + shared.metrics.records_in_flight.load(Relaxed);
+    if held > 0 {
+        shared.config.fetch_max_wait_held
+    } else {
+        shared.config.fetch_max_wait
     }
 }
 
