@@ -184,7 +184,10 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                  "each run a fresh share group with `share.auto.offset.reset=earliest` set first. "
                  "Acknowledgement: engine and krafka explicit ACCEPT; the Java tool implicit "
                  "(the same ACCEPT on the wire). The classic consumer (`ConsumerPerformance`, one "
-                 "consumer, `fetch.max.bytes` 1 MiB) is the ceiling.")
+                 "consumer, `fetch.max.bytes` 1 MiB) is the ceiling. One unrecorded engine pass "
+                 "warms the broker up per topic; each round then starts with a different client "
+                 "(the first run after the warm-up costs the broker more CPU per record), and a "
+                 "row is the round with the median records/s.")
         L.append("")
         L.append("Clocks: **steady** = first record to last record (engine/krafka/JNI: their own "
                  "clock; Java share tool: its first per-consumer report at a 100 ms interval to "
