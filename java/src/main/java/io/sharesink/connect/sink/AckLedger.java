@@ -24,7 +24,9 @@ import org.apache.kafka.common.TopicPartition;
  * back by a pause or a put retry) → {@link State#PUT} (a put holding it returned) → {@link
  * State#CONFIRMED} (a later put returned too, so a deferred failure of the first put would have
  * surfaced by now) → ACCEPT once preCommit covers it. {@link State#REJECTING} waits for an errant
- * record's DLQ write; the record is REJECTed when that completes. Acknowledged records leave.
+ * record's DLQ write; the record is REJECTed when that completes. Acknowledged records leave; so do
+ * records whose lock ran out before they could be acknowledged ({@link #forgetExpired}), without
+ * any acknowledgement.
  *
  * <p>Not thread-safe: the driver's task thread owns it.
  */
@@ -295,6 +297,52 @@ public final class AckLedger {
       addCompacted(acks, e.getKey(), due, AckType.RENEW);
     }
     return acks;
+  }
+
+  /**
+   * The least lock time a held record must have left to be acknowledged: below it, an ACCEPT,
+   * RENEW, RELEASE or REJECT may reach the broker after the lock ran out. One second, or a quarter
+   * of the lock when that is shorter.
+   */
+  static long expiryMarginMs(long lockDurationMs) {
+    return Math.min(EXPIRY_MARGIN_MS, lockDurationMs / 4);
+  }
+
+  /** See {@link #expiryMarginMs}. */
+  static final long EXPIRY_MARGIN_MS = 1_000;
+
+  /** Whether {@code entry}'s lock has run out at {@code nowMs}, or is about to. */
+  public static boolean lockLost(Entry entry, long nowMs) {
+    return entry.lockDeadlineMs - nowMs <= expiryMarginMs(entry.lockDurationMs);
+  }
+
+  /**
+   * Removes, without any acknowledgement, every held record whose lock has run out at {@code nowMs}
+   * (or is about to, see {@link #expiryMarginMs}) and returns them. The broker has made them
+   * available again (or will before an ack could arrive): it refuses acknowledgements of records
+   * this member no longer holds (INVALID_RECORD_STATE) and rolls back every other acknowledgement
+   * of the same partition in that request, so they must not be acknowledged.
+   */
+  public List<Entry> forgetExpired(long nowMs) {
+    List<Entry> forgotten = new ArrayList<>();
+    for (PartitionLedger ledger : partitions.values()) {
+      Iterator<Entry> it = ledger.entries.values().iterator();
+      while (it.hasNext()) {
+        Entry entry = it.next();
+        if (lockLost(entry, nowMs)) {
+          forgotten.add(entry);
+          it.remove();
+          size--;
+        }
+      }
+    }
+    return forgotten;
+  }
+
+  /** Whether the ledger holds {@code entry} (it was neither acknowledged nor forgotten). */
+  public boolean holds(Entry entry) {
+    PartitionLedger ledger = partitions.get(entry.partition);
+    return ledger != null && ledger.entries.get(entry.offset) == entry;
   }
 
   /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */

@@ -51,8 +51,19 @@ import org.slf4j.LoggerFactory;
  *       offset + 1 per original partition, and ACCEPT the put records below what it returns, but
  *       only once a later put has returned without throwing (a sink may report a write failure on
  *       the next put: Debezium JDBC does);
- *   <li>RENEW every held record before its lock runs out (buffered by the sink, held back by a
- *       pause, or waiting for a put retry), so no delivery attempt is burnt while we hold it;
+ *   <li>RENEW every record held between calls into the task before its lock runs out (put and
+ *       buffered by the sink until a preCommit covers it, held back by a pause, waiting for a put
+ *       retry or a DLQ write), so no delivery attempt is burnt while we hold it;
+ *   <li>never renew during a call into the task: renewals run on the task thread, between calls. A
+ *       {@code put} (or {@code preCommit}) that blocks for longer than the lock loses every record
+ *       the driver holds: each one's lock was last set (acquired or renewed) before the call began,
+ *       so the broker hands it to another member at most one lock duration after the call began,
+ *       and a stuck task never holds records back from the others for longer;
+ *   <li>forget, without any acknowledgement, held records whose lock has run out (or has less than
+ *       a second left) when the task returns, or that arrive that late: the broker refuses
+ *       acknowledgements of records this member no longer holds (INVALID_RECORD_STATE) and rolls
+ *       back every other acknowledgement of the same partition in that request, so one stale ACCEPT
+ *       or RENEW would undo the good ones; they are not put (again) either;
  *   <li>REJECT records that fail conversion or transformation under {@code errors.tolerance=all},
  *       or that the task reports as errant, after their DLQ write is acknowledged; RELEASE what is
  *       left at stop.
@@ -105,6 +116,10 @@ public final class ShareSinkDriver {
   private boolean confirmSoon;
 
   private long renewMarginMs;
+
+  /** How long the last put ran, for the log line about locks lost meanwhile. */
+  private long lastPutMs;
+
   private ConnectException failure;
   private boolean stopped;
   private boolean lockWarned;
@@ -191,6 +206,7 @@ public final class ShareSinkDriver {
       ShareBatch batch = pollEngine(maxPoll);
       lastPollEmpty = batch.size() == 0;
       acquire(batch);
+      forgetExpiredLocks();
       deliver();
       long now = System.currentTimeMillis();
       if (context.takeCommitRequest()
@@ -364,6 +380,8 @@ public final class ShareSinkDriver {
 
   private void acquire(ShareBatch batch) {
     long now = System.currentTimeMillis();
+    List<Entry> redelivered = new ArrayList<>();
+    int maxDeliveryCount = 0;
     for (int i = 0; i < batch.size(); i++) {
       RawRecord raw = RawRecord.from(batch, i);
       TopicPartition tp = raw.topicPartition();
@@ -378,6 +396,8 @@ public final class ShareSinkDriver {
       warnIfLockTooShort(batch.lockDeadlineMs(i) - now);
       if (raw.deliveryCount() > 1) {
         metrics.redeliveries.incrementAndGet();
+        redelivered.add(entry);
+        maxDeliveryCount = Math.max(maxDeliveryCount, raw.deliveryCount());
       }
       entry.attachment = raw;
       context.held.put(new RecordId(tp, raw.offset()), raw);
@@ -391,6 +411,14 @@ public final class ShareSinkDriver {
       ready.add(new Pending(entry, record));
     }
     metrics.recordsInFlight.set(ledger.size());
+    if (!redelivered.isEmpty()) {
+      log.info(
+          "{}: {} records delivered again (up to delivery {}): {}",
+          taskName,
+          redelivered.size(),
+          maxDeliveryCount,
+          describe(redelivered));
+    }
   }
 
   private void warnIfLockTooShort(long lockMs) {
@@ -510,7 +538,9 @@ public final class ShareSinkDriver {
       throw new ConnectException(
           taskName + ": the task threw an unrecoverable exception from put; stopping", e);
     } finally {
-      metrics.recordPut(System.nanoTime() - start);
+      long took = System.nanoTime() - start;
+      lastPutMs = TimeUnit.NANOSECONDS.toMillis(took);
+      metrics.recordPut(took);
     }
     retry = null;
     List<Entry> entries = new ArrayList<>(items.size());
@@ -539,6 +569,7 @@ public final class ShareSinkDriver {
       // RELEASE what was put and not yet ACCEPTed, so it is delivered again (maybe elsewhere).
       log.error("{}: preCommit failed; releasing records put since the last commit", taskName, e);
       if (!closing) {
+        forgetExpiredLocks();
         Acknowledgements release =
             ledger.takeAll(
                 entry ->
@@ -573,6 +604,80 @@ public final class ShareSinkDriver {
     }
     ledger.pruneEmptyPartitions(context.opened());
     confirmSoon = !closing && ledger.hasUnconfirmedPuts();
+  }
+
+  /**
+   * Forgets held records whose lock has run out or is about to (see {@link
+   * AckLedger#forgetExpired}): no acknowledgement is sent for them, and those still waiting for a
+   * put (held back by a pause, or in a put retry) are not put. Called before anything is
+   * acknowledged and before records are put, so a call into the task that outlasted the locks (or
+   * records that reach us too late) never produce acknowledgements the broker would refuse.
+   */
+  private void forgetExpiredLocks() {
+    List<Entry> lost = ledger.forgetExpired(System.currentTimeMillis());
+    if (lost.isEmpty()) {
+      return;
+    }
+    for (Entry entry : lost) {
+      context.held.remove(new RecordId(entry.partition(), entry.offset()));
+    }
+    ready.removeIf(pending -> !ledger.holds(pending.entry));
+    if (retry != null) {
+      List<Pending> items = new ArrayList<>();
+      List<SinkRecord> records = new ArrayList<>();
+      for (Pending pending : retry.items) {
+        if (ledger.holds(pending.entry)) {
+          items.add(pending);
+          if (pending.record != null) {
+            records.add(pending.record);
+          }
+        }
+      }
+      retry = items.isEmpty() ? null : new RetryBatch(items, records, retry.retryAtMs);
+    }
+    metrics.recordsLockExpired.addAndGet(lost.size());
+    metrics.recordsInFlight.set(ledger.size());
+    log.warn(
+        "{}: {} held records lost their acquisition locks before they could be acknowledged"
+            + " (the last put took {} ms; {}): the broker hands them to other members, so they"
+            + " are neither acknowledged nor put here",
+        taskName,
+        lost.size(),
+        lastPutMs,
+        describe(lost));
+  }
+
+  /**
+   * {@code topic-partition@first..last#delivery} ranges of some entries, in the order given, for
+   * logs (at most 10 ranges).
+   */
+  private static String describe(List<Entry> entries) {
+    StringBuilder out = new StringBuilder();
+    int shown = 0;
+    for (int i = 0; i < entries.size(); ) {
+      Entry first = entries.get(i);
+      int j = i + 1;
+      while (j < entries.size()
+          && entries.get(j).partition().equals(first.partition())
+          && entries.get(j).offset() == entries.get(j - 1).offset() + 1
+          && entries.get(j).deliveryCount() == first.deliveryCount()) {
+        j++;
+      }
+      if (shown++ == 10) {
+        out.append(", ...");
+        break;
+      }
+      out.append(shown == 1 ? "" : ", ")
+          .append(first.partition())
+          .append('@')
+          .append(first.offset());
+      if (j - 1 > i) {
+        out.append("..").append(entries.get(j - 1).offset());
+      }
+      out.append('#').append(first.deliveryCount());
+      i = j;
+    }
+    return out.toString();
   }
 
   /** Moves reports made by the task (possibly on its own threads) into the ledger. */
@@ -612,6 +717,7 @@ public final class ShareSinkDriver {
    * commits their partition), and RENEWs of locks due.
    */
   private void acknowledge(boolean sync) {
+    forgetExpiredLocks();
     List<Entry> rejects = new ArrayList<>();
     List<Entry> failedWrites = new ArrayList<>();
     Throwable writeFailure = null;
@@ -718,6 +824,7 @@ public final class ShareSinkDriver {
   }
 
   private void releaseAll() {
+    forgetExpiredLocks();
     ready.clear();
     retry = null;
     errantWaits.clear();

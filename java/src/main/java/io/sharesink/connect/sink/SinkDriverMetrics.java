@@ -33,7 +33,8 @@ public final class SinkDriverMetrics {
       long commitCycles,
       double commitLatencyAvgMs,
       double commitLatencyMaxMs,
-      long recordsInFlight) {}
+      long recordsInFlight,
+      long recordsLockExpired) {}
 
   final AtomicLong recordsPolled = new AtomicLong();
   final AtomicLong recordsPut = new AtomicLong();
@@ -41,6 +42,10 @@ public final class SinkDriverMetrics {
   final AtomicLong recordsReleased = new AtomicLong();
   final AtomicLong recordsRejected = new AtomicLong();
   final AtomicLong recordsRenewed = new AtomicLong();
+
+  /** Held records forgotten because their lock ran out before they could be acknowledged. */
+  final AtomicLong recordsLockExpired = new AtomicLong();
+
   final AtomicLong redeliveries = new AtomicLong();
   final AtomicLong duplicatesIgnored = new AtomicLong();
   final AtomicLong putRetries = new AtomicLong();
@@ -92,6 +97,7 @@ public final class SinkDriverMetrics {
     gauges.put("share-records-released-total", recordsReleased::get);
     gauges.put("share-records-rejected-total", recordsRejected::get);
     gauges.put("share-records-renewed-total", recordsRenewed::get);
+    gauges.put("share-records-lock-expired-total", recordsLockExpired::get);
     gauges.put("share-redeliveries-total", redeliveries::get);
     gauges.put("share-put-retries-total", putRetries::get);
     gauges.put("share-records-in-flight", recordsInFlight::get);
@@ -126,6 +132,7 @@ public final class SinkDriverMetrics {
         commit.count.get(),
         commit.avgMs(),
         commit.maxMs(),
-        recordsInFlight.get());
+        recordsInFlight.get(),
+        recordsLockExpired.get());
   }
 }

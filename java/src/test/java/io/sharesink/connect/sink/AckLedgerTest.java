@@ -220,4 +220,25 @@ class AckLedgerTest {
     assertEquals(
         List.of(range(TP0, 5, 5, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
   }
+
+  @Test
+  void recordsWhoseLockRanOutOrIsAboutToAreForgottenWithoutAnAcknowledgement() {
+    long t0 = 1_000_000;
+    List<AckLedger.Entry> old = acquire(TP0, 0, 2, t0);
+    List<AckLedger.Entry> fresh = acquire(TP1, 0, 1, t0 + 20_000);
+    // 30 s locks: at t0 + 29.5 s, TP0's have 0.5 s left (below the 1 s margin), TP1's 20.5 s
+    List<AckLedger.Entry> lost = ledger.forgetExpired(t0 + 29_500);
+    assertEquals(old, lost);
+    assertEquals(2, ledger.size());
+    assertFalse(ledger.holds(old.get(0)));
+    assertTrue(ledger.holds(fresh.get(0)));
+    // nothing is left to acknowledge for them: no RENEW, no RELEASE
+    assertEquals(List.of(), ledger.take(old, AckType.RELEASE).ranges());
+    assertEquals(
+        List.of(range(TP1, 0, 1, AckType.RENEW)),
+        ledger.renewDue(t0 + 36_000, 0).ranges(),
+        "only the held ones are renewed");
+    assertEquals(List.of(), ledger.forgetExpired(t0 + 36_000), "renewed: 30 s left");
+    assertEquals(500, AckLedger.expiryMarginMs(2_000), "a quarter of a short lock");
+  }
 }

@@ -71,6 +71,10 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   final List<Acknowledgements.Range> received = Collections.synchronizedList(new ArrayList<>());
   final List<String> violations = Collections.synchronizedList(new ArrayList<>());
   int expiredLocks;
+
+  /** Offsets of refused acknowledgements: those of a failing range and those undone with it. */
+  long rolledBack;
+
   boolean closed;
   Consumer<Rec> onAccept = rec -> {};
 
@@ -155,39 +159,65 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     apply(acks);
   }
 
+  /**
+   * As the broker's SharePartition.acknowledge: the ranges of one partition in one request are
+   * applied all or nothing; one range holding a record this member does not hold fails them all
+   * (INVALID_RECORD_STATE) and undoes the others.
+   */
   private List<AckResult> apply(Acknowledgements acks) {
     long now = System.currentTimeMillis();
     expireLocks(now);
-    List<AckResult> results = new ArrayList<>();
+    Map<String, List<Acknowledgements.Range>> byPartition = new LinkedHashMap<>();
     for (Acknowledgements.Range range : acks.ranges()) {
       received.add(range);
-      short error = 0;
-      for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
-        Rec rec = rec(range.topic(), range.partition(), offset);
-        if (rec.state != State.ACQUIRED) {
-          violations.add(
-              range.type()
-                  + " of "
-                  + rec.topic
-                  + "-"
-                  + rec.partition
-                  + "@"
-                  + offset
-                  + " in state "
-                  + rec.state);
-          error = 121;
-          continue;
-        }
-        switch (range.type()) {
-          case ACCEPT -> {
-            rec.state = State.ACCEPTED;
-            onAccept.accept(rec);
+      byPartition
+          .computeIfAbsent(range.topic() + "-" + range.partition(), k -> new ArrayList<>())
+          .add(range);
+    }
+    Map<Acknowledgements.Range, Short> errors = new LinkedHashMap<>();
+    for (List<Acknowledgements.Range> ranges : byPartition.values()) {
+      boolean valid = true;
+      for (Acknowledgements.Range range : ranges) {
+        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+          Rec rec = rec(range.topic(), range.partition(), offset);
+          if (rec.state != State.ACQUIRED) {
+            violations.add(
+                range.type()
+                    + " of "
+                    + rec.topic
+                    + "-"
+                    + rec.partition
+                    + "@"
+                    + offset
+                    + " in state "
+                    + rec.state);
+            valid = false;
           }
-          case RELEASE -> rec.state = State.AVAILABLE;
-          case REJECT -> rec.state = State.REJECTED;
-          case RENEW -> rec.lockDeadlineMs = now + lockMs;
         }
       }
+      for (Acknowledgements.Range range : ranges) {
+        errors.put(range, valid ? (short) 0 : (short) 121);
+        if (!valid) {
+          rolledBack += range.lastOffset() - range.firstOffset() + 1;
+          continue;
+        }
+        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+          Rec rec = rec(range.topic(), range.partition(), offset);
+          switch (range.type()) {
+            case ACCEPT -> {
+              rec.state = State.ACCEPTED;
+              onAccept.accept(rec);
+            }
+            case RELEASE -> rec.state = State.AVAILABLE;
+            case REJECT -> rec.state = State.REJECTED;
+            case RENEW -> rec.lockDeadlineMs = now + lockMs;
+          }
+        }
+      }
+    }
+    List<AckResult> results = new ArrayList<>();
+    for (Acknowledgements.Range range : acks.ranges()) {
+      short error = errors.get(range);
       results.add(new AckResult(range, error, error == 0 ? null : "INVALID_RECORD_STATE"));
     }
     return results;

@@ -3,6 +3,7 @@ package io.sharesink.connect.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -658,6 +659,82 @@ class ShareSinkDriverTest {
     fixture.driver.runCycle(Duration.ofMillis(10));
     assertEquals(1, task.allPut().size());
     assertEquals(1, fixture.driver.metrics().snapshot().duplicatesIgnored());
+  }
+
+  @Test
+  void aPutBlockedPastTheLockLosesItsRecordsAndNeverAcknowledgesThem() {
+    long lock = 1_000;
+    InMemoryShareGroup group = new InMemoryShareGroup(lock, 3);
+    for (int i = 0; i < 6; i++) {
+      group.produce("t", 0, null, "a" + i);
+    }
+    group.produce("t", 1, null, "b0");
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    AtomicInteger nonEmptyPuts = new AtomicInteger();
+    List<Long> renewsDuringBlockedPut = new ArrayList<>();
+    task.onPut =
+        records -> {
+          // the second batch (t-0@3..5) blocks for 1.5 locks, as a task waiting on a row lock
+          if (!records.isEmpty() && nonEmptyPuts.incrementAndGet() == 2) {
+            int renewsBefore = group.received(AckType.RENEW).size();
+            sleep(1_500);
+            renewsDuringBlockedPut.add(
+                (long) (group.received(AckType.RENEW).size() - renewsBefore));
+          }
+        };
+    // the sink flushes nothing until its third put: the first put's records wait for a preCommit
+    task.onPreCommit = offsets -> nonEmptyPuts.get() < 3 ? Map.of() : offsets;
+    DriverFixture fixture = start(task, props("share.commit.empty.precommit", "hold"), group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(15), "all accepted");
+
+    assertEquals(List.of(0L), renewsDuringBlockedPut, "nothing is renewed during a put");
+    assertEquals(List.of(), group.violations, "no acknowledgement of a record no longer held");
+    assertTrue(group.expiredLocks >= 6, "the first two batches expired: " + group.expiredLocks);
+    assertEquals(
+        6,
+        fixture.driver.metrics().snapshot().recordsLockExpired(),
+        "forgotten without acknowledgement: the first put's records and the blocked put's");
+    for (int i = 0; i < 6; i++) {
+      assertEquals(2, group.rec("t", 0, i).deliveryCount, "t-0@" + i + " delivered again");
+    }
+    assertEquals(0, fixture.driver.inFlight());
+  }
+
+  @Test
+  void aRetryBatchWhoseLocksRanOutIsNotPutAgain() {
+    long lock = 1_000;
+    InMemoryShareGroup group = new InMemoryShareGroup(lock, 10);
+    for (int i = 0; i < 3; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    AtomicInteger attempts = new AtomicInteger();
+    task.onPut =
+        records -> {
+          if (!records.isEmpty() && attempts.incrementAndGet() == 1) {
+            sleep(1_500);
+            task.ctx().timeout(10);
+            throw new RetriableException("timed out waiting for a row lock");
+          }
+        };
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+
+    List<List<SinkRecord>> nonEmpty = task.puts.stream().filter(p -> !p.isEmpty()).toList();
+    assertEquals(2, nonEmpty.size(), "the failed put, then the redelivered records once");
+    assertNotSame(nonEmpty.get(0).get(0), nonEmpty.get(1).get(0), "a new delivery, not a retry");
+    assertEquals(List.of(), group.violations);
+    assertTrue(group.all().stream().allMatch(r -> r.deliveryCount == 2));
+    assertEquals(3, fixture.driver.metrics().snapshot().recordsLockExpired());
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
   }
 
   /** A DLQ whose writes complete when the test says so. */
