@@ -17,6 +17,9 @@ pub(crate) struct DeliveryBuffer {
     /// Signalled when a batch arrives, on wakeup and on failure.
     pub ready: Notify,
     woken: AtomicBool,
+    /// Set when batches were released because the caller did not poll them in time; no
+    /// fetch is sent until the caller polls again (it would only acquire more to release).
+    stalled: AtomicBool,
     /// Bumped each time `poll` takes a batch, so fetchers blocked on a full buffer resume.
     space: watch::Sender<u64>,
 }
@@ -31,13 +34,23 @@ impl DeliveryBuffer {
             max_bytes,
             ready: Notify::new(),
             woken: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             space: watch::Sender::new(0),
         }
     }
 
-    /// Room for another fetch: below both caps.
+    /// Room for another fetch: below both caps, and the caller is polling.
     pub fn has_room(&self) -> bool {
-        self.records.load(SeqCst) < self.max_records && self.bytes.load(SeqCst) < self.max_bytes
+        !self.stalled.load(SeqCst)
+            && self.records.load(SeqCst) < self.max_records
+            && self.bytes.load(SeqCst) < self.max_bytes
+    }
+
+    /// The caller is polling: fetching resumes if a stall had stopped it.
+    pub fn caller_polling(&self) {
+        if self.stalled.swap(false, SeqCst) {
+            self.space.send_modify(|n| *n += 1);
+        }
     }
 
     pub fn len_records(&self) -> usize {
@@ -61,6 +74,26 @@ impl DeliveryBuffer {
         self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
         self.space.send_modify(|n| *n += 1);
         Some(batch)
+    }
+
+    /// Takes the batches at the front for which `stale` holds (the queue is in fetch order,
+    /// so the oldest locks are at the front).
+    pub fn take_stale(&self, stale: impl Fn(&Batch) -> bool) -> Vec<Batch> {
+        let mut out = Vec::new();
+        {
+            let mut q = self.queue.lock().expect("buffer");
+            while q.front().is_some_and(&stale) {
+                let batch = q.pop_front().expect("checked");
+                self.records.fetch_sub(batch.len(), SeqCst);
+                self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
+                out.push(batch);
+            }
+        }
+        if !out.is_empty() {
+            self.stalled.store(true, SeqCst);
+            self.space.send_modify(|n| *n += 1);
+        }
+        out
     }
 
     /// Drops everything buffered (on close: the session close releases the records).

@@ -36,6 +36,11 @@ pub struct ConsumerConfig {
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
     pub max_buffered_bytes: usize,
+    /// The largest part of a record's acquisition lock it may wait in the buffer
+    /// (`share.buffer.max.lock.fraction`, default 0.5): a batch the caller has not polled by
+    /// then is released, so a member whose caller is stuck does not sit on records until
+    /// their locks expire.
+    pub max_buffered_lock_fraction: f64,
     /// TLS and SASL (`security.protocol`, `sasl.*`, `ssl.*`).
     pub security: Security,
 }
@@ -122,6 +127,8 @@ impl ConsumerConfig {
             1,
             usize::MAX,
         )?;
+        let max_buffered_lock_fraction: f64 =
+            parse_num(props, "share.buffer.max.lock.fraction", 0.5, 0.05, 1.0)?;
         Ok(ConsumerConfig {
             bootstrap_servers,
             group_id,
@@ -138,6 +145,7 @@ impl ConsumerConfig {
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,
+            max_buffered_lock_fraction,
             security,
         })
     }
@@ -169,6 +177,7 @@ mod tests {
         assert_eq!(c.fetch_max_wait_held, Duration::from_millis(50));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
+        assert_eq!(c.max_buffered_lock_fraction, 0.5);
         assert_eq!(c.client_id, "sharesink-g");
     }
 
@@ -185,6 +194,8 @@ mod tests {
             ("max.poll.records", "0"),
             ("fetch.max.wait.ms", "-1"),
             ("share.fetch.max.wait.held.ms", "soon"),
+            ("share.buffer.max.lock.fraction", "0"),
+            ("share.buffer.max.lock.fraction", "1.5"),
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {

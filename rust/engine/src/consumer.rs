@@ -176,6 +176,7 @@ impl ShareConsumer {
     /// Waits up to `max_wait` for records. `None` on timeout or after `wakeup`.
     pub async fn poll(&self, max_wait: Duration) -> Result<Option<Batch>, EngineError> {
         let deadline = tokio::time::Instant::now() + max_wait;
+        self.shared.buffer.caller_polling();
         loop {
             if self.is_closing() {
                 return Err(EngineError::Closed);

@@ -2,7 +2,7 @@
 //! per-leader fetchers using cluster metadata.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI32};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -125,6 +125,7 @@ pub(crate) async fn run_router(
     mut closing: watch::Receiver<bool>,
 ) {
     let mut fetchers: HashMap<i32, RunningFetcher> = HashMap::new();
+    let sweeper = tokio::spawn(sweep_buffer(shared.clone()).in_current_span());
     loop {
         if *closing.borrow() {
             break;
@@ -152,9 +153,61 @@ pub(crate) async fn run_router(
             }
         }
     }
+    sweeper.abort();
     for (_, f) in fetchers.drain() {
         f.handle.wake.notify_one();
         let _ = f.task.await;
+    }
+}
+
+/// How often the buffer is checked for batches the caller left too long.
+const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Releases buffered batches the caller has not polled within `share.buffer.max.lock.fraction`
+/// of their lock: prefetching must not keep records from other members when this member's
+/// caller is stuck (a slow sink, a long pause); released records are redelivered at once.
+async fn sweep_buffer(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let lock_ms = shared.lock_timeout_ms.load(Relaxed) as i64;
+        if lock_ms <= 0 || shared.buffer.len_records() == 0 {
+            continue;
+        }
+        let fraction = shared.config.max_buffered_lock_fraction;
+        // Release once less than (1 - fraction) of the lock remains.
+        let keep_ms = ((1.0 - fraction) * lock_ms as f64) as i64;
+        let now = crate::fetcher::wall_ms();
+        let stale = shared
+            .buffer
+            .take_stale(|b| b.lock_deadline_ms().is_some_and(|d| d - keep_ms <= now));
+        for batch in stale {
+            let n = batch.len();
+            shared.metrics.records_buffered.fetch_sub(n as i64, Relaxed);
+            shared
+                .metrics
+                .records_released_unpolled
+                .fetch_add(n as u64, Relaxed);
+            warn!(
+                records = n,
+                "releasing buffered records the caller did not poll within {:.0}% of their lock",
+                fraction * 100.0
+            );
+            for ack in batch.acks(crate::acks::AckKind::Release) {
+                if let Some((topic_id, fetcher)) = shared.route(&ack.topic, ack.partition) {
+                    fetcher.push_ack(
+                        (topic_id, ack.partition),
+                        crate::acks::PendingAck::from_engine(
+                            ack.first_offset,
+                            ack.last_offset,
+                            crate::acks::AckKind::Release as i8,
+                        ),
+                        false,
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -22,6 +22,7 @@ pub(crate) struct Metrics {
     pub rejoins: AtomicU64,
     pub session_resets: AtomicU64,
     pub records_expired: AtomicU64,
+    pub records_released_unpolled: AtomicU64,
 }
 
 impl Metrics {
@@ -73,6 +74,7 @@ impl Metrics {
             rejoins: self.rejoins.load(Relaxed),
             session_resets: self.session_resets.load(Relaxed),
             records_expired: self.records_expired.load(Relaxed),
+            records_released_unpolled: self.records_released_unpolled.load(Relaxed),
         }
     }
 }
@@ -104,4 +106,7 @@ pub struct MetricsSnapshot {
     pub session_resets: u64,
     /// Buffered records dropped at `poll` because their lock had already expired.
     pub records_expired: u64,
+    /// Buffered records released because the caller did not poll them within
+    /// `share.buffer.max.lock.fraction` of their lock (another member can take them).
+    pub records_released_unpolled: u64,
 }

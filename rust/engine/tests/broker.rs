@@ -1048,6 +1048,51 @@ async fn expired_lock_redelivers_with_delivery_count_2() {
     c.close().await.expect("close");
 }
 
+/// A member whose caller stops polling does not sit on its prefetched records until their
+/// locks expire: at `share.buffer.max.lock.fraction` (0.5) of the 15 s lock the engine releases
+/// them and stops fetching, and another member gets them (delivery count 2) while the first
+/// member's locks would still have been running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpolled_buffered_records_are_released_before_their_locks_expire() {
+    let f = fixture(
+        "unpolled",
+        1,
+        5,
+        &[("share.record.lock.duration.ms", "15000")],
+    )
+    .await;
+    let stuck = f.consumer(&[]).await;
+    let deadline = Instant::now() + TIMEOUT;
+    while stuck.metrics().records_buffered < 5 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Taken after the fetch that acquired them was sent: their locks end before this + 15 s.
+    let buffered_at = Instant::now();
+    assert_eq!(stuck.metrics().records_buffered, 5, "nothing buffered");
+    let other = f.consumer(&[]).await;
+    let got = consume(&other, 5, AckKind::Accept, Duration::from_secs(40)).await;
+    let after = buffered_at.elapsed();
+    println!("the other member got them {after:?} after they were buffered");
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert!(got.values().all(|dc| *dc == 2), "{got:?}");
+    assert!(
+        after < Duration::from_secs(13),
+        "redelivered after {after:?}: the locks expired rather than being released"
+    );
+    let m = stuck.metrics();
+    assert_eq!(m.records_released_unpolled, 5);
+    assert_eq!(m.records_buffered, 0);
+    assert_eq!(m.records_fetched, 5, "the stalled member fetched again");
+    // Polling again resumes fetching (nothing is left: the other member accepted all).
+    assert!(stuck
+        .poll(Duration::from_millis(500))
+        .await
+        .expect("poll")
+        .is_none());
+    stuck.close().await.expect("close");
+    other.close().await.expect("close");
+}
+
 fn acks_for_records(records: &[sharesink_engine::ShareRecord], kind: AckKind) -> Vec<Ack> {
     records
         .iter()
