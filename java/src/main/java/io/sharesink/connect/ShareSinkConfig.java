@@ -154,6 +154,15 @@ public class ShareSinkConfig extends AbstractConfig {
       SinkDriverConfig.COMMIT_MIN_INTERVAL_MS;
   public static final String EMPTY_PRECOMMIT_CONFIG = SinkDriverConfig.EMPTY_PRECOMMIT;
 
+  // ---- restarts of a failed legacy task (the driver's keys as well)
+
+  public static final String TASK_RESTART_MAX_ATTEMPTS_CONFIG =
+      SinkDriverConfig.TASK_RESTART_MAX_ATTEMPTS;
+  public static final String TASK_RESTART_BACKOFF_MS_CONFIG =
+      SinkDriverConfig.TASK_RESTART_BACKOFF_MS;
+  public static final String TASK_RESTART_BACKOFF_MAX_MS_CONFIG =
+      SinkDriverConfig.TASK_RESTART_BACKOFF_MAX_MS;
+
   // ---- internal keys the connector adds to task configs (not user settings)
 
   /** The legacy task class, as the legacy connector reported it. */
@@ -181,6 +190,7 @@ public class ShareSinkConfig extends AbstractConfig {
   private static final String GROUP_SHARE_GROUP = "Share group";
   private static final String GROUP_SHARE_CONSUMER = "Share consumer";
   private static final String GROUP_COMMIT = "Share commit";
+  private static final String GROUP_RESTART = "Legacy task restarts";
 
   public static final ConfigDef CONFIG_DEF = configDef();
 
@@ -358,14 +368,28 @@ public class ShareSinkConfig extends AbstractConfig {
         ++order,
         Width.SHORT,
         "Poll timeout (ms)");
-    // The driver's commit keys, with its documentation and defaults, in our own group.
-    order = 0;
-    for (String key :
+    // The driver's commit and restart keys, with its documentation and defaults, in our groups.
+    defineDriverKeys(
+        def,
+        GROUP_COMMIT,
         List.of(
             COMMIT_INTERVAL_MS_CONFIG,
             COMMIT_MAX_RECORDS_CONFIG,
             COMMIT_MIN_INTERVAL_MS_CONFIG,
-            EMPTY_PRECOMMIT_CONFIG)) {
+            EMPTY_PRECOMMIT_CONFIG));
+    defineDriverKeys(
+        def,
+        GROUP_RESTART,
+        List.of(
+            TASK_RESTART_MAX_ATTEMPTS_CONFIG,
+            TASK_RESTART_BACKOFF_MS_CONFIG,
+            TASK_RESTART_BACKOFF_MAX_MS_CONFIG));
+    return def;
+  }
+
+  private static void defineDriverKeys(ConfigDef def, String group, List<String> keys) {
+    int order = 0;
+    for (String key : keys) {
       ConfigDef.ConfigKey k = SinkDriverConfig.CONFIG_DEF.configKeys().get(key);
       def.define(
           k.name,
@@ -374,12 +398,11 @@ public class ShareSinkConfig extends AbstractConfig {
           k.validator,
           k.importance,
           k.documentation,
-          GROUP_COMMIT,
+          group,
           ++order,
           k.width,
           k.displayName);
     }
-    return def;
   }
 
   public String sinkConnectorClass() {

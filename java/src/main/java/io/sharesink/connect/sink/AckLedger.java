@@ -181,6 +181,29 @@ public final class AckLedger {
   }
 
   /**
+   * The legacy task instance that was given the records put so far is gone (restarted in place):
+   * every {@link State#PUT} or {@link State#CONFIRMED} record goes back to {@link State#READY}, to
+   * be put to the new instance, and what preCommit said (and the highest put offsets passed to it)
+   * is forgotten, since the new instance has none of that state. Returns those records, in
+   * partition then offset order.
+   */
+  public List<Entry> forgetPuts() {
+    List<Entry> reset = new ArrayList<>();
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (entry.state == State.PUT || entry.state == State.CONFIRMED) {
+          entry.state = State.READY;
+          entry.putSequence = -1;
+          reset.add(entry);
+        }
+      }
+      ledger.maxPutOffset = -1;
+      ledger.committedOffset = -1;
+    }
+    return reset;
+  }
+
+  /**
    * The offsets to hand to preCommit: per partition that has had records put, the highest offset
    * put + 1, in original coordinates. Only partitions in {@code opened} are included.
    */

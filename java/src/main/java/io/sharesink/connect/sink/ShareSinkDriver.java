@@ -12,6 +12,7 @@ import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.ShareConsumerEngine;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -88,8 +89,10 @@ public final class ShareSinkDriver {
   /** A record waiting for its DLQ write before it is REJECTed. */
   private record ErrantWait(Entry entry, CompletableFuture<Void> written) {}
 
-  private final SinkTask task;
-  private final ClassLoader taskLoader;
+  /** The legacy task instance; replaced when it is restarted in place. */
+  private SinkTask task;
+
+  private ClassLoader taskLoader;
   private final ShareSinkTaskContext context;
   private final ShareConsumerEngine engine;
   private final RecordPipeline pipeline;
@@ -124,6 +127,12 @@ public final class ShareSinkDriver {
   private boolean stopped;
   private boolean lockWarned;
   private volatile boolean stopping;
+
+  /** Restarts of a failed legacy task in place (share.task.restart.*); none unless configured. */
+  private LegacyTaskRestarts restarts = LegacyTaskRestarts.disabled();
+
+  /** The legacy task instance was stopped after a failure; the next one is not started yet. */
+  private boolean legacyTaskDown;
 
   /**
    * @param task a started legacy task, initialized with {@code context}
@@ -172,6 +181,11 @@ public final class ShareSinkDriver {
         pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord");
   }
 
+  /** Restart a failed legacy task in place under this policy (set before the first cycle). */
+  void restartWith(LegacyTaskRestarts restarts) {
+    this.restarts = Objects.requireNonNull(restarts, "restarts");
+  }
+
   /** The context the task was initialized with. */
   public ShareSinkTaskContext context() {
     return context;
@@ -207,6 +221,12 @@ public final class ShareSinkDriver {
       lastPollEmpty = batch.size() == 0;
       acquire(batch);
       forgetExpiredLocks();
+      if (awaitingRestart()) {
+        // No instance to put to or commit with: hold (and renew) everything until the next one.
+        collectErrantReports();
+        acknowledge(false);
+        return;
+      }
       deliver();
       long now = System.currentTimeMillis();
       if (context.takeCommitRequest()
@@ -241,28 +261,35 @@ public final class ShareSinkDriver {
     }
     stopped = true;
     stopping = true;
+    boolean live = !legacyTaskDown;
     try {
       collectErrantReports();
-      if (failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
+      if (live && failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
         try {
           put(List.of(), List.of());
         } catch (RuntimeException e) {
           log.warn("{}: the final put(empty) failed; its predecessor is released", taskName, e);
         }
       }
-      commit(true);
+      if (live) {
+        commit(true);
+      }
       awaitErrantWrites(STOP_TIMEOUT);
       collectErrantReports();
       acknowledge(true);
     } catch (RuntimeException e) {
       log.error("{}: final commit failed", taskName, e);
     } finally {
-      closePartitions();
+      if (live) {
+        closePartitions();
+      }
       releaseAll();
-      try {
-        LoaderSwap.run(taskLoader, task::stop);
-      } catch (RuntimeException e) {
-        log.error("{}: task stop failed", taskName, e);
+      if (live) {
+        try {
+          LoaderSwap.run(taskLoader, task::stop);
+        } catch (RuntimeException e) {
+          log.error("{}: task stop failed", taskName, e);
+        }
       }
       pipeline.close();
       errors.close();
@@ -296,6 +323,9 @@ public final class ShareSinkDriver {
     }
     if (retry != null) {
       until = Math.min(until, retry.retryAtMs - now);
+    }
+    if (legacyTaskDown) {
+      until = Math.min(until, restarts.restartAtMs() - now);
     }
     until = Math.min(until, ledger.nextRenewalAtMs(renewMarginMs) - now);
     if (!errantWaits.isEmpty()) {
@@ -534,15 +564,25 @@ public final class ShareSinkDriver {
           e);
       return;
     } catch (RuntimeException | Error e) {
+      if (!stopping && restartInPlace(e, "put", items)) {
+        return;
+      }
       // As the runtime: anything but RetriableException fails the task (errors included).
       throw new ConnectException(
-          taskName + ": the task threw an unrecoverable exception from put; stopping", e);
+          taskName
+              + ": the task threw an unrecoverable exception from put"
+              + restartsUsed()
+              + "; stopping",
+          e);
     } finally {
       long took = System.nanoTime() - start;
       lastPutMs = TimeUnit.NANOSECONDS.toMillis(took);
       metrics.recordPut(took);
     }
     retry = null;
+    if (restarts.putReturned(sequence)) {
+      log.info("{}: the restarted legacy task is writing again", taskName);
+    }
     List<Entry> entries = new ArrayList<>(items.size());
     for (Pending pending : items) {
       entries.add(pending.entry);
@@ -565,6 +605,9 @@ public final class ShareSinkDriver {
     try {
       returned = LoaderSwap.call(taskLoader, () -> task.preCommit(given));
     } catch (RuntimeException e) {
+      if (!closing && !stopping && restartInPlace(e, "preCommit", List.of())) {
+        return;
+      }
       // The runtime seeks back to the last commit and redelivers; the share equivalent is to
       // RELEASE what was put and not yet ACCEPTed, so it is delivered again (maybe elsewhere).
       log.error("{}: preCommit failed; releasing records put since the last commit", taskName, e);
@@ -678,6 +721,138 @@ public final class ShareSinkDriver {
       i = j;
     }
     return out.toString();
+  }
+
+  /**
+   * Answers a failure the legacy task threw from {@code where} with a restart in place when the
+   * policy allows one: stops the failed instance ({@code close} of its partitions, {@code stop}),
+   * keeps every held record (their locks are renewed while the task is down) and queues those not
+   * yet ACCEPTed to be put again, before anything newer, to the next instance. Returns false when
+   * the task must fail instead.
+   */
+  private boolean restartInPlace(Throwable cause, String where, List<Pending> failedPut) {
+    long backoffMs = restarts.onFailure(cause, System.currentTimeMillis());
+    if (backoffMs < 0) {
+      return false;
+    }
+    log.warn(
+        "{}: the legacy task threw from {}: {}; restarting it in place in {} ms (restart {} of {}),"
+            + " holding its {} records",
+        taskName,
+        where,
+        cause,
+        backoffMs,
+        restarts.attempts(),
+        restarts.maxAttempts(),
+        ledger.size(),
+        cause);
+    legacyTaskDown = true;
+    closePartitions();
+    try {
+      LoaderSwap.run(taskLoader, task::stop);
+    } catch (RuntimeException e) {
+      log.warn("{}: stop of the failed legacy task failed", taskName, e);
+    }
+    context.resetForNewTask();
+    requeueUnaccepted(failedPut);
+    return true;
+  }
+
+  /**
+   * Puts back at the head of the queue every held record a failed instance was given or was about
+   * to be given: the failed put's, a pending retry's, and those put but not ACCEPTed (converted
+   * again from their raw bytes), in partition then offset order.
+   */
+  private void requeueUnaccepted(List<Pending> failedPut) {
+    forgetExpiredLocks(); // the failed call, close and stop may have outlasted some locks
+    Map<Entry, Pending> requeued = new LinkedHashMap<>();
+    List<Pending> unput = new ArrayList<>(failedPut);
+    if (retry != null) {
+      unput.addAll(retry.items);
+      retry = null;
+    }
+    for (Pending pending : unput) {
+      Entry entry = pending.entry;
+      if (entry.state() == AckLedger.State.READY && ledger.holds(entry)) {
+        requeued.putIfAbsent(entry, pending);
+      }
+    }
+    for (Entry entry : ledger.forgetPuts()) {
+      RawRecord raw = (RawRecord) entry.attachment();
+      try {
+        requeued.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
+      } catch (RecordFailedException e) {
+        handleConversionFailure(entry, raw, e);
+      }
+    }
+    List<Pending> ordered = new ArrayList<>(requeued.values());
+    ordered.sort(
+        Comparator.comparing((Pending p) -> p.entry.partition().topic())
+            .thenComparingInt(p -> p.entry.partition().partition())
+            .thenComparingLong(p -> p.entry.offset()));
+    ready.addAll(0, ordered);
+    putSinceCommit = 0;
+    confirmSoon = false;
+  }
+
+  /**
+   * Whether the legacy task is down after a failure: true while its restart backoff runs, and when
+   * the next instance failed to start; starts that instance once it is due. Throws when no restart
+   * is left.
+   */
+  private boolean awaitingRestart() {
+    if (!legacyTaskDown) {
+      return false;
+    }
+    if (!restarts.due(System.currentTimeMillis())) {
+      return true;
+    }
+    metrics.taskRestarts.incrementAndGet();
+    SinkTask fresh;
+    try {
+      fresh = restarts.startInstance();
+    } catch (RuntimeException | Error e) {
+      forgetExpiredLocks(); // start() may have outlasted some locks
+      long backoffMs = restarts.onFailure(e, System.currentTimeMillis());
+      if (backoffMs < 0) {
+        throw new ConnectException(
+            taskName
+                + ": the restarted legacy task failed to start"
+                + restartsUsed()
+                + "; stopping",
+            e);
+      }
+      log.warn(
+          "{}: the restarted legacy task failed to start: {}; next restart in {} ms (restart {} of"
+              + " {}), holding {} records",
+          taskName,
+          e,
+          backoffMs,
+          restarts.attempts(),
+          restarts.maxAttempts(),
+          ledger.size(),
+          e);
+      return true;
+    }
+    forgetExpiredLocks(); // start() may have outlasted some locks: those are not put again
+    task = fresh;
+    taskLoader = LoaderSwap.loaderOf(fresh);
+    context.taskClass = fresh.getClass();
+    legacyTaskDown = false;
+    restarts.started(putSequence);
+    log.warn(
+        "{}: legacy task restarted in place (restart {} of {}); putting again the {} held records"
+            + " not yet accepted",
+        taskName,
+        restarts.attempts(),
+        restarts.maxAttempts(),
+        ready.size());
+    return false;
+  }
+
+  private String restartsUsed() {
+    int used = restarts.attempts();
+    return used == 0 ? "" : " after " + used + " restarts in place";
   }
 
   /** Moves reports made by the task (possibly on its own threads) into the ledger. */

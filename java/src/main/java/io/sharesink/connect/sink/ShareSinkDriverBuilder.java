@@ -1,6 +1,7 @@
 package io.sharesink.connect.sink;
 
 import io.sharesink.engine.ShareConsumerEngine;
+import java.lang.reflect.InvocationTargetException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -165,6 +166,50 @@ public final class ShareSinkDriverBuilder {
   }
 
   /**
+   * Makes a new instance of the task's class for a restart in place: initialized with the same
+   * context and started with the same props, under the task's loader; stopped again when its start
+   * throws, as the runtime does.
+   */
+  private LegacyTaskRestarts.TaskStarter restarter(
+      ShareSinkTaskContext context, ClassLoader taskLoader) {
+    Class<? extends SinkTask> taskClass = task.getClass();
+    Map<String, String> props = taskProps;
+    return () -> {
+      SinkTask fresh =
+          LoaderSwap.call(
+              taskLoader,
+              () -> {
+                try {
+                  return taskClass.getDeclaredConstructor().newInstance();
+                } catch (InvocationTargetException e) {
+                  throw new ConnectException(
+                      "cannot instantiate " + taskClass.getName() + ": " + e.getCause(),
+                      e.getCause());
+                } catch (ReflectiveOperationException e) {
+                  throw new ConnectException(
+                      "cannot instantiate " + taskClass.getName() + ": " + e, e);
+                }
+              });
+      try {
+        LoaderSwap.run(
+            taskLoader,
+            () -> {
+              fresh.initialize(context);
+              fresh.start(props);
+            });
+      } catch (RuntimeException | Error e) {
+        try {
+          LoaderSwap.run(taskLoader, fresh::stop);
+        } catch (RuntimeException stopFailure) {
+          e.addSuppressed(stopFailure);
+        }
+        throw e;
+      }
+      return fresh;
+    };
+  }
+
+  /**
    * Builds the pipeline, initializes and starts the task, and returns its driver. When the task's
    * {@code start()} throws, {@code stop()} is still called on it (as the runtime does) before the
    * failure is rethrown as a {@link ConnectException}.
@@ -252,6 +297,7 @@ public final class ShareSinkDriverBuilder {
             errors,
             internalRecords,
             name);
+    driver.restartWith(new LegacyTaskRestarts(config, restarter(context, taskLoader)));
     if (pluginMetrics != null) {
       try {
         driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());

@@ -12,7 +12,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
-import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.ErrantRecordReporter;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
@@ -143,6 +142,18 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
     return !paused.isEmpty();
   }
 
+  /**
+   * Forgets what the failed task instance asked for (paused partitions, a put timeout, a commit
+   * request) before a new instance is initialized with this context; the opened partitions were
+   * closed.
+   */
+  void resetForNewTask() {
+    opened.clear();
+    paused.clear();
+    commitRequested.set(false);
+    timeoutMs.set(-1);
+  }
+
   @Override
   public void requestCommit() {
     commitRequested.set(true);
@@ -169,7 +180,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
    */
   private Future<Void> report(SinkRecord record, Throwable error) {
     if (!errors.toleranceAll()) {
-      throw new ConnectException("Tolerance exceeded in error handler", error);
+      throw new ToleranceExceededException("Tolerance exceeded in error handler", error);
     }
     TopicPartition tp = new TopicPartition(record.originalTopic(), record.originalKafkaPartition());
     long offset = record.originalKafkaOffset();

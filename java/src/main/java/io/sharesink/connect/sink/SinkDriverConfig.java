@@ -29,6 +29,15 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String EMPTY_PRECOMMIT_ACCEPT = "accept";
   public static final String EMPTY_PRECOMMIT_HOLD = "hold";
 
+  public static final String TASK_RESTART_MAX_ATTEMPTS = "share.task.restart.max.attempts";
+  public static final int TASK_RESTART_MAX_ATTEMPTS_DEFAULT = 10;
+
+  public static final String TASK_RESTART_BACKOFF_MS = "share.task.restart.backoff.ms";
+  public static final long TASK_RESTART_BACKOFF_MS_DEFAULT = 1_000;
+
+  public static final String TASK_RESTART_BACKOFF_MAX_MS = "share.task.restart.backoff.max.ms";
+  public static final long TASK_RESTART_BACKOFF_MAX_MS_DEFAULT = 30_000;
+
   public static final String ERRORS_TOLERANCE = "errors.tolerance";
   public static final String ERRORS_RETRY_TIMEOUT = "errors.retry.timeout";
   public static final String ERRORS_RETRY_MAX_DELAY = "errors.retry.delay.max.ms";
@@ -39,6 +48,7 @@ public final class SinkDriverConfig extends AbstractConfig {
 
   private static final String SHARE_GROUP = "Share commit";
   private static final String ERROR_GROUP = "Error Handling";
+  private static final String RESTART_GROUP = "Legacy task restarts";
 
   public static final ConfigDef CONFIG_DEF =
       new ConfigDef()
@@ -113,6 +123,57 @@ public final class SinkDriverConfig extends AbstractConfig {
               4,
               Width.SHORT,
               "Empty preCommit policy")
+          .define(
+              TASK_RESTART_MAX_ATTEMPTS,
+              Type.INT,
+              TASK_RESTART_MAX_ATTEMPTS_DEFAULT,
+              ConfigDef.Range.atLeast(0),
+              Importance.MEDIUM,
+              "When the legacy task throws from put, preCommit or flush an exception that is not "
+                  + "a RetriableException (the sink runtime would fail the task: a database "
+                  + "refusing connections, say), sharesink restarts the legacy task in place "
+                  + "instead, up to this many times in a row: it stops the failed instance "
+                  + "(close, then stop), keeps every record it holds (renewing their locks, so the "
+                  + "broker neither redelivers them nor counts another delivery), waits the "
+                  + "backoff, then starts a new instance (initialize, start, open) and puts again "
+                  + "every held record not yet ACCEPTed. A restarted instance whose start fails "
+                  + "uses another attempt. The count resets once a restarted instance has taken "
+                  + "its first put and a later put has returned. When a failure finds no attempt "
+                  + "left, the Connect task fails and releases what it holds, as with 0, which "
+                  + "turns restarts off. Conversion and transformation failures follow errors.* "
+                  + "and are never restarted, nor is a put failing because the task reported a "
+                  + "record as errant under errors.tolerance=none. A record the sink itself can "
+                  + "never write (not a converter failure) fails the task only once the restarts "
+                  + "are used up. With the defaults (waits of 1, 2, 4, 8, 16, then 30 s) the "
+                  + "restarts ride out an outage of about three minutes before the task fails.",
+              RESTART_GROUP,
+              1,
+              Width.SHORT,
+              "Restart attempts")
+          .define(
+              TASK_RESTART_BACKOFF_MS,
+              Type.LONG,
+              TASK_RESTART_BACKOFF_MS_DEFAULT,
+              ConfigDef.Range.atLeast(0),
+              Importance.LOW,
+              "How long the first restart of a failed legacy task waits (see "
+                  + "share.task.restart.max.attempts); each further attempt in a row waits twice "
+                  + "as long as the previous one, up to share.task.restart.backoff.max.ms.",
+              RESTART_GROUP,
+              2,
+              Width.SHORT,
+              "Restart backoff (ms)")
+          .define(
+              TASK_RESTART_BACKOFF_MAX_MS,
+              Type.LONG,
+              TASK_RESTART_BACKOFF_MAX_MS_DEFAULT,
+              ConfigDef.Range.atLeast(0),
+              Importance.LOW,
+              "The longest wait before a restart of a failed legacy task.",
+              RESTART_GROUP,
+              3,
+              Width.SHORT,
+              "Maximum restart backoff (ms)")
           .define(
               ERRORS_RETRY_TIMEOUT,
               Type.LONG,
@@ -213,6 +274,19 @@ public final class SinkDriverConfig extends AbstractConfig {
   /** True when an empty preCommit result ACCEPTs everything confirmed. */
   public boolean acceptOnEmptyPreCommit() {
     return EMPTY_PRECOMMIT_ACCEPT.equals(getString(EMPTY_PRECOMMIT).toLowerCase(Locale.ROOT));
+  }
+
+  /** Restarts in a row of a failed legacy task before the Connect task fails; 0 = none. */
+  public int taskRestartMaxAttempts() {
+    return getInt(TASK_RESTART_MAX_ATTEMPTS);
+  }
+
+  public long taskRestartBackoffMs() {
+    return getLong(TASK_RESTART_BACKOFF_MS);
+  }
+
+  public long taskRestartBackoffMaxMs() {
+    return getLong(TASK_RESTART_BACKOFF_MAX_MS);
   }
 
   public boolean toleranceAll() {

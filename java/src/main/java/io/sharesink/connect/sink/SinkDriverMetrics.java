@@ -27,6 +27,7 @@ public final class SinkDriverMetrics {
       long redeliveries,
       long duplicatesIgnored,
       long putRetries,
+      long taskRestarts,
       long puts,
       double putLatencyAvgMs,
       double putLatencyMaxMs,
@@ -49,6 +50,10 @@ public final class SinkDriverMetrics {
   final AtomicLong redeliveries = new AtomicLong();
   final AtomicLong duplicatesIgnored = new AtomicLong();
   final AtomicLong putRetries = new AtomicLong();
+
+  /** New legacy task instances started in place of a failed one (share.task.restart.*). */
+  final AtomicLong taskRestarts = new AtomicLong();
+
   final AtomicLong recordsInFlight = new AtomicLong();
   private final Latency put = new Latency();
   private final Latency commit = new Latency();
@@ -100,6 +105,7 @@ public final class SinkDriverMetrics {
     gauges.put("share-records-lock-expired-total", recordsLockExpired::get);
     gauges.put("share-redeliveries-total", redeliveries::get);
     gauges.put("share-put-retries-total", putRetries::get);
+    gauges.put("share-task-restarts-total", taskRestarts::get);
     gauges.put("share-records-in-flight", recordsInFlight::get);
     gauges.put("share-put-latency-avg-ms", put::avgMs);
     gauges.put("share-put-latency-max-ms", put::maxMs);
@@ -126,6 +132,7 @@ public final class SinkDriverMetrics {
         redeliveries.get(),
         duplicatesIgnored.get(),
         putRetries.get(),
+        taskRestarts.get(),
         put.count.get(),
         put.avgMs(),
         put.maxMs(),

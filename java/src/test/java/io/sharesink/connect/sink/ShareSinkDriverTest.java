@@ -230,7 +230,11 @@ class ShareSinkDriverTest {
             throw new ConnectException("write of the previous batch failed");
           }
         };
-    DriverFixture fixture = start(task, props("share.commit.interval.ms", "10"), group);
+    DriverFixture fixture =
+        start(
+            task,
+            props("share.commit.interval.ms", "10", "share.task.restart.max.attempts", "0"),
+            group);
     // Cycle 1 puts 0..2 and (commit due) preCommit echoes offset 3: without the guard they would
     // be ACCEPTed here. Cycle 2's put(empty) throws the deferred failure.
     ConnectException failure =
