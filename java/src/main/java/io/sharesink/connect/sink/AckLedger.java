@@ -108,6 +108,16 @@ public final class AckLedger {
   private final Map<TopicPartition, PartitionLedger> partitions = new LinkedHashMap<>();
   private int size;
 
+  /*
+   * Lower bounds that let the per-cycle lock checks skip scanning every held record: no lock can
+   * be lost before lostCheckAtMs, and nothing is due for renewal before renewCheckAtMs (for the
+   * margin renewCheckMarginMs). Adding a record lowers them; removals and renewals leave them
+   * low, which costs at most one extra scan, after which they are exact again.
+   */
+  private long lostCheckAtMs = Long.MAX_VALUE;
+  private long renewCheckAtMs = Long.MIN_VALUE;
+  private long renewCheckMarginMs = -1;
+
   /** Number of records held (not yet acknowledged). */
   public int size() {
     return size;
@@ -137,6 +147,10 @@ public final class AckLedger {
     Entry entry = new Entry(partition, offset, deliveryCount, lockDuration, lockDeadlineMs);
     ledger.entries.put(offset, entry);
     size++;
+    lostCheckAtMs = Math.min(lostCheckAtMs, lostAtMs(entry));
+    if (renewCheckMarginMs >= 0) {
+      renewCheckAtMs = Math.min(renewCheckAtMs, renewAtMs(entry, renewCheckMarginMs));
+    }
     return entry;
   }
 
@@ -308,18 +322,34 @@ public final class AckLedger {
    */
   public Acknowledgements renewDue(long nowMs, long minMarginMs) {
     Acknowledgements acks = new Acknowledgements();
+    if (minMarginMs == renewCheckMarginMs && nowMs < renewCheckAtMs) {
+      return acks;
+    }
+    long next = Long.MAX_VALUE;
     for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
       List<Long> due = new ArrayList<>();
       for (Entry entry : e.getValue().entries.values()) {
-        long margin = Math.max(entry.lockDurationMs / 2, minMarginMs);
-        if (entry.lockDeadlineMs - nowMs <= margin) {
+        if (renewAtMs(entry, minMarginMs) <= nowMs) {
           due.add(entry.offset);
           entry.lockDeadlineMs = nowMs + entry.lockDurationMs;
         }
+        next = Math.min(next, renewAtMs(entry, minMarginMs));
       }
       addCompacted(acks, e.getKey(), due, AckType.RENEW);
     }
+    renewCheckMarginMs = minMarginMs;
+    renewCheckAtMs = next;
     return acks;
+  }
+
+  /** When {@code entry} is due for renewal: less than half its lock (or the margin) left. */
+  private static long renewAtMs(Entry entry, long minMarginMs) {
+    return entry.lockDeadlineMs - Math.max(entry.lockDurationMs / 2, minMarginMs);
+  }
+
+  /** When {@code entry}'s lock counts as lost, see {@link #lockLost}. */
+  private static long lostAtMs(Entry entry) {
+    return entry.lockDeadlineMs - expiryMarginMs(entry.lockDurationMs);
   }
 
   /**
@@ -348,6 +378,10 @@ public final class AckLedger {
    */
   public List<Entry> forgetExpired(long nowMs) {
     List<Entry> forgotten = new ArrayList<>();
+    if (nowMs < lostCheckAtMs) {
+      return forgotten;
+    }
+    long next = Long.MAX_VALUE;
     for (PartitionLedger ledger : partitions.values()) {
       Iterator<Entry> it = ledger.entries.values().iterator();
       while (it.hasNext()) {
@@ -356,9 +390,12 @@ public final class AckLedger {
           forgotten.add(entry);
           it.remove();
           size--;
+        } else {
+          next = Math.min(next, lostAtMs(entry));
         }
       }
     }
+    lostCheckAtMs = next;
     return forgotten;
   }
 
@@ -370,13 +407,19 @@ public final class AckLedger {
 
   /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */
   public long nextRenewalAtMs(long minMarginMs) {
+    if (minMarginMs == renewCheckMarginMs
+        && renewCheckAtMs > System.currentTimeMillis()
+        && renewCheckAtMs != Long.MAX_VALUE) {
+      return renewCheckAtMs; // a lower bound: at worst one early wake-up, then exact again
+    }
     long next = Long.MAX_VALUE;
     for (PartitionLedger ledger : partitions.values()) {
       for (Entry entry : ledger.entries.values()) {
-        long margin = Math.max(entry.lockDurationMs / 2, minMarginMs);
-        next = Math.min(next, entry.lockDeadlineMs - margin);
+        next = Math.min(next, renewAtMs(entry, minMarginMs));
       }
     }
+    renewCheckMarginMs = minMarginMs;
+    renewCheckAtMs = next;
     return next;
   }
 

@@ -44,6 +44,9 @@ public final class ErrorHandling implements AutoCloseable {
   private final String taskName;
   private final DeadLetterQueue deadLetterQueue;
   private final boolean brokerWritesDeadLetters;
+  // read once: execute() runs for every record and stage
+  private final long retryTimeoutMs;
+  private final long retryMaxDelayMs;
 
   /**
    * @param deadLetterQueue our own DLQ writer, or null when there is none
@@ -58,6 +61,8 @@ public final class ErrorHandling implements AutoCloseable {
     this.taskName = taskName;
     this.deadLetterQueue = brokerWritesDeadLetters ? null : deadLetterQueue;
     this.brokerWritesDeadLetters = brokerWritesDeadLetters;
+    this.retryTimeoutMs = config.retryTimeoutMs();
+    this.retryMaxDelayMs = config.retryMaxDelayMs();
     if (deadLetterQueue == null && !brokerWritesDeadLetters && !config.dlqTopic().isEmpty()) {
       log.warn(
           "{}: {} is set but no dead letter queue writer was given; failed records are only"
@@ -83,7 +88,7 @@ public final class ErrorHandling implements AutoCloseable {
    */
   public <T> T execute(
       ErrorStage stage, Class<?> executingClass, Supplier<T> operation, BooleanSupplier stopping) {
-    long retryTimeout = config.retryTimeoutMs();
+    long retryTimeout = retryTimeoutMs;
     long start = System.currentTimeMillis();
     long deadline = retryTimeout < 0 ? Long.MAX_VALUE : start + retryTimeout;
     int attempt = 0;
@@ -98,7 +103,7 @@ public final class ErrorHandling implements AutoCloseable {
         }
         log.debug("{}: retriable failure in {} (attempt {})", taskName, stage, attempt, e);
         long delay = RETRY_DELAY_MIN_MS << Math.min(attempt - 1, 20);
-        long maxDelay = config.retryMaxDelayMs();
+        long maxDelay = retryMaxDelayMs;
         if (delay > maxDelay) {
           delay = ThreadLocalRandom.current().nextLong(maxDelay);
         }

@@ -241,4 +241,28 @@ class AckLedgerTest {
     assertEquals(List.of(), ledger.forgetExpired(t0 + 36_000), "renewed: 30 s left");
     assertEquals(500, AckLedger.expiryMarginMs(2_000), "a quarter of a short lock");
   }
+
+  @Test
+  void theLockChecksSkipScanningUntilALockCanBeDueButNeverMissARecordAddedLater() {
+    long t0 = 1_000_000;
+    acquire(TP0, 0, 9, t0);
+    // checked once: nothing is due, and the next checks can skip the scan until t0 + 15 s
+    assertEquals(List.of(), ledger.forgetExpired(t0 + 1_000));
+    assertTrue(ledger.renewDue(t0 + 1_000, 0).isEmpty());
+    // a record acquired with a shorter lock (a 2 s grant) lowers both bounds
+    AckLedger.Entry shortLock = ledger.acquire(TP1, 0, 1, t0 + 1_000, t0 + 3_000);
+    assertEquals(
+        List.of(range(TP1, 0, 0, AckType.RENEW)),
+        ledger.renewDue(t0 + 2_000, 0).ranges(),
+        "half of its 2 s lock is gone at t0 + 2 s");
+    assertEquals(t0 + 3_000, ledger.nextRenewalAtMs(0), "renewed at t0 + 2 s with a 2 s lock");
+    assertEquals(List.of(), ledger.forgetExpired(t0 + 2_000));
+    assertEquals(List.of(shortLock), ledger.forgetExpired(t0 + 3_600), "0.4 s left: lost");
+    assertEquals(t0 + 15_000, ledger.nextRenewalAtMs(0), "exact again after the scan");
+    // a removal leaves the bound low: one early, empty check, then exact again
+    ledger.take(ledger.entries(AckLedger.State.READY), AckType.ACCEPT);
+    assertTrue(ledger.renewDue(t0 + 16_000, 0).isEmpty());
+    assertEquals(List.of(), ledger.forgetExpired(t0 + 40_000));
+    assertEquals(Long.MAX_VALUE, ledger.nextRenewalAtMs(0));
+  }
 }
