@@ -8,9 +8,19 @@ the records it wrote before id 0 are committed).
 - the other tasks carry the load: every other record becomes a row while the row is locked;
 - what the slow task held is redelivered when its locks expire: with the group's lock duration
   at the broker minimum (15 s), a second task picks up record 0 after the first task's lock
-  expired, and blocks on the same row lock: PostgreSQL shows two or more waiting backends;
+  expired, and blocks on the same row lock: PostgreSQL shows two or more waiting backends.
+  The rules: the driver renews nothing while a put runs, and every record it holds had its
+  lock set (acquired or renewed) before that put began, so record 0 is free again at most one
+  lock duration after the put that blocks on it began. The stuck member's own engine may
+  acquire it again at that moment (it keeps a fetch outstanding while its buffer is empty);
+  its buffer then releases it once the task has not polled it within
+  `share.buffer.max.lock.fraction` (0.5) of that new lock. So the second waiter shows up at
+  most 1.5 lock durations after the first, plus the redelivery latency (fetch, conversion,
+  Debezium writing the batch up to row 0, this test's 1 s sampling). Before, that re-acquired
+  copy sat out its whole lock: 27-39 s;
 - after the row lock is released, record 0 is written, no task failed (the blocked tasks'
-  stale acknowledgements must not fail them), the group's lag is 0.
+  stale acknowledgements must not fail them: records whose lock ran out during the put are
+  forgotten, never acknowledged), the group's lag is 0.
 
 The lock is released before record 0 reaches the delivery-count limit (5 deliveries = 75 s).
 """
@@ -19,8 +29,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-
-import pytest
 
 from harness.cluster import Cluster, Rest
 from helpers import (JDBC_SINK, Progress, connector_trace, delete_connector, failed_task_trace,
@@ -31,6 +39,12 @@ from helpers import (JDBC_SINK, Progress, connector_trace, delete_connector, fai
 N = 3000
 TASKS = 4
 LOCK_MS = 15000
+# From the first waiter to the second: at most the lock (it ran from before the first waiter was
+# seen), plus BUFFER_LOCK_FRACTION of a lock when the stuck member re-acquired record 0, plus
+# the redelivery latency; 8 s of that latency covers a loaded 2-core CI machine.
+BUFFER_LOCK_FRACTION = 0.5                  # the engine's share.buffer.max.lock.fraction default
+REDELIVERY_SLACK_S = 8
+SECOND_WAITER_WITHIN_S = LOCK_MS / 1000 * (1 + BUFFER_LOCK_FRACTION) + REDELIVERY_SLACK_S
 
 
 class RowLock:
@@ -61,10 +75,6 @@ class RowLock:
             self.proc.wait(timeout=30)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "intermittent: a task blocked in put() past its locks sometimes leaves records unaccepted "
-    "(group lag after stop) and its records reach another task later than the lock duration; "
-    "open bug, see issue 5"))
 def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, postgres):
     name = uniq("slow_")
     topic = table = name
@@ -99,10 +109,16 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
             max_waiters = max(max_waiters, pg_waiting_on_locks(cluster))
             return max_waiters >= 2
 
-        deadline = t_block + 3 * LOCK_MS / 1000 + 10       # well before the 5th delivery (75 s)
+        deadline = t_block + SECOND_WAITER_WITHIN_S
         while not second_waiter() and time.monotonic() < deadline:
             time.sleep(1)
         held_s = time.monotonic() - t_block
+        if max_waiters < 2:
+            # keep the row locked a while longer, for the figures: when does it come at all?
+            late = t_block + 3 * LOCK_MS / 1000 + 10       # well before the 5th delivery (75 s)
+            while not second_waiter() and time.monotonic() < late:
+                time.sleep(1)
+            held_s = time.monotonic() - t_block
         rows_while_locked = written()
         lock.release()
         t_release = time.monotonic()
@@ -120,12 +136,16 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
                        rows_written_while_locked=rows_while_locked,
                        seconds_others_needed=round(others_done_s, 1),
                        row_lock_held_s=round(held_s, 1), max_backends_waiting_on_the_row=max_waiters,
+                       second_waiter_within_one_lock=held_s <= LOCK_MS / 1000 + REDELIVERY_SLACK_S,
                        seconds_to_record0_after_release=round(after_release_s, 1),
                        task_failed=bool(failed), group_lag_after_stop=lag)
         assert rows_while_locked == N - 1, "the other tasks did not write everything while one was stuck"
         assert max_waiters >= 2, ("record 0 was not redelivered to another task after its lock "
                                   f"expired ({LOCK_MS} ms): at most {max_waiters} backend(s) waited "
                                   f"on the row in {held_s:.0f}s")
+        assert held_s <= SECOND_WAITER_WITHIN_S, (
+            f"record 0 reached a second task {held_s:.0f}s after the first blocked on it: more than "
+            f"{1 + BUFFER_LOCK_FRACTION} lock durations ({LOCK_MS} ms) plus {REDELIVERY_SLACK_S}s")
         assert final == N
         assert failed is None, f"a task failed:\n{failed[:4000]}"
         assert lag == 0, f"share group lag after the run: {offs}"
