@@ -115,6 +115,13 @@ public final class AckLedger {
    * low, which costs at most one extra scan, after which they are exact again.
    */
   private long lostCheckAtMs = Long.MAX_VALUE;
+
+  /**
+   * The records in {@link State#PUT}, so that a put confirms the previous ones without a scan of
+   * every held record. May also hold records acknowledged or forgotten since (checked on use).
+   */
+  private List<Entry> unconfirmed = new ArrayList<>();
+
   private long renewCheckAtMs = Long.MIN_VALUE;
   private long renewCheckMarginMs = -1;
 
@@ -164,19 +171,22 @@ public final class AckLedger {
    * every record of an earlier put becomes {@link State#CONFIRMED}, since this later put returned.
    */
   public void putReturned(Collection<Entry> entries, long putSequence) {
-    for (PartitionLedger ledger : partitions.values()) {
-      for (Entry entry : ledger.entries.values()) {
-        if (entry.state == State.PUT && entry.putSequence < putSequence) {
-          entry.state = State.CONFIRMED;
-        }
+    List<Entry> stillUnconfirmed = new ArrayList<>();
+    for (Entry entry : unconfirmed) {
+      if (entry.state == State.PUT && entry.putSequence < putSequence) {
+        entry.state = State.CONFIRMED;
+      } else if (entry.state == State.PUT) {
+        stillUnconfirmed.add(entry);
       }
     }
+    unconfirmed = stillUnconfirmed;
     for (Entry entry : entries) {
       if (entry.state != State.READY) {
         continue; // reported as errant during the put: the reject decision stands
       }
       entry.state = State.PUT;
       entry.putSequence = putSequence;
+      unconfirmed.add(entry);
       PartitionLedger ledger = partitions.get(entry.partition);
       ledger.maxPutOffset = Math.max(ledger.maxPutOffset, entry.offset);
     }
@@ -184,11 +194,9 @@ public final class AckLedger {
 
   /** Whether any record waits for a following put to confirm it. */
   public boolean hasUnconfirmedPuts() {
-    for (PartitionLedger ledger : partitions.values()) {
-      for (Entry entry : ledger.entries.values()) {
-        if (entry.state == State.PUT) {
-          return true;
-        }
+    for (Entry entry : unconfirmed) {
+      if (entry.state == State.PUT && holds(entry)) {
+        return true;
       }
     }
     return false;
@@ -202,6 +210,7 @@ public final class AckLedger {
    * partition then offset order.
    */
   public List<Entry> forgetPuts() {
+    unconfirmed = new ArrayList<>();
     List<Entry> reset = new ArrayList<>();
     for (PartitionLedger ledger : partitions.values()) {
       for (Entry entry : ledger.entries.values()) {
