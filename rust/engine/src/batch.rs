@@ -76,6 +76,9 @@ impl ShareRecord {
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
     pub(crate) records: Vec<ShareRecord>,
+    /// (payload bytes, earliest lock deadline), computed once when the batch is complete: the
+    /// buffer and `poll` ask for both, and the polling thread should not walk every record.
+    totals: Option<(usize, Option<i64>)>,
 }
 
 impl Batch {
@@ -92,12 +95,24 @@ impl Batch {
     }
 
     pub fn payload_bytes(&self) -> usize {
-        self.records.iter().map(ShareRecord::payload_len).sum()
+        match self.totals {
+            Some((bytes, _)) => bytes,
+            None => self.records.iter().map(ShareRecord::payload_len).sum(),
+        }
     }
 
     /// The earliest lock deadline of the batch's records (ms since the epoch).
     pub fn lock_deadline_ms(&self) -> Option<i64> {
-        self.records.iter().map(|r| r.lock_deadline_ms).min()
+        match self.totals {
+            Some((_, deadline)) => deadline,
+            None => self.records.iter().map(|r| r.lock_deadline_ms).min(),
+        }
+    }
+
+    /// Records are complete: computes the totals once, on the fetcher's thread.
+    pub(crate) fn seal(&mut self) {
+        self.totals = None;
+        self.totals = Some((self.payload_bytes(), self.lock_deadline_ms()));
     }
 
     /// Acknowledgements settling every record of the batch one way, as few ranges as

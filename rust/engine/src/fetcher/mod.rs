@@ -4,6 +4,7 @@
 //! a full buffer). Closing sends epoch −1, which releases every record still held.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,6 +34,9 @@ pub(crate) struct FetcherHandle {
     pub acks: Mutex<AckQueue>,
     desired: Mutex<BTreeSet<PartitionKey>>,
     pub wake: Notify,
+    /// A ShareFetch is outstanding: an ordinary ack then waits for it (it rides on the next
+    /// fetch), so queuing one need not wake the fetcher, a cross-thread wake-up per call.
+    fetch_in_flight: AtomicBool,
 }
 
 impl FetcherHandle {
@@ -43,6 +47,7 @@ impl FetcherHandle {
             acks: Mutex::new(AckQueue::default()),
             desired: Mutex::new(BTreeSet::new()),
             wake: Notify::new(),
+            fetch_in_flight: AtomicBool::new(false),
         }
     }
 
@@ -56,8 +61,13 @@ impl FetcherHandle {
     }
 
     pub fn push_ack(&self, key: PartitionKey, ack: PendingAck, urgent: bool) {
+        let renew = ack.code == crate::acks::AckKind::Renew as i8;
         self.acks.lock().expect("acks").push(key, ack, urgent);
-        self.wake.notify_one();
+        // The loop clears the flag before it looks at the queue again, so an ack queued while
+        // the flag was set is always seen when the fetch completes.
+        if urgent || renew || !self.fetch_in_flight.load(SeqCst) {
+            self.wake.notify_one();
+        }
     }
 }
 
@@ -132,6 +142,7 @@ pub(crate) async fn run(
         if is_closing && fetch.is_none() && ack.is_none() {
             break;
         }
+        me.fetch_in_flight.store(fetch.is_some(), SeqCst);
         let backing_off = backoff_until.is_some_and(|t| t > tokio::time::Instant::now());
         if !backing_off && !is_closing {
             backoff_until = None;
@@ -149,6 +160,7 @@ pub(crate) async fn run(
             .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
+                me.fetch_in_flight.store(false, SeqCst);
                 let done = fetch.take().expect("guarded");
                 if let Err(e) = handle_response(&shared, &me, &mut session, done, result) {
                     debug!(node = me.node_id, error = %e, "share fetch failed");

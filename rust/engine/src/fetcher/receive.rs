@@ -229,6 +229,7 @@ fn handle_fetch(
         shared.refresh_metadata.notify_one();
     }
     if !batch.is_empty() {
+        batch.seal();
         let n = batch.len() as u64;
         shared.metrics.records_fetched.fetch_add(n, Relaxed);
         shared
