@@ -187,7 +187,10 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                  "consumer, `fetch.max.bytes` 1 MiB) is the ceiling. One unrecorded engine pass "
                  "warms the broker up per topic; each round then starts with a different client "
                  "(the first run after the warm-up costs the broker more CPU per record), and a "
-                 "row is the round with the median records/s.")
+                 "row is the round with the median records/s. JVM clients (Java tools, JNI bench) "
+                 "run with `-Xms512M -XX:+AlwaysPreTouch` so that first-touch page faults on the "
+                 "heap fall before the measured window; the JNI bench also warms its JIT up on a "
+                 "synthetic batch before it joins.")
         L.append("")
         L.append("Clocks: **steady** = first record to last record (engine/krafka/JNI: their own "
                  "clock; Java share tool: its first per-consumer report at a 100 ms interval to "
