@@ -73,6 +73,17 @@ public class ShareSinkConfig extends AbstractConfig {
           + " the broker's group.share.min/max.delivery.count.limit. Unset: the broker's default"
           + " (5).";
 
+  public static final String PARTITION_MAX_RECORD_LOCKS_CONFIG = "share.partition.max.record.locks";
+  private static final String PARTITION_MAX_RECORD_LOCKS_DOC =
+      "Group config share.partition.max.record.locks (Kafka 4.3+), set on the share group when"
+          + " given: how many records of one partition the group may have in flight (delivered,"
+          + " not yet acknowledged). A partition delivers about this many records per"
+          + " fetch-commit-acknowledge cycle, so with a fast sink it bounds throughput. Must lie"
+          + " within the broker's group.share.min/max.partition.max.record.locks (100 and 4000 by"
+          + " default). Unset: the group's current value, else the broker's"
+          + " group.share.partition.max.record.locks (2000). share.commit.max.records, when not"
+          + " set, follows this window.";
+
   public static final String DLQ_MODE_CONFIG = "share.dlq.mode";
   public static final String DLQ_MODE_AUTO = "auto";
   public static final String DLQ_MODE_BROKER = "broker";
@@ -270,6 +281,17 @@ public class ShareSinkConfig extends AbstractConfig {
         Width.SHORT,
         "Delivery count limit");
     def.define(
+        PARTITION_MAX_RECORD_LOCKS_CONFIG,
+        Type.INT,
+        null,
+        new OptionalAtLeast(100),
+        Importance.MEDIUM,
+        PARTITION_MAX_RECORD_LOCKS_DOC,
+        GROUP_SHARE_GROUP,
+        ++order,
+        Width.SHORT,
+        "Record locks per partition");
+    def.define(
         DLQ_MODE_CONFIG,
         Type.STRING,
         DLQ_MODE_AUTO,
@@ -443,7 +465,12 @@ public class ShareSinkConfig extends AbstractConfig {
         deliveryCountLimit(),
         dlqMode(),
         dlqTopic(),
-        commitIntervalMs());
+        commitIntervalMs(),
+        partitionMaxRecordLocks());
+  }
+
+  public Integer partitionMaxRecordLocks() {
+    return getInt(PARTITION_MAX_RECORD_LOCKS_CONFIG);
   }
 
   public Integer lockDurationMs() {

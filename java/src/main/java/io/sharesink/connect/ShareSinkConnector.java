@@ -66,6 +66,10 @@ public class ShareSinkConnector extends SourceConnector {
   private SinkConnector legacyConnector;
   private ClassLoader legacyLoader;
   private String dlqMode = GroupSettings.CONNECT;
+
+  /** share.commit.max.records derived from the group's window, or null when set explicitly. */
+  private Integer derivedCommitMaxRecords;
+
   private ShareGroupLag lag;
 
   @Override
@@ -262,6 +266,16 @@ public class ShareSinkConnector extends SourceConnector {
               config.topics(),
               config.migrationEnabled() ? ShareSinkConfig.classicGroupId(name) : null);
       dlqMode = setup.dlqMode();
+      derivedCommitMaxRecords = derivedCommitMaxRecords(this.props, setup.recordLocks());
+      if (derivedCommitMaxRecords != null) {
+        log.info(
+            "Share group {}: record-lock window {} records per partition; {} not set, so a commit"
+                + " cycle runs once {} records have been put (half the window)",
+            groupId,
+            setup.recordLocks(),
+            ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG,
+            derivedCommitMaxRecords);
+      }
     } catch (RuntimeException e) {
       admin.close();
       throw new ConnectException(
@@ -329,7 +343,25 @@ public class ShareSinkConnector extends SourceConnector {
         LoaderSwap.call(legacyLoader, () -> legacyConnector.taskConfigs(maxTasks));
     Class<? extends Task> legacyTaskClass =
         LoaderSwap.call(legacyLoader, legacyConnector::taskClass);
-    return taskConfigs(legacyConfigs, legacyTaskClass.getName(), props, dlqMode);
+    Map<String, String> shareProps = props;
+    if (derivedCommitMaxRecords != null) {
+      shareProps = new HashMap<>(props);
+      shareProps.put(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG, derivedCommitMaxRecords.toString());
+    }
+    return taskConfigs(legacyConfigs, legacyTaskClass.getName(), shareProps, dlqMode);
+  }
+
+  /**
+   * The on-demand commit threshold for a group whose record-lock window is {@code recordLocks}:
+   * half of it, so a task holding a single partition commits, and a later put confirms, before the
+   * broker stops lending it records; null when {@value ShareSinkConfig#COMMIT_MAX_RECORDS_CONFIG}
+   * is set (an explicit value wins).
+   */
+  static Integer derivedCommitMaxRecords(Map<String, String> props, long recordLocks) {
+    if (props.containsKey(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG)) {
+      return null;
+    }
+    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, recordLocks / 2));
   }
 
   /** The task configs for the legacy ones; see {@link #taskConfigs(int)}. */

@@ -91,6 +91,41 @@ class GroupSettingsTest {
   }
 
   @Test
+  void setsTheRecordLockWindowWithinTheBrokersBounds() {
+    Map<String, String> broker =
+        Map.of(
+            "group.share.min.partition.max.record.locks", "100",
+            "group.share.max.partition.max.record.locks", "4000",
+            "group.share.partition.max.record.locks", "2000");
+    ClusterFacts facts = new ClusterFacts(OptionalInt.of(2), broker, Map.of());
+    GroupSettings ok = new GroupSettings("earliest", null, null, "connect", "", 5000, 4000);
+    assertTrue(ok.problems(facts).isEmpty(), () -> ok.problems(facts).toString());
+    assertEquals("4000", ok.groupConfigs("connect", facts).get("share.partition.max.record.locks"));
+    assertEquals(4000, ok.effectiveRecordLocks(facts));
+
+    GroupSettings tooMany = new GroupSettings("earliest", null, null, "connect", "", 5000, 5000);
+    String problem = tooMany.problems(facts).get("share.partition.max.record.locks").get(0);
+    assertTrue(problem.contains("[100, 4000]"), problem);
+    assertTrue(problem.contains("group.share.max.partition.max.record.locks"), problem);
+    // Unreachable cluster: Kafka's default bounds.
+    assertTrue(tooMany.problems(null).containsKey("share.partition.max.record.locks"));
+
+    // Unset: not set on the group; the window is the group's own, else the broker's, else 2000.
+    GroupSettings unset = settings(null, null, "connect", "", 5000);
+    assertEquals(
+        null, unset.groupConfigs("connect", facts).get("share.partition.max.record.locks"));
+    assertEquals(2000, unset.effectiveRecordLocks(facts));
+    assertEquals(
+        3000,
+        unset.effectiveRecordLocks(
+            new ClusterFacts(
+                OptionalInt.of(2), broker, Map.of("share.partition.max.record.locks", "3000"))));
+    assertEquals(
+        2000, unset.effectiveRecordLocks(new ClusterFacts(OptionalInt.of(2), Map.of(), Map.of())));
+    assertEquals(2000, unset.effectiveRecordLocks(null));
+  }
+
+  @Test
   void commitIntervalMustBeWellBelowTheEffectiveLock() {
     // explicit lock
     assertTrue(

@@ -93,6 +93,16 @@ class ShareSinkConnectorTest {
   }
 
   @Test
+  void commitThresholdFollowsTheWindowUnlessSetExplicitly() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    assertEquals(2000, ShareSinkConnector.derivedCommitMaxRecords(props, 4000));
+    assertEquals(1000, ShareSinkConnector.derivedCommitMaxRecords(props, 2000));
+    assertEquals(50, ShareSinkConnector.derivedCommitMaxRecords(props, 100));
+    props.put(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG, "1000");
+    assertEquals(null, ShareSinkConnector.derivedCommitMaxRecords(props, 4000));
+  }
+
+  @Test
   void taskConfigsCarryOurKeysAndTheConnectorLevelSettings() {
     Map<String, String> props = ShareSinkConfigTest.validConfig();
     props.put("transforms", "route");

@@ -32,6 +32,9 @@ public record ClusterFacts(
   public static final String MIN_DELIVERY = "group.share.min.delivery.count.limit";
   public static final String MAX_DELIVERY = "group.share.max.delivery.count.limit";
   public static final String BROKER_DELIVERY = "group.share.delivery.count.limit";
+  public static final String MIN_RECORD_LOCKS = "group.share.min.partition.max.record.locks";
+  public static final String MAX_RECORD_LOCKS = "group.share.max.partition.max.record.locks";
+  public static final String BROKER_RECORD_LOCKS = "group.share.partition.max.record.locks";
 
   public ClusterFacts {
     brokerConfigs = Map.copyOf(brokerConfigs);
@@ -97,6 +100,15 @@ public record ClusterFacts(
   public Optional<Long> effectiveLockDurationMs() {
     Optional<Long> group = parse(groupConfigs.get("share.record.lock.duration.ms"));
     return group.isPresent() ? group : brokerLong(BROKER_LOCK);
+  }
+
+  /**
+   * The record-lock window (in-flight records per share-partition) the group runs with: its own
+   * {@code share.partition.max.record.locks}, else the broker's default.
+   */
+  public Optional<Long> effectiveRecordLocks() {
+    Optional<Long> group = parse(groupConfigs.get("share.partition.max.record.locks"));
+    return group.isPresent() ? group : brokerLong(BROKER_RECORD_LOCKS);
   }
 
   private static Optional<Long> parse(String value) {

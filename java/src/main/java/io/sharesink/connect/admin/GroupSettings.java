@@ -16,6 +16,8 @@ import java.util.Map;
  * @param dlqMode {@code auto}, {@code broker} or {@code connect}
  * @param dlqTopic Connect's {@code errors.deadletterqueue.topic.name}, "" for none
  * @param commitIntervalMs {@code share.commit.interval.ms}
+ * @param partitionMaxRecordLocks {@code share.partition.max.record.locks}, or null to keep the
+ *     broker's
  */
 public record GroupSettings(
     String autoOffsetReset,
@@ -23,11 +25,31 @@ public record GroupSettings(
     Integer deliveryCountLimit,
     String dlqMode,
     String dlqTopic,
-    long commitIntervalMs) {
+    long commitIntervalMs,
+    Integer partitionMaxRecordLocks) {
+
+  /** Settings without a record-lock window of their own (the broker's applies). */
+  public GroupSettings(
+      String autoOffsetReset,
+      Integer lockDurationMs,
+      Integer deliveryCountLimit,
+      String dlqMode,
+      String dlqTopic,
+      long commitIntervalMs) {
+    this(
+        autoOffsetReset,
+        lockDurationMs,
+        deliveryCountLimit,
+        dlqMode,
+        dlqTopic,
+        commitIntervalMs,
+        null);
+  }
 
   public static final String AUTO_OFFSET_RESET = "share.auto.offset.reset";
   public static final String LOCK_DURATION = "share.record.lock.duration.ms";
   public static final String DELIVERY_COUNT_LIMIT = "share.delivery.count.limit";
+  public static final String PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks";
   public static final String DLQ_TOPIC = "errors.deadletterqueue.topic.name";
   public static final String DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable";
 
@@ -46,6 +68,11 @@ public record GroupSettings(
   static final long DEFAULT_LOCK = 30_000;
   static final long DEFAULT_MIN_DELIVERY = 2;
   static final long DEFAULT_MAX_DELIVERY = 10;
+  static final long DEFAULT_MIN_RECORD_LOCKS = 100;
+  static final long DEFAULT_MAX_RECORD_LOCKS = 4_000;
+
+  /** Kafka's broker default of {@code group.share.partition.max.record.locks}. */
+  public static final long DEFAULT_RECORD_LOCKS = 2_000;
 
   /**
    * Who writes the DLQ: {@code broker} or {@code connect}. {@code auto} picks the broker when the
@@ -80,6 +107,9 @@ public record GroupSettings(
     }
     if (deliveryCountLimit != null) {
       configs.put(DELIVERY_COUNT_LIMIT, deliveryCountLimit.toString());
+    }
+    if (partitionMaxRecordLocks != null) {
+      configs.put(PARTITION_MAX_RECORD_LOCKS, partitionMaxRecordLocks.toString());
     }
     if (BROKER.equals(resolvedDlqMode) && !dlqTopic.isEmpty()) {
       configs.put(DLQ_TOPIC, dlqTopic);
@@ -133,6 +163,26 @@ public record GroupSettings(
                 + ClusterFacts.MIN_DELIVERY
                 + ", "
                 + ClusterFacts.MAX_DELIVERY
+                + boundSource(facts)
+                + ")");
+      }
+    }
+    if (partitionMaxRecordLocks != null) {
+      long min = bound(facts, ClusterFacts.MIN_RECORD_LOCKS, DEFAULT_MIN_RECORD_LOCKS);
+      long max = bound(facts, ClusterFacts.MAX_RECORD_LOCKS, DEFAULT_MAX_RECORD_LOCKS);
+      if (partitionMaxRecordLocks < min || partitionMaxRecordLocks > max) {
+        add(
+            problems,
+            PARTITION_MAX_RECORD_LOCKS,
+            partitionMaxRecordLocks
+                + " is outside the broker's bounds ["
+                + min
+                + ", "
+                + max
+                + "] ("
+                + ClusterFacts.MIN_RECORD_LOCKS
+                + ", "
+                + ClusterFacts.MAX_RECORD_LOCKS
                 + boundSource(facts)
                 + ")");
       }
@@ -207,6 +257,20 @@ public record GroupSettings(
       }
     }
     return problems;
+  }
+
+  /**
+   * The record-lock window (in-flight records per share-partition) the group runs with once these
+   * settings are applied: ours, else the group's own {@code share.partition.max.record.locks}, else
+   * the broker's {@code group.share.partition.max.record.locks}, else Kafka's default (2000).
+   */
+  public long effectiveRecordLocks(ClusterFacts facts) {
+    if (partitionMaxRecordLocks != null) {
+      return partitionMaxRecordLocks;
+    }
+    return facts == null
+        ? DEFAULT_RECORD_LOCKS
+        : facts.effectiveRecordLocks().orElse(DEFAULT_RECORD_LOCKS);
   }
 
   private static long bound(ClusterFacts facts, String name, long fallback) {

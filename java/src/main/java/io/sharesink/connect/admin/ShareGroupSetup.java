@@ -18,9 +18,15 @@ public final class ShareGroupSetup {
 
   private static final Logger log = LoggerFactory.getLogger(ShareGroupSetup.class);
 
-  /** What the setup did, for the tasks and for logs. */
+  /**
+   * What the setup did, for the tasks and for logs; {@code recordLocks} is the record-lock window
+   * (in-flight records per share-partition) the group now runs with.
+   */
   public record Result(
-      String dlqMode, Map<String, String> applied, Map<TopicPartition, Long> seeded) {}
+      String dlqMode,
+      Map<String, String> applied,
+      Map<TopicPartition, Long> seeded,
+      long recordLocks) {}
 
   private ShareGroupSetup() {}
 
@@ -69,7 +75,7 @@ public final class ShareGroupSetup {
     if (migrateFrom != null) {
       seeded = migrate(admin, groupId, topics, migrateFrom);
     }
-    return new Result(dlqMode, configs, seeded);
+    return new Result(dlqMode, configs, seeded, settings.effectiveRecordLocks(facts));
   }
 
   private static String whyNotBroker(String topic, ClusterFacts facts) {

@@ -80,11 +80,14 @@ public final class SinkDriverConfig extends AbstractConfig {
                   + "is used up). The broker lends each share-partition only "
                   + "share.partition.max.record.locks records (2000 by default) until they are "
                   + "acknowledged, so a sink that waited for the interval would sit idle most of "
-                  + "it. The default, 1000, is half of that window: even a task holding a single "
-                  + "partition commits, and a later put confirms, before its window runs out. "
-                  + "Raise it with the broker's limit; 0 disables both on-demand triggers (commits "
-                  + "at the interval only). Records are still ACCEPTed only once a later put has "
-                  + "returned.",
+                  + "it. Unset, the connector sets it to half the window the group actually has "
+                  + "(its share.partition.max.record.locks, else the broker's "
+                  + "group.share.partition.max.record.locks; 1000 for Kafka's default 2000) and "
+                  + "logs the value: even a task holding a single partition commits, and a later "
+                  + "put confirms, before its window runs out. A value above the window leaves "
+                  + "only the empty-poll trigger and is much slower. 0 disables both on-demand "
+                  + "triggers (commits at the interval only). Records are still ACCEPTed only once "
+                  + "a later put has returned.",
               SHARE_GROUP,
               2,
               Width.SHORT,
