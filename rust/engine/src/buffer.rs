@@ -1,7 +1,7 @@
 //! Fetched batches waiting for `poll`, bounded in records and bytes, with a wakeup flag.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
 use tokio::sync::{watch, Notify};
@@ -20,6 +20,11 @@ pub(crate) struct DeliveryBuffer {
     /// Set when batches were released because the caller did not poll them in time; no
     /// fetch is sent until the caller polls again (it would only acquire more to release).
     stalled: AtomicBool,
+    /// Calls to `poll` running now, and when the last one returned (ms since the epoch):
+    /// a caller that has not polled for a while is busy elsewhere (or stuck), and what a
+    /// fetch would acquire now would only wait out its lock here.
+    polls_running: AtomicUsize,
+    last_poll_end_ms: AtomicI64,
     /// Bumped each time `poll` takes a batch, so fetchers blocked on a full buffer resume.
     space: watch::Sender<u64>,
 }
@@ -35,6 +40,8 @@ impl DeliveryBuffer {
             ready: Notify::new(),
             woken: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
+            polls_running: AtomicUsize::new(0),
+            last_poll_end_ms: AtomicI64::new(crate::fetcher::wall_ms()),
             space: watch::Sender::new(0),
         }
     }
@@ -46,11 +53,21 @@ impl DeliveryBuffer {
             && self.bytes.load(SeqCst) < self.max_bytes
     }
 
-    /// The caller is polling: fetching resumes if a stall had stopped it.
-    pub fn caller_polling(&self) {
-        if self.stalled.swap(false, SeqCst) {
+    /// A `poll` starts: fetching resumes if a stall or an idle caller had stopped it. The
+    /// returned guard marks the end of the poll when dropped.
+    pub fn poll_started(&self, idle_after_ms: i64) -> PollGuard<'_> {
+        let was_idle = self.caller_idle(idle_after_ms);
+        self.polls_running.fetch_add(1, SeqCst);
+        if self.stalled.swap(false, SeqCst) || was_idle {
             self.space.send_modify(|n| *n += 1);
         }
+        PollGuard { buffer: self }
+    }
+
+    /// No `poll` is running and none has for `idle_after_ms`.
+    pub fn caller_idle(&self, idle_after_ms: i64) -> bool {
+        self.polls_running.load(SeqCst) == 0
+            && crate::fetcher::wall_ms() - self.last_poll_end_ms.load(SeqCst) > idle_after_ms
     }
 
     pub fn len_records(&self) -> usize {
@@ -120,5 +137,19 @@ impl DeliveryBuffer {
     /// Consumes a pending wakeup.
     pub fn take_wakeup(&self) -> bool {
         self.woken.swap(false, SeqCst)
+    }
+}
+
+/// Ends a poll (see [`DeliveryBuffer::poll_started`]), also when the poll future is dropped.
+pub(crate) struct PollGuard<'a> {
+    buffer: &'a DeliveryBuffer,
+}
+
+impl Drop for PollGuard<'_> {
+    fn drop(&mut self) {
+        self.buffer
+            .last_poll_end_ms
+            .store(crate::fetcher::wall_ms(), SeqCst);
+        self.buffer.polls_running.fetch_sub(1, SeqCst);
     }
 }

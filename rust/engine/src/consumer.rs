@@ -176,7 +176,10 @@ impl ShareConsumer {
     /// Waits up to `max_wait` for records. `None` on timeout or after `wakeup`.
     pub async fn poll(&self, max_wait: Duration) -> Result<Option<Batch>, EngineError> {
         let deadline = tokio::time::Instant::now() + max_wait;
-        self.shared.buffer.caller_polling();
+        let _polling = self
+            .shared
+            .buffer
+            .poll_started(self.shared.caller_idle_after_ms());
         loop {
             if self.is_closing() {
                 return Err(EngineError::Closed);

@@ -99,6 +99,21 @@ impl Shared {
             .cloned()
     }
 
+    /// How long the caller may go without polling before fetching pauses: a tenth of the
+    /// acquisition lock (3 s for the default 30 s), so that records acquired for a caller that
+    /// is stuck elsewhere are not held from other members. Before the lock is known, never.
+    pub fn caller_idle_after_ms(&self) -> i64 {
+        match self.lock_timeout_ms.load(Relaxed) {
+            ms if ms > 0 => ms as i64 / 10,
+            _ => i64::MAX / 2,
+        }
+    }
+
+    /// Whether a fetch may acquire more now: room in the buffer and a caller that polls.
+    pub fn wants_records(&self) -> bool {
+        self.buffer.has_room() && !self.buffer.caller_idle(self.caller_idle_after_ms())
+    }
+
     pub fn route(&self, topic: &str, partition: i32) -> Option<Route> {
         self.routes
             .read()

@@ -46,7 +46,7 @@ pub(super) async fn send_next(
         session.conn = Some(Arc::new(conn));
     }
     let conn = session.conn.clone().expect("connected above");
-    let room = shared.buffer.has_room();
+    let room = shared.wants_records();
 
     if session.epoch == 0 {
         if fetch.is_some() || ack.is_some() {
