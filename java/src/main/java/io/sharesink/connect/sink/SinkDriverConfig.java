@@ -23,7 +23,7 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final int COMMIT_MAX_RECORDS_DEFAULT = 1_000;
 
   public static final String COMMIT_MIN_INTERVAL_MS = "share.commit.min.interval.ms";
-  public static final long COMMIT_MIN_INTERVAL_MS_DEFAULT = 100;
+  public static final long COMMIT_MIN_INTERVAL_MS_DEFAULT = 10;
 
   public static final String EMPTY_PRECOMMIT = "share.commit.empty.precommit";
   public static final String EMPTY_PRECOMMIT_ACCEPT = "accept";
@@ -101,7 +101,11 @@ public final class SinkDriverConfig extends AbstractConfig {
               "The shortest time between an on-demand commit cycle (see "
                   + "share.commit.max.records) and the previous commit cycle. Each cycle calls the "
                   + "task's preCommit, hence usually its flush, so this bounds the flushes a fast "
-                  + "stream costs to one per this many milliseconds.",
+                  + "stream costs to one per this many milliseconds. An on-demand cycle covers at "
+                  + "least share.commit.max.records records, or runs because the broker's "
+                  + "in-flight window is used up (or the topic is drained), so a longer spacing "
+                  + "cannot put more records into one flush: it only leaves the task idle. Raise "
+                  + "it only for a sink whose flush costs much more than this regardless of size.",
               SHARE_GROUP,
               3,
               Width.SHORT,
