@@ -127,66 +127,33 @@ public record GroupSettings(
    */
   public Map<String, List<String>> problems(ClusterFacts facts) {
     Map<String, List<String>> problems = new LinkedHashMap<>();
-    if (lockDurationMs != null) {
-      long min = bound(facts, ClusterFacts.MIN_LOCK, DEFAULT_MIN_LOCK);
-      long max = bound(facts, ClusterFacts.MAX_LOCK, DEFAULT_MAX_LOCK);
-      if (lockDurationMs < min || lockDurationMs > max) {
-        add(
-            problems,
-            LOCK_DURATION,
-            lockDurationMs
-                + " is outside the broker's bounds ["
-                + min
-                + ", "
-                + max
-                + "] ("
-                + ClusterFacts.MIN_LOCK
-                + ", "
-                + ClusterFacts.MAX_LOCK
-                + boundSource(facts)
-                + ")");
-      }
-    }
-    if (deliveryCountLimit != null) {
-      long min = bound(facts, ClusterFacts.MIN_DELIVERY, DEFAULT_MIN_DELIVERY);
-      long max = bound(facts, ClusterFacts.MAX_DELIVERY, DEFAULT_MAX_DELIVERY);
-      if (deliveryCountLimit < min || deliveryCountLimit > max) {
-        add(
-            problems,
-            DELIVERY_COUNT_LIMIT,
-            deliveryCountLimit
-                + " is outside the broker's bounds ["
-                + min
-                + ", "
-                + max
-                + "] ("
-                + ClusterFacts.MIN_DELIVERY
-                + ", "
-                + ClusterFacts.MAX_DELIVERY
-                + boundSource(facts)
-                + ")");
-      }
-    }
-    if (partitionMaxRecordLocks != null) {
-      long min = bound(facts, ClusterFacts.MIN_RECORD_LOCKS, DEFAULT_MIN_RECORD_LOCKS);
-      long max = bound(facts, ClusterFacts.MAX_RECORD_LOCKS, DEFAULT_MAX_RECORD_LOCKS);
-      if (partitionMaxRecordLocks < min || partitionMaxRecordLocks > max) {
-        add(
-            problems,
-            PARTITION_MAX_RECORD_LOCKS,
-            partitionMaxRecordLocks
-                + " is outside the broker's bounds ["
-                + min
-                + ", "
-                + max
-                + "] ("
-                + ClusterFacts.MIN_RECORD_LOCKS
-                + ", "
-                + ClusterFacts.MAX_RECORD_LOCKS
-                + boundSource(facts)
-                + ")");
-      }
-    }
+    checkBounds(
+        problems,
+        facts,
+        LOCK_DURATION,
+        lockDurationMs,
+        ClusterFacts.MIN_LOCK,
+        DEFAULT_MIN_LOCK,
+        ClusterFacts.MAX_LOCK,
+        DEFAULT_MAX_LOCK);
+    checkBounds(
+        problems,
+        facts,
+        DELIVERY_COUNT_LIMIT,
+        deliveryCountLimit,
+        ClusterFacts.MIN_DELIVERY,
+        DEFAULT_MIN_DELIVERY,
+        ClusterFacts.MAX_DELIVERY,
+        DEFAULT_MAX_DELIVERY);
+    checkBounds(
+        problems,
+        facts,
+        PARTITION_MAX_RECORD_LOCKS,
+        partitionMaxRecordLocks,
+        ClusterFacts.MIN_RECORD_LOCKS,
+        DEFAULT_MIN_RECORD_LOCKS,
+        ClusterFacts.MAX_RECORD_LOCKS,
+        DEFAULT_MAX_RECORD_LOCKS);
     // The lock the group will run with: ours, else the group's or broker's, when known.
     Long lock = lockDurationMs != null ? Long.valueOf(lockDurationMs) : null;
     String lockSource = LOCK_DURATION;
@@ -271,6 +238,40 @@ public record GroupSettings(
     return facts == null
         ? DEFAULT_RECORD_LOCKS
         : facts.effectiveRecordLocks().orElse(DEFAULT_RECORD_LOCKS);
+  }
+
+  /** A group setting outside the broker's bounds for it is a problem on its key. */
+  private static void checkBounds(
+      Map<String, List<String>> problems,
+      ClusterFacts facts,
+      String key,
+      Number value,
+      String minName,
+      long defaultMin,
+      String maxName,
+      long defaultMax) {
+    if (value == null) {
+      return;
+    }
+    long min = bound(facts, minName, defaultMin);
+    long max = bound(facts, maxName, defaultMax);
+    long v = value.longValue();
+    if (v < min || v > max) {
+      add(
+          problems,
+          key,
+          v
+              + " is outside the broker's bounds ["
+              + min
+              + ", "
+              + max
+              + "] ("
+              + minName
+              + ", "
+              + maxName
+              + boundSource(facts)
+              + ")");
+    }
   }
 
   private static long bound(ClusterFacts facts, String name, long fallback) {
