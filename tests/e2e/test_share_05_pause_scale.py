@@ -18,7 +18,7 @@ from helpers import (FILE_SINK, STRING_CONVERTER, Progress, Sampler, connector_t
                      share_config, start_connector, uniq, wait_for)
 
 MAX_GAP_S = 5.0
-N_SCALE = 60_000
+N_SCALE = 600_000  # the sink writes tens of thousands of lines a second: a backlog that outlasts the change
 
 
 def _cfg(cluster, name, out, tasks):
