@@ -16,8 +16,9 @@ from process start to the end ("incl. start", JVM start-up and group join includ
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import proc
 
@@ -37,6 +38,15 @@ JNI_LINE = re.compile(
 # fresh JVM allocates), a cost a long-running worker does not pay.
 JVM_OPTS = ["-Xmx512M", "-Xms512M", "-XX:+AlwaysPreTouch", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent"]
+
+
+def extra_settings() -> List[str]:
+    """`--set k=v` for every entry of SHARESINK_BENCH_ENGINE_SETTINGS ("k=v,k=v"): engine
+    settings for an experiment, given to the engine bench and the JNI bench alike."""
+    out: List[str] = []
+    for kv in filter(None, os.environ.get("SHARESINK_BENCH_ENGINE_SETTINGS", "").split(",")):
+        out += ["--set", kv.strip()]
+    return out
 
 
 def _jvm_time(s: str) -> float:
@@ -72,7 +82,8 @@ class Consumers:
         c = self.ctx
         cmd = [str(c.engine_bin), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
                "--records", str(n), "--group", group, "--members", str(members),
-               "--set", f"max.poll.records={MAX_POLL}", "--set", f"fetch.max.bytes={FETCH_BYTES}"]
+               "--set", f"max.poll.records={MAX_POLL}", "--set", f"fetch.max.bytes={FETCH_BYTES}",
+               *extra_settings()]
         r = proc.run(cmd, c.log(f"engine-{topic}-{members}m"), timeout=c.client_timeout,
                      broker_pid=c.broker_pid())
         return self._rust_result("engine", members, r)
@@ -166,7 +177,7 @@ class Consumers:
             return {"client": "jni", "members": 1, "error": c.jni_missing}
         args = ["--bootstrap", c.cluster.bootstrap, "--topic", topic, "--records", n,
                 "--group", group, "--set", f"max.poll.records={MAX_POLL}",
-                "--set", f"fetch.max.bytes={FETCH_BYTES}"]
+                "--set", f"fetch.max.bytes={FETCH_BYTES}", *extra_settings()]
         cmd = [c.java, *JVM_OPTS, f"-Dlog4j2.configurationFile={c.tools_log4j2}", "-cp", c.jni_cp,
                "io.sharesink.engine.NativeEngineBench", *map(str, args)]
         r = proc.run(cmd, c.log(f"jni-{topic}"), timeout=c.client_timeout,
