@@ -78,6 +78,15 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   boolean closed;
   Consumer<Rec> onAccept = rec -> {};
 
+  /** A group over partition t-0 holding {@code count} records with values v0, v1, ... */
+  static InMemoryShareGroup withValues(long lockMs, int maxRecords, int count) {
+    InMemoryShareGroup group = new InMemoryShareGroup(lockMs, maxRecords);
+    for (int i = 0; i < count; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    return group;
+  }
+
   InMemoryShareGroup(long lockMs, int maxRecords) {
     this.lockMs = lockMs;
     this.maxRecords = maxRecords;

@@ -148,10 +148,7 @@ class ShareSinkDriverRestartTest {
   }
 
   private static InMemoryShareGroup group(long lockMs, int records) {
-    InMemoryShareGroup group = new InMemoryShareGroup(lockMs, 100);
-    for (int i = 0; i < records; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(lockMs, 100, records);
     return group;
   }
 

@@ -185,10 +185,7 @@ class ShareSinkDriverTest {
 
   @Test
   void preCommitReceivesMaxPutOffsetPlusOneAndOnlyCoveredRecordsAreAccepted() {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
-    for (int i = 0; i < 6; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 6);
     ScriptedSinkTask task = new ScriptedSinkTask();
     TopicPartition tp = new TopicPartition("t", 0);
     // The sink has durably written offsets 0..3 only.
@@ -218,10 +215,7 @@ class ShareSinkDriverTest {
   @Test
   void aFailureDeferredToTheNextPutIsNeverAccepted() {
     // Debezium JDBC 3.6 style: put() swallows a write error and throws it on the next put().
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 3);
-    for (int i = 0; i < 3; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 3, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
     AtomicInteger putCount = new AtomicInteger();
     task.onPut =
@@ -253,10 +247,7 @@ class ShareSinkDriverTest {
   @Test
   void retriablePutIsRetriedWithTheSameRecordsWhileLocksAreRenewed() {
     long shortLock = 1_000;
-    InMemoryShareGroup group = new InMemoryShareGroup(shortLock, 10);
-    for (int i = 0; i < 4; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(shortLock, 10, 4);
     ScriptedSinkTask task = new ScriptedSinkTask();
     long outageEnds = System.currentTimeMillis() + 2_500; // over two lock durations
     task.onPut =
@@ -421,10 +412,7 @@ class ShareSinkDriverTest {
 
   @Test
   void errantRecordReporterRejectsOnceTheWriteIsDoneAndHoldsThePartitionBack() throws Exception {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
-    for (int i = 0; i < 3; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
     HeldDeadLetterQueue dlq = new HeldDeadLetterQueue();
     List<Future<Void>> futures = new ArrayList<>();
@@ -536,10 +524,7 @@ class ShareSinkDriverTest {
 
   @Test
   void anIdlePollCommitsWhatWasPutWithoutWaitingForTheInterval() {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
-    for (int i = 0; i < 3; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
     DriverFixture fixture = start(task, props("share.commit.interval.ms", "60000"), group);
     fixture.driver.runCycle(Duration.ofMillis(10)); // puts 0..2: below share.commit.max.records
@@ -557,10 +542,7 @@ class ShareSinkDriverTest {
 
   @Test
   void reachingCommitMaxRecordsCommitsAndAcceptsOnlyConfirmedRecords() {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 3);
-    for (int i = 0; i < 30; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 3, 30);
     ScriptedSinkTask task = new ScriptedSinkTask();
     DriverFixture fixture =
         start(
@@ -588,10 +570,7 @@ class ShareSinkDriverTest {
 
   @Test
   void onDemandCommitsAreSpacedByCommitMinInterval() {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 2);
-    for (int i = 0; i < 40; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 2, 40);
     ScriptedSinkTask task = new ScriptedSinkTask();
     DriverFixture fixture =
         start(
@@ -627,10 +606,7 @@ class ShareSinkDriverTest {
 
   @Test
   void rewindsAreIgnoredAndStopClosesCommitsAndReleases() {
-    InMemoryShareGroup group = new InMemoryShareGroup(LOCK_MS, 10);
-    for (int i = 0; i < 4; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 4);
     ScriptedSinkTask task = new ScriptedSinkTask();
     TopicPartition tp = new TopicPartition("t", 0);
     DriverFixture fixture = start(task, props("share.commit.interval.ms", "60000"), group);
@@ -707,10 +683,7 @@ class ShareSinkDriverTest {
   @Test
   void aRetryBatchWhoseLocksRanOutIsNotPutAgain() {
     long lock = 1_000;
-    InMemoryShareGroup group = new InMemoryShareGroup(lock, 10);
-    for (int i = 0; i < 3; i++) {
-      group.produce("t", 0, null, "v" + i);
-    }
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(lock, 10, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
     AtomicInteger attempts = new AtomicInteger();
     task.onPut =
