@@ -21,11 +21,12 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: i32,
     pub fetch_min_bytes: i32,
     pub fetch_max_wait: Duration,
-    /// The ShareFetch wait while this member holds acquired records not yet acknowledged
-    /// (engine setting `share.fetch.max.wait.held.ms`, default 50 ms, capped by
-    /// `fetch.max.wait.ms`). The broker serves one request per connection at a time, so
-    /// acknowledgements made during a long poll wait for it; when the member's records fill
-    /// the broker's in-flight window, only those acknowledgements can end the wait.
+    /// While this member holds acquired records not yet acknowledged: the wait of a ShareFetch
+    /// carrying acknowledgements, and the pause after a fetch came back empty before one
+    /// without them (engine setting `share.fetch.max.wait.held.ms`, default 50 ms, capped by
+    /// `fetch.max.wait.ms`). The broker serves one request per connection at a time, so acks
+    /// made during a parked fetch wait for it; when the member's records fill the broker's
+    /// in-flight window, only those acks can free it (see `fetcher::send::fetch_wait`).
     pub fetch_max_wait_held: Duration,
     pub acquire_mode: AcquireMode,
     /// Timeout of one request round trip (`request.timeout.ms`).

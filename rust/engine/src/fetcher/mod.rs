@@ -1,5 +1,6 @@
 //! One share session with one leader broker, on its own connection: keeps a ShareFetch
-//! outstanding whenever the delivery buffer has room, piggy-backs finished acknowledgements
+//! outstanding whenever the delivery buffer has room (pausing after an empty one while the
+//! member holds records, until it has acks to carry), piggy-backs finished acknowledgements
 //! on it, and sends ShareAcknowledge only for acks that cannot wait (sync acks, renewals,
 //! a full buffer). Closing sends epoch −1, which releases every record still held.
 
@@ -86,6 +87,8 @@ struct InFlight {
     generation: u64,
     sent_at: Instant,
     sent_wall_ms: i64,
+    /// A ShareFetch that asked for records (not one that only carried acks).
+    asked_records: bool,
 }
 
 struct Session {
@@ -93,6 +96,10 @@ struct Session {
     epoch: i32,
     generation: u64,
     partitions: BTreeSet<PartitionKey>,
+    /// Set when a fetch came back empty while this member held records: the broker's window
+    /// is likely full of them. Until then, only a fetch carrying acks (which free the window)
+    /// is worth sending.
+    quiet_until: Option<tokio::time::Instant>,
 }
 
 impl Session {
@@ -107,6 +114,7 @@ impl Session {
         self.epoch = 0;
         self.generation += 1;
         self.partitions.clear();
+        self.quiet_until = None;
         if drop_connection {
             self.conn = None;
         }
@@ -131,6 +139,7 @@ pub(crate) async fn run(
         epoch: 0,
         generation: 0,
         partitions: BTreeSet::new(),
+        quiet_until: None,
     };
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
@@ -157,6 +166,7 @@ pub(crate) async fn run(
             }
         }
         let sleep_until = backoff_until
+            .or(session.quiet_until.filter(|_| fetch.is_none()))
             .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {

@@ -36,6 +36,7 @@ pub(super) fn handle_response(
         generation,
         sent_at,
         sent_wall_ms,
+        asked_records,
         ..
     } = done;
     let body = match result {
@@ -60,8 +61,11 @@ pub(super) fn handle_response(
                 me,
                 session,
                 acks,
-                generation,
-                sent_wall_ms,
+                FetchSent {
+                    generation,
+                    wall_ms: sent_wall_ms,
+                    asked_records,
+                },
                 response,
             )
         }
@@ -126,15 +130,29 @@ fn top_level_error(
     Err(error)
 }
 
+/// What is known of a ShareFetch from when it was sent.
+struct FetchSent {
+    /// Session generation the request belongs to.
+    generation: u64,
+    /// Wall clock at sending: acquisition locks run from about then.
+    wall_ms: i64,
+    /// It asked for records (not only carried acks).
+    asked_records: bool,
+}
+
 fn handle_fetch(
     shared: &Shared,
     me: &FetcherHandle,
     session: &mut Session,
     mut acks: AcksInFlight,
-    generation: u64,
-    sent_wall_ms: i64,
+    sent: FetchSent,
     response: ShareFetchResponse,
 ) -> Result<(), EngineError> {
+    let FetchSent {
+        generation,
+        wall_ms: sent_wall_ms,
+        asked_records,
+    } = sent;
     if response.error_code != NONE {
         let message = response.error_message.map(|m| m.to_string());
         return top_level_error(
@@ -225,6 +243,12 @@ fn handle_fetch(
     }
     // Partitions with acks but absent from the response had nothing to report: applied.
     acks.resolve_all((NONE, None));
+    session.quiet_until = if asked_records && batch.is_empty() && super::send::holds_records(shared)
+    {
+        Some(tokio::time::Instant::now() + shared.config.fetch_max_wait_held)
+    } else {
+        None
+    };
     if refresh {
         shared.refresh_metadata.notify_one();
     }

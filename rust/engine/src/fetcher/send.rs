@@ -83,7 +83,10 @@ pub(super) async fn send_next(
         let q = me.acks.lock().expect("acks");
         (q.is_urgent(), q.has_renew())
     };
-    let fetch_wanted = room && !desired.is_empty();
+    let quiet = session
+        .quiet_until
+        .is_some_and(|t| t > tokio::time::Instant::now());
+    let fetch_wanted = room && !desired.is_empty() && (has_acks || !quiet);
     let forget_needed = session.partitions.iter().any(|p| !desired.contains(p));
     if fetch.is_none() && !has_renew && (fetch_wanted || forget_needed) {
         let (topics, in_flight) = me.acks.lock().expect("acks").take();
@@ -172,10 +175,13 @@ fn fetch_request(
         }
     }
     let c = &shared.config;
+    let carries_acks = topics
+        .iter()
+        .any(|t| t.partitions.iter().any(|p| !p.batches.is_empty()));
     // With no room, knobs of 0 make the broker apply acks and skip the fetch.
     let (max_wait_ms, min_bytes, max_bytes, max_records) = if fetch_records {
         (
-            fetch_wait(shared).as_millis() as i32,
+            fetch_wait(shared, carries_acks).as_millis() as i32,
             c.fetch_min_bytes,
             c.fetch_max_bytes,
             c.max_poll_records,
@@ -203,16 +209,23 @@ fn fetch_request(
     }
 }
 
-/// A long poll only while this member holds nothing: acks made during a parked fetch ride on
-/// the next request, and a member whose records fill the broker's window would otherwise
-/// wait the whole `fetch.max.wait.ms` for each window's worth.
-fn fetch_wait(shared: &Shared) -> std::time::Duration {
-    let held = shared.buffer.len_records() as i64 + shared.metrics.records_in_flight.load(Relaxed);
-    if held > 0 {
+/// A long poll only while this member holds nothing. While it holds records, a parked fetch
+/// would hold up the acks made meanwhile (they ride on the next request, and the broker serves
+/// one request per connection at a time), and those acks are what frees a window full of this
+/// member's records. So a fetch without acks does not wait at all; one carrying acks waits
+/// `share.fetch.max.wait.held.ms`, and the broker completes it as soon as they are applied.
+fn fetch_wait(shared: &Shared, carries_acks: bool) -> std::time::Duration {
+    if !holds_records(shared) {
+        shared.config.fetch_max_wait
+    } else if carries_acks {
         shared.config.fetch_max_wait_held
     } else {
-        shared.config.fetch_max_wait
+        std::time::Duration::ZERO
     }
+}
+
+pub(super) fn holds_records(shared: &Shared) -> bool {
+    shared.buffer.len_records() as i64 + shared.metrics.records_in_flight.load(Relaxed) > 0
 }
 
 fn send(
@@ -230,7 +243,9 @@ fn send(
         "ShareFetch"
     );
     let body = request.encode(shared.share_fetch_version)?;
-    send_body(shared, conn, kind, body, acks, session)
+    let mut in_flight = send_body(shared, conn, kind, body, acks, session)?;
+    in_flight.asked_records = request.max_records > 0;
+    Ok(in_flight)
 }
 
 fn send_body(
@@ -254,5 +269,50 @@ fn send_body(
         generation: session.generation,
         sent_at: Instant::now(),
         sent_wall_ms: wall_ms(),
+        asked_records: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    fn shared() -> Shared {
+        let props: HashMap<String, String> = [
+            ("bootstrap.servers", "127.0.0.1:9"),
+            ("group.id", "g"),
+            ("fetch.max.wait.ms", "500"),
+            ("share.fetch.max.wait.held.ms", "50"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
+        let cluster = crate::cluster::Cluster::new(
+            vec!["127.0.0.1:9".into()],
+            "c".into(),
+            Duration::from_secs(1),
+            config.security.clone(),
+        );
+        Shared::new(config, "m".into(), cluster, 2, 2)
+    }
+
+    #[test]
+    fn a_member_holding_nothing_long_polls() {
+        let s = shared();
+        assert_eq!(fetch_wait(&s, false), Duration::from_millis(500));
+        assert_eq!(fetch_wait(&s, true), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_member_holding_records_parks_only_a_fetch_that_carries_acks() {
+        let s = shared();
+        s.metrics.records_in_flight.store(10, Relaxed);
+        // A parked fetch without acks would hold up the acks that free the window.
+        assert_eq!(fetch_wait(&s, false), Duration::ZERO);
+        // One with acks waits for them to be applied, which completes it.
+        assert_eq!(fetch_wait(&s, true), Duration::from_millis(50));
+    }
 }
