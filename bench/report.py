@@ -360,14 +360,21 @@ def findings(res: Dict[str, Any]) -> List[str]:
             rate = b_sh.get("rows_per_s_before") or 0
             parts = 3
             secs = 2000 / (rate / parts) if rate else None
-            txt += (" Above 1/N, consistent with (not separately measured) the share-partition's in-flight window: it is counted "
-                    "from the lowest unacknowledged offset, and the stalled task holds the lowest "
-                    "offsets of its partition until their locks expire (30 s, longer than the "
+            txt += (" Above 1/N. The share-partition's in-flight window is counted from the lowest "
+                    "unacknowledged offset, and the stalled task holds the lowest offsets of its "
+                    "partition until their locks expire (30 s, longer than the "
                     f"{b_sh.get('stall_s')} s stall), so the other tasks on that partition can "
                     "run ahead by only `share.partition.max.record.locks` (2000) records"
                     + (f", about {secs:.0f} s at {rate / parts:.0f} rows/s per partition, and that "
                        "partition then waits for the rest of the stall" if secs else "")
-                    + ". A larger window or a shorter `share.record.lock.duration.ms` bounds it.")
+                    + ".")
+            b_w = cres.get("b_share_window") or {}
+            if b_w.get("loss") is not None:
+                txt += (f" With the window at 4000 (row (b')) the loss was {b_w['loss']:.1%} in "
+                        "this run. Each figure is one 20 s stall; the rates before a stall vary "
+                        "by about 10% between runs on this machine, so differences of a few "
+                        "points are within the noise.")
+            txt += " A larger window or a shorter `share.record.lock.duration.ms` bounds it."
         else:
             txt += (" On a CPU-bound machine the other tasks get the stalled task's CPU, so both "
                     "losses can come out below their share; a negative loss means no loss "
