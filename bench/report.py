@@ -235,8 +235,9 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append("")
         L.append("`io.sharesink.engine.NativeEngineBench` (Java polling `NativeShareConsumerEngine` "
                  "through JNI, copying every key and value into a `byte[]`, one ACCEPT per batch) "
-                 "against `sharesink-bench` with the same settings, run right before it on the "
-                 "same 100 B topic; 1 member each, clocks from the first record.")
+                 "against `sharesink-bench` with the same settings, back to back on the same 100 B "
+                 "topic (which of the two goes first alternates by round); 1 member each, clocks "
+                 "from the first record.")
         L.append("")
         L.append("| client | records/s | MB/s | CPU s/M steady | CPU s/M process | join s |")
         L.append("|---|---|---|---|---|---|")
