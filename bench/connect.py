@@ -275,7 +275,7 @@ END $$;
         ns = sum(1 for t in ts if st_lo <= t < st_hi)
         rb, rs = nb / (base_hi - base_lo), ns / (st_hi - st_lo)
         return {"runtime": runtime, "tasks": tasks, "stall_s": self.stall,
-                "rows_per_s_before": round(rb, 1), "rows_per_s_during_stall": round(rs, 1),
+                "settings": dict(extra or {}), "rows_per_s_before": round(rb, 1), "rows_per_s_during_stall": round(rs, 1),
                 "loss": round(1 - rs / rb, 3) if rb else None, "failed": self.failed(name)}
 
     def task_change(self, runtime: str, t1: int, t2: int) -> Dict[str, Any]:

@@ -371,8 +371,10 @@ def findings(res: Dict[str, Any]) -> List[str]:
                     + ".")
             b_w = cres.get("b_share_window") or {}
             if b_w.get("loss") is not None:
-                txt += (f" With the window at 4000 (row (b')) the loss was {b_w['loss']:.1%} in "
-                        "this run. Each figure is one 20 s stall; the rates before a stall vary "
+                window = (b_w.get("settings") or {}).get("share.partition.max.record.locks")
+                txt += (f" With the window at {window or 'a larger value'} (row (b')) the loss was {b_w['loss']:.1%} "
+                        f"in this run. Each figure is one {b_w.get('stall_s')} s stall; the rates "
+                        "before a stall vary "
                         "by about 10% between runs on this machine, so differences of a few "
                         "points are within the noise.")
             txt += " A larger window or a shorter `share.record.lock.duration.ms` bounds it."
