@@ -24,6 +24,12 @@ use crate::consumer::ConsumerHandle;
 
 pub use error::{Error, ThrowNative};
 
+/// Rust allocations of this library (not the JVM's) go to mimalloc, which keeps freed pages for
+/// reuse: with glibc's malloc every ~1 MiB fetch response was page-faulted in afresh (see the
+/// workspace Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Records the VM and installs the panic hook; nothing else happens at load time (runtime and
 /// logging come from explicit calls), so loading the library can never fail half-way.
 ///

@@ -19,6 +19,11 @@ use bytes::Bytes;
 use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{AckKind, ConsumerConfig, EngineError, ShareConsumer};
 
+/// The allocator the JNI library uses too (see the workspace Cargo.toml), so this bench measures
+/// the engine as the plugin runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Args {
     bootstrap: String,
     topic: String,
