@@ -569,6 +569,46 @@ mod regressions {
         assert!(e.to_string().contains("timestamp"), "{e}");
     }
 
+    /// A partition that fails half-way leaves the response's record vector as it was: the
+    /// records it had already appended are taken back (the caller releases the partition).
+    #[test]
+    fn extract_into_takes_back_a_failed_partition() {
+        let t: Arc<str> = Arc::from("t");
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        let mut good = BytesMut::new();
+        let two = [record(0, false, b"k", b"v"), record(1, false, b"k", b"v")];
+        RecordBatchEncoder::encode(&mut good, &two, &opts).unwrap();
+        let mut into = Vec::new();
+        records::extract_into(
+            &t,
+            0,
+            Some(good.clone().freeze()),
+            &[acquired(0, 1, 1)],
+            0,
+            &mut into,
+        )
+        .unwrap();
+        assert_eq!(into.len(), 2);
+        // Partition 1: the same two records, then a batch whose offsets run past i64::MAX.
+        let mut data = good;
+        data.extend_from_slice(&patched_batch(i64::MAX - 1, 5, 0));
+        let e = records::extract_into(
+            &t,
+            1,
+            Some(data.freeze()),
+            &[acquired(0, i64::MAX - 1, 1)],
+            0,
+            &mut into,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
+        assert_eq!(into.len(), 2);
+        assert!(into.iter().all(|r| r.partition == 0));
+    }
+
     /// Decompression bombs: 8 MiB of zeros (value and header) compresses to a few KiB in gzip / lz4 / zstd; with a
     /// 1 MiB cap decoding fails after at most about twice the cap, instead of growing with
     /// whatever the stream expands to.

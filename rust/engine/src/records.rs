@@ -11,6 +11,8 @@ use crate::batch::ShareRecord;
 use crate::error::EngineError;
 use crate::record_batch::{complete_batch_len, decode_records, BatchHeader};
 
+/// What [`extract`] finds in one partition (the tests' view of [`extract_into`]).
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct PartitionRecords {
     pub records: Vec<ShareRecord>,
@@ -20,7 +22,23 @@ pub struct PartitionRecords {
     pub unread: Vec<(i64, i64)>,
 }
 
+/// The smallest record a v2 batch can hold (attributes, timestamp and offset deltas, key and
+/// value lengths, header count and the length itself: one byte each).
+const MIN_RECORD_BYTES: usize = 7;
+
+/// An upper bound on the records one partition of a response can deliver: no more than it
+/// acquired, and no more than its bytes can hold (so a bogus range cannot reserve much).
+pub fn deliverable_bound(records: Option<&Bytes>, acquired: &[AcquiredRecords]) -> usize {
+    let acquired: u64 = acquired
+        .iter()
+        .map(|a| (a.last_offset.saturating_sub(a.first_offset).max(-1) + 1) as u64)
+        .fold(0, u64::saturating_add);
+    let by_bytes = records.map_or(0, |b| b.len() / MIN_RECORD_BYTES);
+    (acquired.min(by_bytes as u64)) as usize
+}
+
 /// `acquired` may come in any order; ranges are inclusive.
+#[cfg(test)]
 pub fn extract(
     topic: &Arc<str>,
     partition: i32,
@@ -29,8 +47,53 @@ pub fn extract(
     lock_deadline_ms: i64,
 ) -> Result<PartitionRecords, EngineError> {
     let mut out = PartitionRecords::default();
+    let (gaps, unread) = extract_into(
+        topic,
+        partition,
+        records,
+        acquired,
+        lock_deadline_ms,
+        &mut out.records,
+    )?;
+    out.gaps = gaps;
+    out.unread = unread;
+    Ok(out)
+}
+
+/// Acquired offsets without a data record (Gap) and those past the readable data (release).
+pub type Unreadable = (Vec<(i64, i64)>, Vec<(i64, i64)>);
+
+/// [`extract`] appending the records to `into` (the fetch response's batch, reserved once for
+/// all partitions, so records are not copied from one vector to the next). On error `into` is
+/// left as it was.
+pub fn extract_into(
+    topic: &Arc<str>,
+    partition: i32,
+    records: Option<Bytes>,
+    acquired: &[AcquiredRecords],
+    lock_deadline_ms: i64,
+    into: &mut Vec<ShareRecord>,
+) -> Result<Unreadable, EngineError> {
+    let before = into.len();
+    let result = extract_records(topic, partition, records, acquired, lock_deadline_ms, into);
+    if result.is_err() {
+        into.truncate(before);
+    }
+    result
+}
+
+fn extract_records(
+    topic: &Arc<str>,
+    partition: i32,
+    records: Option<Bytes>,
+    acquired: &[AcquiredRecords],
+    lock_deadline_ms: i64,
+    into: &mut Vec<ShareRecord>,
+) -> Result<Unreadable, EngineError> {
+    let mut gaps: Vec<(i64, i64)> = Vec::new();
+    let mut unread: Vec<(i64, i64)> = Vec::new();
     if acquired.is_empty() {
-        return Ok(out);
+        return Ok((gaps, unread));
     }
     // A broker never sends these; refusing them keeps the offset arithmetic below in range.
     if let Some(bad) = acquired
@@ -73,10 +136,10 @@ pub fn extract(
                 return; // read but not acquired by us
             }
             if offset > next_expected[cursor] {
-                out.gaps.push((next_expected[cursor], offset - 1));
+                gaps.push((next_expected[cursor], offset - 1));
             }
             next_expected[cursor] = offset + 1;
-            out.records.push(ShareRecord {
+            into.push(ShareRecord {
                 topic: topic.clone(),
                 partition,
                 offset,
@@ -98,15 +161,15 @@ pub fn extract(
         }
         let gap_end = last.min(readable_end);
         if from <= gap_end {
-            out.gaps.push((from, gap_end));
+            gaps.push((from, gap_end));
         }
         let unread_from = from.max(gap_end.saturating_add(1));
         if unread_from <= last {
-            out.unread.push((unread_from, last));
+            unread.push((unread_from, last));
         }
     }
-    out.gaps.sort_unstable();
-    Ok(out)
+    gaps.sort_unstable();
+    Ok((gaps, unread))
 }
 
 #[cfg(test)]
@@ -237,5 +300,23 @@ mod tests {
         let out = extract(&topic(), 0, None, &[acquired(10, 12, 1)], 0).unwrap();
         assert!(out.records.is_empty() && out.gaps.is_empty());
         assert_eq!(out.unread, vec![(10, 12)]);
+    }
+
+    #[test]
+    fn deliverable_bound_takes_the_smaller_of_ranges_and_bytes() {
+        let data = encode(&[(
+            (0..10).map(|o| record(o, false)).collect(),
+            Compression::None,
+        )]);
+        // 10 acquired offsets over two ranges; the bytes could hold more.
+        let ranges = [acquired(0, 3, 1), acquired(4, 9, 1)];
+        assert_eq!(deliverable_bound(Some(&data), &ranges), 10);
+        // A range claiming far more than the bytes can hold is capped by the bytes.
+        let huge = [acquired(0, i64::MAX - 1, 1), acquired(0, i64::MAX - 1, 1)];
+        assert_eq!(
+            deliverable_bound(Some(&data), &huge),
+            data.len() / MIN_RECORD_BYTES
+        );
+        assert_eq!(deliverable_bound(None, &ranges), 0);
     }
 }

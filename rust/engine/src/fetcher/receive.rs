@@ -173,6 +173,16 @@ fn handle_fetch(
         .lock_timeout_ms
         .store(response.acquisition_lock_timeout_ms, Relaxed);
     let mut batch = Batch::default();
+    // One allocation for the whole response: growing the vector record by record copied every
+    // record several times (a fifth of the engine's CPU at 100-byte records).
+    batch.records.reserve(
+        response
+            .responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| records::deliverable_bound(p.records.as_ref(), &p.acquired_records))
+            .fold(0, usize::saturating_add),
+    );
     let mut refresh = false;
     for topic in response.responses {
         let topic_name = shared.topic_name(&topic.topic_id);
@@ -214,25 +224,25 @@ fn handle_fetch(
                 release_all(me, key, &p.acquired_records);
                 continue;
             };
-            match records::extract(
+            match records::extract_into(
                 topic_name,
                 p.partition_index,
                 p.records,
                 &p.acquired_records,
                 lock_deadline_ms,
+                &mut batch.records,
             ) {
-                Ok(extracted) => {
-                    for (first, last) in extracted.gaps {
+                Ok((gaps, unread)) => {
+                    for (first, last) in gaps {
                         me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
                     }
-                    for (first, last) in extracted.unread {
+                    for (first, last) in unread {
                         me.push_ack(
                             key,
                             PendingAck::from_engine(first, last, AckKind::Release as i8),
                             false,
                         );
                     }
-                    batch.records.extend(extracted.records);
                 }
                 Err(e) => {
                     warn!(topic = %topic_name, partition = p.partition_index, error = %e, "unreadable records; releasing them");
