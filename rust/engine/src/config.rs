@@ -21,13 +21,19 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: i32,
     pub fetch_min_bytes: i32,
     pub fetch_max_wait: Duration,
-    /// While this member holds acquired records not yet acknowledged: the wait of a ShareFetch
-    /// carrying acknowledgements, and the pause after a fetch came back empty before one
-    /// without them (engine setting `share.fetch.max.wait.held.ms`, default 50 ms, capped by
-    /// `fetch.max.wait.ms`). The broker serves one request per connection at a time, so acks
-    /// made during a parked fetch wait for it; when the member's records fill the broker's
-    /// in-flight window, only those acks can free it (see `fetcher::send::fetch_wait`).
+    /// While this member holds acquired records not yet acknowledged: the pause after a fetch
+    /// came back empty before the next one without acknowledgements (engine setting
+    /// `share.fetch.max.wait.held.ms`, default 50 ms, capped by `fetch.max.wait.ms`). The
+    /// broker serves one request per connection at a time, so acks made during a parked fetch
+    /// wait for it; when the member's records fill the broker's in-flight window, only those
+    /// acks can free it (see `fetcher::send::fetch_wait`).
     pub fetch_max_wait_held: Duration,
+    /// The wait of a ShareFetch carrying acknowledgements, and of the first long poll after a
+    /// fetch delivered records; each fetch that comes back empty doubles the next long poll's
+    /// wait up to `fetch.max.wait.ms` (engine setting `share.fetch.wait.initial.ms`, default
+    /// 5 ms, capped by `fetch.max.wait.ms`). Measured on Kafka 4.4: a parked fetch was not
+    /// completed when acknowledgements freed the window it waited for; it waited out its time.
+    pub fetch_wait_initial: Duration,
     pub acquire_mode: AcquireMode,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
@@ -101,6 +107,8 @@ impl ConsumerConfig {
             0,
             i32::MAX as u64,
         )?;
+        let fetch_wait_initial_ms: u64 =
+            parse_num(props, "share.fetch.wait.initial.ms", 5, 0, i32::MAX as u64)?;
         let request_timeout_ms: u64 =
             parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
         let acquire_mode = match props.get("share.acquire.mode").map(|s| s.trim()) {
@@ -142,6 +150,7 @@ impl ConsumerConfig {
             fetch_max_wait_held: Duration::from_millis(
                 fetch_max_wait_held_ms.min(fetch_max_wait_ms),
             ),
+            fetch_wait_initial: Duration::from_millis(fetch_wait_initial_ms.min(fetch_max_wait_ms)),
             acquire_mode,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
@@ -176,6 +185,7 @@ mod tests {
         assert_eq!(c.fetch_min_bytes, 1);
         assert_eq!(c.fetch_max_wait, Duration::from_millis(500));
         assert_eq!(c.fetch_max_wait_held, Duration::from_millis(50));
+        assert_eq!(c.fetch_wait_initial, Duration::from_millis(5));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
         assert_eq!(c.max_buffered_lock_fraction, 0.5);
@@ -195,6 +205,7 @@ mod tests {
             ("max.poll.records", "0"),
             ("fetch.max.wait.ms", "-1"),
             ("share.fetch.max.wait.held.ms", "soon"),
+            ("share.fetch.wait.initial.ms", "-1"),
             ("share.buffer.max.lock.fraction", "0"),
             ("share.buffer.max.lock.fraction", "1.5"),
             ("share.acquire.mode", "greedy"),

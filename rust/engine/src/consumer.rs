@@ -347,7 +347,20 @@ impl ShareConsumer {
             warn!("leave heartbeat did not complete in time");
         }
         let dropped = self.shared.buffer.clear();
-        info!(member_id = %self.shared.member_id, dropped_buffered_records = dropped, "share consumer closed");
+        // The member's totals in one line: what an operator (or a benchmark) needs to tell a
+        // starved member (few records per fetch, long fetches) from a busy one.
+        let m = self.shared.metrics.snapshot();
+        info!(
+            member_id = %self.shared.member_id,
+            dropped_buffered_records = dropped,
+            records_fetched = m.records_fetched,
+            fetches = m.fetch_requests,
+            fetch_avg_ms = format!("{:.1}", m.fetch_latency_avg_ms),
+            share_acknowledges = m.ack_requests,
+            share_acknowledge_avg_ms = format!("{:.1}", m.ack_latency_avg_ms),
+            accepted = m.accepted,
+            "share consumer closed"
+        );
         Ok(())
     }
 }

@@ -100,6 +100,9 @@ struct Session {
     /// is likely full of them. Until then, only a fetch carrying acks (which free the window)
     /// is worth sending.
     quiet_until: Option<tokio::time::Instant>,
+    /// Fetches in a row that asked for records and got none: the next long poll waits
+    /// `share.fetch.wait.initial.ms` doubled this many times (at most `fetch.max.wait.ms`).
+    empty_fetches: u32,
 }
 
 impl Session {
@@ -115,6 +118,7 @@ impl Session {
         self.generation += 1;
         self.partitions.clear();
         self.quiet_until = None;
+        self.empty_fetches = 0;
         if drop_connection {
             self.conn = None;
         }
@@ -140,6 +144,7 @@ pub(crate) async fn run(
         generation: 0,
         partitions: BTreeSet::new(),
         quiet_until: None,
+        empty_fetches: 0,
     };
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;

@@ -253,6 +253,13 @@ fn handle_fetch(
     }
     // Partitions with acks but absent from the response had nothing to report: applied.
     acks.resolve_all((NONE, None));
+    if asked_records {
+        session.empty_fetches = if batch.is_empty() {
+            session.empty_fetches.saturating_add(1)
+        } else {
+            0
+        };
+    }
     session.quiet_until = if asked_records && batch.is_empty() && super::send::holds_records(shared)
     {
         Some(tokio::time::Instant::now() + shared.config.fetch_max_wait_held)

@@ -293,7 +293,26 @@ public final class ShareSinkDriver {
       }
       pipeline.close();
       errors.close();
+      logTotals();
     }
+  }
+
+  /** One line of this task's totals at stop: where its time went, for operators and benchmarks. */
+  private void logTotals() {
+    SinkDriverMetrics.Snapshot m = metrics.snapshot();
+    log.info(
+        "{}: stopped; {} records polled, {} put in {} puts (avg {} ms), {} commit cycles (avg {}"
+            + " ms), {} accepted, {} released, {} rejected",
+        taskName,
+        m.recordsPolled(),
+        m.recordsPut(),
+        m.puts(),
+        String.format("%.2f", m.putLatencyAvgMs()),
+        m.commitCycles(),
+        String.format("%.2f", m.commitLatencyAvgMs()),
+        m.recordsAccepted(),
+        m.recordsReleased(),
+        m.recordsRejected());
   }
 
   /**
