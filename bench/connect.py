@@ -36,11 +36,9 @@ ROW_SLEEP = 0.02
 # (d') what an operator tunes for a fast sink on a broker with Kafka's default limits: the
 # group's record-lock window raised to the broker's group maximum (4000 records per
 # share-partition, group.share.max.partition.max.record.locks; share.commit.max.records then
-# follows as half of it), and the engine's ShareFetch wait while it holds unacknowledged records
-# cut from 50 to 10 ms (it pays off together with share.commit.min.interval.ms=10, the default).
+# follows as half of it).
 FAST_TUNED = {
     "share.partition.max.record.locks": "4000",
-    "share.consumer.share.fetch.max.wait.held.ms": "10",
 }
 
 # (b') the stall with the group's record-lock window at the broker's group maximum: a test of
