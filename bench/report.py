@@ -366,13 +366,16 @@ def findings(res: Dict[str, Any]) -> List[str]:
             rate = b_sh.get("rows_per_s_before") or 0
             parts = 3
             secs = 2000 / (rate / parts) if rate else None
-            txt += (" Above 1/N. The share-partition's in-flight window is counted from the lowest "
-                    "unacknowledged offset, and the stalled task holds the lowest offsets of its "
-                    "partition until their locks expire (30 s, longer than the "
-                    f"{b_sh.get('stall_s')} s stall), so the other tasks on that partition can "
+            peers = b_sh["tasks"] // parts - 1
+            txt += (" Above 1/N. With more members than partitions the broker's share assignor "
+                    f"gives each member one partition, so the stalled task shares its partition "
+                    f"with {peers} others. The share-partition's in-flight window is counted from "
+                    "the lowest unacknowledged offset, and the stalled task holds the lowest "
+                    "offsets of its partition until their locks expire (30 s, longer than the "
+                    f"{b_sh.get('stall_s')} s stall), so those {peers} can "
                     "run ahead by only `share.partition.max.record.locks` (2000) records"
-                    + (f", about {secs:.0f} s at {rate / parts:.0f} rows/s per partition, and that "
-                       "partition then waits for the rest of the stall" if secs else "")
+                    + (f", about {secs:.0f} s at {rate / parts:.0f} rows/s per partition, and "
+                       "then sit idle for the rest of the stall" if secs else "")
                     + ".")
             b_w = cres.get("b_share_window") or {}
             if b_w.get("loss") is not None:
@@ -445,6 +448,13 @@ PROFILES = [
     "`fetch.max.wait.ms`. Fetch waits now start at 5 ms and back off on empty fetches (20e60ca): "
     "with 1M records on one worker, 140-230k records/s became 410-490k (classic 620-640k in the "
     "same runs), with both cores ~94% busy instead of 35-65%.",
+    "(b) per-member totals logged at stop (full run on 5bba4b4, 12 tasks on 3 partitions): the "
+    "broker assigned each member one partition, 4 members per partition. The stalled task "
+    "(task-1, partition 0) put 942 rows. Its 3 partition peers put 1,638-1,647 rows each after "
+    "36-38 empty fetches. The 8 members on the other partitions put 1,847-1,857 rows each "
+    "after 2-11 empty fetches. So the loss above 1/N is the 3 peers idling once the window "
+    "ahead of the stalled record was used up; with the window at 4000 ((b')) it does not run "
+    "out within the stall.",
     "(d), earlier: a fetch without acks parked while the member's own records filled the window "
     "held up the acks that would free it (the broker serves one request per connection at a "
     "time). Such fetches no longer wait (a98048c): 110-124k records/s became ~275k.",
