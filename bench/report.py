@@ -455,6 +455,11 @@ PROFILES = [
     "after 2-11 empty fetches. So the loss above 1/N is the 3 peers idling once the window "
     "ahead of the stalled record was used up; with the window at 4000 ((b')) it does not run "
     "out within the stall.",
+    "(d) depends on how warm the broker's share-group code is (runs of (d) alone on a fresh "
+    "cluster, 29b5c73's warm-up aside): sharesink made 0.48 of classic with the broker at 4.9 "
+    "CPU s per 2M records on the first run, 0.58-0.60 after one unrecorded run, 0.73 after four "
+    "(broker 1.7 CPU s), and 1.03 in the full run of 5bba4b4 (broker 1.0 CPU s), where the "
+    "consumer parts and (a)-(c) ran first. Classic varied 584-795k records/s across these runs.",
     "(d), earlier: a fetch without acks parked while the member's own records filled the window "
     "held up the acks that would free it (the broker serves one request per connection at a "
     "time). Such fetches no longer wait (a98048c): 110-124k records/s became ~275k.",
