@@ -289,17 +289,21 @@ mod tests {
     use std::collections::HashMap;
     use std::time::Duration;
 
+    fn config(extra: &[(&str, &str)]) -> crate::config::ConsumerConfig {
+        let props: HashMap<String, String> =
+            [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g")]
+                .iter()
+                .chain(extra)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        crate::config::ConsumerConfig::from_properties(&props).unwrap()
+    }
+
     fn shared() -> Shared {
-        let props: HashMap<String, String> = [
-            ("bootstrap.servers", "127.0.0.1:9"),
-            ("group.id", "g"),
+        let config = config(&[
             ("fetch.max.wait.ms", "500"),
             ("share.fetch.max.wait.held.ms", "50"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
+        ]);
         let cluster = crate::cluster::Cluster::new(
             vec!["127.0.0.1:9".into()],
             "c".into(),
@@ -335,15 +339,7 @@ mod tests {
 
     #[test]
     fn the_initial_wait_never_exceeds_the_long_poll() {
-        let props: HashMap<String, String> = [
-            ("bootstrap.servers", "127.0.0.1:9"),
-            ("group.id", "g"),
-            ("fetch.max.wait.ms", "2"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let c = crate::config::ConsumerConfig::from_properties(&props).unwrap();
+        let c = config(&[("fetch.max.wait.ms", "2")]);
         assert_eq!(c.fetch_wait_initial, Duration::from_millis(2));
     }
 }
