@@ -48,6 +48,10 @@ pub struct ShareRecord {
     /// Wall-clock time (ms since the epoch) at which the broker's acquisition lock expires,
     /// counted conservatively from when the fetch was sent.
     pub lock_deadline_ms: i64,
+    /// The offset of the last record this member receives from the same acquired range (the
+    /// broker's unit of acquisition; offsets without a record are not counted). Acknowledging a
+    /// whole range in one go lets the broker keep one state for it instead of one per offset.
+    pub acquired_last_offset: i64,
     pub(crate) key: Option<Bytes>,
     pub(crate) value: Option<Bytes>,
     pub(crate) headers: Vec<RecordHeader>,

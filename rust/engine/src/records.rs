@@ -114,6 +114,7 @@ fn extract_records(
     let mut readable_end = i64::MIN;
     let mut cursor = 0usize;
     let mut data = records.unwrap_or_default();
+    let first_new = into.len();
 
     // A partial trailing batch (possible when the broker cut at MaxBytes) ends the loop:
     // its acquired offsets count as unread, not as gaps.
@@ -147,11 +148,21 @@ fn extract_records(
                 timestamp_type: record.timestamp_type,
                 delivery_count: ranges[cursor].2,
                 lock_deadline_ms,
+                acquired_last_offset: offset, // set below, once the range's last record is known
                 key: record.key,
                 value: record.value,
                 headers: record.headers,
             });
         })?;
+    }
+
+    // next_expected is now one past the last record delivered from each range.
+    let mut range = 0usize;
+    for record in &mut into[first_new..] {
+        while ranges[range].1 < record.offset {
+            range += 1;
+        }
+        record.acquired_last_offset = next_expected[range] - 1;
     }
 
     for (i, &(_, last, _)) in ranges.iter().enumerate() {
@@ -258,6 +269,8 @@ mod tests {
         assert_eq!(out.records[2].headers()[0].value(), Some(&b"hv"[..]));
         assert_eq!(out.records[0].timestamp, 1002);
         assert_eq!(out.records[0].lock_deadline_ms, 99);
+        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        assert_eq!(range_ends, vec![3, 3, 8, 8]);
         assert!(out.gaps.is_empty() && out.unread.is_empty());
     }
 
@@ -276,6 +289,21 @@ mod tests {
         assert_eq!(offsets, vec![0, 1, 3, 5]);
         assert_eq!(out.gaps, vec![(2, 2), (4, 4)]);
         assert!(out.unread.is_empty());
+        assert!(out.records.iter().all(|r| r.acquired_last_offset == 5));
+    }
+
+    #[test]
+    fn a_range_ends_at_its_last_record_not_at_a_trailing_gap() {
+        let data = encode(&[
+            (
+                (0..3).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+            (vec![record(3, true)], Compression::None),
+        ]);
+        let out = extract(&topic(), 0, Some(data), &[acquired(0, 3, 1)], 0).unwrap();
+        assert_eq!(out.gaps, vec![(3, 3)]);
+        assert!(out.records.iter().all(|r| r.acquired_last_offset == 2));
     }
 
     #[test]
@@ -291,6 +319,7 @@ mod tests {
         let truncated = full.slice(..first_len + 20);
         let out = extract(&topic(), 0, Some(truncated), &[acquired(0, 5, 1)], 0).unwrap();
         assert_eq!(out.records.len(), 3);
+        assert!(out.records.iter().all(|r| r.acquired_last_offset == 2));
         assert!(out.gaps.is_empty());
         assert_eq!(out.unread, vec![(3, 5)]);
     }

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! header (32 bytes)
-//!    0  i32  layout version (1)
+//!    0  i32  layout version (2)
 //!    4  i32  record count n
 //!    8  i32  topic count t
 //!   12  i32  bytes used (header + everything below)
@@ -28,7 +28,9 @@
 //!   48  i32  headers position    52  i32  header count
 //!   56  i16  delivery count
 //!   58  i8   timestamp type (0 CreateTime, 1 LogAppendTime, -1 none)
-//!   59  5 bytes reserved (0)
+//!   59  1 byte reserved (0)
+//!   60  i32  acquired range end: offset of the last record delivered from the same acquired
+//!            range, minus this record's offset (>= 0; capped at i32::MAX)
 //! data area: keys, values and header blocks, unaligned, in record order; a header block is
 //!   header count × (i32 key length, key UTF-8 bytes, i32 value length (-1 = null), value bytes)
 //! ```
@@ -39,7 +41,7 @@
 
 use sharesink_engine::{ShareRecord, TimestampType};
 
-pub(crate) const LAYOUT_VERSION: i32 = 1;
+pub(crate) const LAYOUT_VERSION: i32 = 2;
 pub(crate) const HEADER_BYTES: usize = 32;
 pub(crate) const RECORD_BYTES: usize = 64;
 
@@ -67,6 +69,7 @@ pub(crate) mod record {
     pub const HEADER_COUNT: usize = 52;
     pub const DELIVERY_COUNT: usize = 56;
     pub const TIMESTAMP_TYPE: usize = 58;
+    pub const ACQUIRED_LAST_DELTA: usize = 60;
 }
 
 /// What the writer needs of a record; implemented by the engine's `ShareRecord` and by the
@@ -80,6 +83,7 @@ pub(crate) trait LayoutRecord {
     fn timestamp_type(&self) -> i8;
     fn delivery_count(&self) -> i16;
     fn lock_deadline_ms(&self) -> i64;
+    fn acquired_last_offset(&self) -> i64;
     fn key(&self) -> Option<&[u8]>;
     fn value(&self) -> Option<&[u8]>;
     fn header_count(&self) -> usize;
@@ -113,6 +117,9 @@ impl LayoutRecord for ShareRecord {
     }
     fn lock_deadline_ms(&self) -> i64 {
         self.lock_deadline_ms
+    }
+    fn acquired_last_offset(&self) -> i64 {
+        self.acquired_last_offset
     }
     fn key(&self) -> Option<&[u8]> {
         ShareRecord::key(self)
@@ -306,6 +313,8 @@ pub(crate) fn write_batch<R: LayoutRecord>(
         e[record::DELIVERY_COUNT..record::DELIVERY_COUNT + 2]
             .copy_from_slice(&r.delivery_count().to_le_bytes());
         e[record::TIMESTAMP_TYPE] = r.timestamp_type() as u8;
+        let range_delta = (r.acquired_last_offset() - r.offset()).clamp(0, i32::MAX as i64);
+        put_i32(&mut e, record::ACQUIRED_LAST_DELTA, range_delta as i32);
         entry.copy_from_slice(&e);
     }
     debug_assert_eq!(data_start + data_pos, used);
@@ -348,6 +357,7 @@ pub(crate) struct FixedRecord {
     pub timestamp_type: i8,
     pub delivery_count: i16,
     pub lock_deadline_ms: i64,
+    pub acquired_last_offset: i64,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
@@ -375,6 +385,9 @@ impl LayoutRecord for FixedRecord {
     fn lock_deadline_ms(&self) -> i64 {
         self.lock_deadline_ms
     }
+    fn acquired_last_offset(&self) -> i64 {
+        self.acquired_last_offset
+    }
     fn key(&self) -> Option<&[u8]> {
         self.key.as_deref()
     }
@@ -394,6 +407,7 @@ impl LayoutRecord for FixedRecord {
 /// Record i (0..5): topic "alpha" for even i, "beta-é" for odd (non-ASCII on purpose),
 /// partition i, offset 1000 + i, timestamp 1_700_000_000_000 + i (record 3: -1, type -1),
 /// type i % 2 otherwise, delivery count i + 1, lock deadline 2_000_000_000_000 + i,
+/// acquired range end 1001 for records 0-1 and 1004 for records 2-4,
 /// key "k<i>" (record 1: null), value of i × 100 bytes each (byte)(i + j) (record 2: null),
 /// headers: record 4 has ("h1", "v1"), ("h1", null), ("", ""); others none.
 pub(crate) fn self_test_records() -> Vec<FixedRecord> {
@@ -406,6 +420,7 @@ pub(crate) fn self_test_records() -> Vec<FixedRecord> {
             timestamp_type: if i == 3 { -1 } else { (i % 2) as i8 },
             delivery_count: (i + 1) as i16,
             lock_deadline_ms: 2_000_000_000_000 + i,
+            acquired_last_offset: if i < 2 { 1001 } else { 1004 },
             key: (i != 1).then(|| format!("k{i}").into_bytes()),
             value: (i != 2).then(|| (0..i * 100).map(|j| (i + j) as u8).collect()),
             headers: if i == 4 {
@@ -484,6 +499,8 @@ mod tests {
                             .unwrap(),
                     ),
                     lock_deadline_ms: i64_at(b, at + record::LOCK_DEADLINE),
+                    acquired_last_offset: i64_at(b, at + record::OFFSET)
+                        + i64::from(i32_at(b, at + record::ACQUIRED_LAST_DELTA)),
                     key: blob(record::KEY_POSITION, record::KEY_LENGTH),
                     value: blob(record::VALUE_POSITION, record::VALUE_LENGTH),
                     headers,
@@ -579,6 +596,9 @@ mod tests {
             }
             fn lock_deadline_ms(&self) -> i64 {
                 2_000_000_000_000
+            }
+            fn acquired_last_offset(&self) -> i64 {
+                self.offset | 511
             }
             fn key(&self) -> Option<&[u8]> {
                 None

@@ -252,7 +252,7 @@ fn the_layout_self_test_writes_into_a_direct_buffer() {
             let written = layout_self_test(unowned(env), JClass::null(), buffer);
             assert!(!env.exception_check());
             assert_eq!(written, 5);
-            assert_eq!(i32::from_le_bytes(memory[0..4].try_into().unwrap()), 1);
+            assert_eq!(i32::from_le_bytes(memory[0..4].try_into().unwrap()), 2);
             assert_eq!(i32::from_le_bytes(memory[4..8].try_into().unwrap()), 5);
 
             let mut small = vec![0u8; 40];

@@ -9,7 +9,7 @@ package io.sharesink.engine;
  *
  * <pre>
  * header (32 bytes)
- *    0  i32  layout version (1)
+ *    0  i32  layout version (2)
  *    4  i32  record count n
  *    8  i32  topic count t
  *   12  i32  bytes used
@@ -26,6 +26,8 @@ package io.sharesink.engine;
  *   40  i32  value position        44  i32  value length (-1 = null)
  *   48  i32  headers position      52  i32  header count
  *   56  i16  delivery count        58  i8   timestamp type (0 create, 1 log append, -1 none)
+ *   60  i32  acquired range end: offset of the last record delivered from the same acquired
+ *            range, minus this record's offset
  * data area: keys, values, header blocks; a header block is
  *   header count × (i32 key length, key UTF-8, i32 value length (-1 = null), value bytes)
  * </pre>
@@ -38,7 +40,7 @@ final class BatchLayout {
 
   private BatchLayout() {}
 
-  static final int VERSION = 1;
+  static final int VERSION = 2;
   static final int HEADER_BYTES = 32;
   static final int RECORD_BYTES = 64;
 
@@ -63,4 +65,5 @@ final class BatchLayout {
   static final int R_HEADER_COUNT = 52;
   static final int R_DELIVERY_COUNT = 56;
   static final int R_TIMESTAMP_TYPE = 58;
+  static final int R_ACQUIRED_LAST_DELTA = 60;
 }

@@ -108,6 +108,12 @@ public final class NativeShareBatch implements ShareBatch {
   }
 
   @Override
+  public long acquiredLastOffset(int i) {
+    int at = at(i);
+    return buffer.getLong(at + R_OFFSET) + buffer.getInt(at + R_ACQUIRED_LAST_DELTA);
+  }
+
+  @Override
   public byte[] key(int i) {
     return copy(at(i) + R_KEY_POSITION);
   }

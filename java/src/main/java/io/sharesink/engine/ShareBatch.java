@@ -35,6 +35,16 @@ public interface ShareBatch {
   /** Wall-clock ms (System.currentTimeMillis base) when this record's acquisition lock expires. */
   long lockDeadlineMs(int i);
 
+  /**
+   * The offset of the last record this member receives from the acquired range that holds record
+   * {@code i} (the broker's unit of acquisition). The broker keeps one state for a range that is
+   * acknowledged whole, and one per offset once part of it is. Defaults to the record's own offset:
+   * no range is known.
+   */
+  default long acquiredLastOffset(int i) {
+    return offset(i);
+  }
+
   /** A copy of the key bytes, or null. */
   byte[] key(int i);
 

@@ -47,6 +47,7 @@ class NativeShareBatchTest {
       assertEquals(i == 3 ? -1 : i % 2, batch.timestampType(i));
       assertEquals(i + 1, batch.deliveryCount(i));
       assertEquals(2_000_000_000_000L + i, batch.lockDeadlineMs(i));
+      assertEquals(i < 2 ? 1001 : 1004, batch.acquiredLastOffset(i));
       if (i == 1) {
         assertNull(batch.key(i));
         assertEquals(-1, batch.keyLength(i));

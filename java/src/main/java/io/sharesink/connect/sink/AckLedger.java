@@ -46,6 +46,10 @@ public final class AckLedger {
     final long offset;
     final int deliveryCount;
     final long lockDurationMs;
+
+    /** Offset of the last record received from the same acquired range, see {@link #range}. */
+    final long acquiredLastOffset;
+
     long lockDeadlineMs;
     State state = State.READY;
     long putSequence = -1;
@@ -56,12 +60,14 @@ public final class AckLedger {
         long offset,
         int deliveryCount,
         long lockDurationMs,
-        long lockDeadlineMs) {
+        long lockDeadlineMs,
+        long acquiredLastOffset) {
       this.partition = partition;
       this.offset = offset;
       this.deliveryCount = deliveryCount;
       this.lockDurationMs = lockDurationMs;
       this.lockDeadlineMs = lockDeadlineMs;
+      this.acquiredLastOffset = acquiredLastOffset;
     }
 
     public TopicPartition partition() {
@@ -103,6 +109,9 @@ public final class AckLedger {
 
     /** Offset below which preCommit said records are flushed; -1 when nothing yet. */
     long committedOffset = -1;
+
+    /** Highest offset acquired, -1 when none yet: a range is whole once its end is reached. */
+    long maxAcquiredOffset = -1;
   }
 
   private final Map<TopicPartition, PartitionLedger> partitions = new LinkedHashMap<>();
@@ -125,6 +134,9 @@ public final class AckLedger {
   private long renewCheckAtMs = Long.MIN_VALUE;
   private long renewCheckMarginMs = -1;
 
+  /** Records the last {@link #takeAccepted} held back for the rest of their range, see there. */
+  private int waitingForRange;
+
   /** Number of records held (not yet acknowledged). */
   public int size() {
     return size;
@@ -134,16 +146,28 @@ public final class AckLedger {
     return size == 0;
   }
 
-  /**
-   * Records a newly acquired record. Returns null when the ledger already holds this offset: the
-   * engine delivered a record the driver still holds, which must not be put twice.
-   */
+  /** {@link #acquire(TopicPartition, long, int, long, long, long)} with no range known. */
   public Entry acquire(
       TopicPartition partition,
       long offset,
       int deliveryCount,
       long acquiredAtMs,
       long lockDeadlineMs) {
+    return acquire(partition, offset, deliveryCount, acquiredAtMs, lockDeadlineMs, offset);
+  }
+
+  /**
+   * Records a newly acquired record; {@code acquiredLastOffset} is the offset of the last record
+   * the engine delivers from the same acquired range. Returns null when the ledger already holds
+   * this offset: the engine delivered a record the driver still holds, which must not be put twice.
+   */
+  public Entry acquire(
+      TopicPartition partition,
+      long offset,
+      int deliveryCount,
+      long acquiredAtMs,
+      long lockDeadlineMs,
+      long acquiredLastOffset) {
     PartitionLedger ledger = partitions.computeIfAbsent(partition, p -> new PartitionLedger());
     if (ledger.entries.containsKey(offset)) {
       return null;
@@ -151,8 +175,16 @@ public final class AckLedger {
     // The lock duration is what the broker granted this time; renewals are assumed to grant the
     // same, which holds while the group's share.record.lock.duration.ms is unchanged.
     long lockDuration = Math.max(1, lockDeadlineMs - acquiredAtMs);
-    Entry entry = new Entry(partition, offset, deliveryCount, lockDuration, lockDeadlineMs);
+    Entry entry =
+        new Entry(
+            partition,
+            offset,
+            deliveryCount,
+            lockDuration,
+            lockDeadlineMs,
+            Math.max(offset, acquiredLastOffset));
     ledger.entries.put(offset, entry);
+    ledger.maxAcquiredOffset = Math.max(ledger.maxAcquiredOffset, offset);
     size++;
     lostCheckAtMs = Math.min(lostCheckAtMs, lostAtMs(entry));
     if (renewCheckMarginMs >= 0) {
@@ -273,24 +305,91 @@ public final class AckLedger {
   }
 
   /**
-   * Takes every confirmed record below its partition's committed offset as ACCEPT, skipping the
+   * Takes confirmed records below their partition's committed offset as ACCEPT, skipping the
    * partitions {@code blocked} rejects (those with errant-record writes still outstanding).
+   *
+   * <p>Records are taken a whole acquired range at a time: the broker keeps one state for a range
+   * acknowledged whole, but splits it into one state per offset (and persists one state batch per
+   * offset) as soon as part of it is acknowledged, which costs it several times the CPU per record.
+   * So a record whose range still has records this ledger holds in another state, or has not
+   * received yet, waits for them ({@link #waitingForRange} counts those that could be taken but
+   * wait, in ranges whose other held records are all put). It is taken anyway when {@code all} is
+   * set (stop), or when it is due for renewal at {@code nowMs} (see {@link #renewDue}): ACCEPT is
+   * then no dearer than the RENEW it replaces, and the wait stays well inside the lock.
    */
-  public Acknowledgements takeAccepted(Predicate<TopicPartition> blocked) {
+  public Acknowledgements takeAccepted(
+      Predicate<TopicPartition> blocked, long nowMs, long renewMarginMs, boolean all) {
     Acknowledgements acks = new Acknowledgements();
+    waitingForRange = 0;
     for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
       PartitionLedger ledger = e.getValue();
       if (ledger.committedOffset < 0 || blocked.test(e.getKey())) {
         continue;
       }
-      takeInto(
-          acks,
-          e.getKey(),
-          ledger,
-          entry -> entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset,
-          AckType.ACCEPT);
+      List<Long> taken = new ArrayList<>();
+      List<Entry> range = new ArrayList<>();
+      for (Entry entry : ledger.entries.values()) {
+        if (!range.isEmpty() && entry.acquiredLastOffset != range.get(0).acquiredLastOffset) {
+          takeRange(ledger, range, taken, nowMs, renewMarginMs, all);
+          range.clear();
+        }
+        range.add(entry);
+      }
+      takeRange(ledger, range, taken, nowMs, renewMarginMs, all);
+      for (long offset : taken) {
+        ledger.entries.remove(offset);
+      }
+      size -= taken.size();
+      addCompacted(acks, e.getKey(), taken, AckType.ACCEPT);
     }
     return acks;
+  }
+
+  /**
+   * Adds to {@code taken} the offsets of {@code range} (held records of one acquired range, in
+   * offset order) that {@link #takeAccepted} takes now.
+   */
+  private void takeRange(
+      PartitionLedger ledger,
+      List<Entry> range,
+      List<Long> taken,
+      long nowMs,
+      long renewMarginMs,
+      boolean all) {
+    int acceptable = 0;
+    boolean renewalDue = false;
+    boolean allPut = true;
+    for (Entry entry : range) {
+      if (entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset) {
+        acceptable++;
+        renewalDue |= renewAtMs(entry, renewMarginMs) <= nowMs;
+      }
+      allPut &= entry.state == State.PUT || entry.state == State.CONFIRMED;
+    }
+    if (acceptable == 0) {
+      return;
+    }
+    long end = range.get(0).acquiredLastOffset;
+    boolean whole = acceptable == range.size() && ledger.maxAcquiredOffset >= end;
+    if (!(whole || all || renewalDue)) {
+      if (allPut) {
+        waitingForRange += acceptable;
+      }
+      return;
+    }
+    for (Entry entry : range) {
+      if (entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset) {
+        taken.add(entry.offset);
+      }
+    }
+  }
+
+  /**
+   * Records the last {@link #takeAccepted} held back although they could have been taken, in ranges
+   * whose other held records are all put: a commit covering those would let them go.
+   */
+  public int waitingForRange() {
+    return waitingForRange;
   }
 
   /** Takes the given held records with one decision (REJECT, RELEASE, ...), compacted. */

@@ -317,14 +317,17 @@ public final class ShareSinkDriver {
 
   /**
    * Whether an on-demand commit is wanted: enough records put since the last commit to use up a
-   * good part of the broker's in-flight window, or a poll that returned nothing (window used up, or
-   * topic drained) while records put since the last commit are held. The put that preceded the
-   * commit confirms what it covers except the last put's records, which the next put (a {@code
-   * put(empty)} on an idle cycle) confirms; they are ACCEPTed then.
+   * good part of the broker's in-flight window, a poll that returned nothing (window used up, or
+   * topic drained), or accepts waiting for the rest of their acquired range (see {@link
+   * AckLedger#takeAccepted}) while records put since the last commit are held. The put that
+   * preceded the commit confirms what it covers except the last put's records, which the next put
+   * (a {@code put(empty)} on an idle cycle) confirms; they are ACCEPTed then.
    */
   private boolean commitWanted() {
     int max = config.commitMaxRecords();
-    return max > 0 && putSinceCommit > 0 && (lastPollEmpty || putSinceCommit >= max);
+    return max > 0
+        && putSinceCommit > 0
+        && (lastPollEmpty || putSinceCommit >= max || ledger.waitingForRange() > 0);
   }
 
   private long pollTimeoutMs(long maxPollMs) {
@@ -435,7 +438,13 @@ public final class ShareSinkDriver {
       RawRecord raw = RawRecord.from(batch, i);
       TopicPartition tp = raw.topicPartition();
       Entry entry =
-          ledger.acquire(tp, raw.offset(), raw.deliveryCount(), now, batch.lockDeadlineMs(i));
+          ledger.acquire(
+              tp,
+              raw.offset(),
+              raw.deliveryCount(),
+              now,
+              batch.lockDeadlineMs(i),
+              batch.acquiredLastOffset(i));
       if (entry == null) {
         metrics.duplicatesIgnored.incrementAndGet();
         log.debug("{}: {} is already held; ignored", taskName, raw);
@@ -938,7 +947,10 @@ public final class ShareSinkDriver {
     Acknowledgements acks = new Acknowledgements();
     merge(acks, ledger.take(rejects, AckType.REJECT));
     merge(acks, ledger.take(failedWrites, AckType.RELEASE));
-    merge(acks, ledger.takeAccepted(errantWaits::containsKey));
+    merge(
+        acks,
+        ledger.takeAccepted(
+            errantWaits::containsKey, System.currentTimeMillis(), renewMarginMs, sync));
     if (!sync) {
       merge(acks, ledger.renewDue(System.currentTimeMillis(), renewMarginMs));
     }

@@ -32,6 +32,23 @@ class AckLedgerTest {
     return entries;
   }
 
+  /** Acquires [from, to] of {@code tp} as one acquired range ending at {@code to} (at time 0). */
+  private List<AckLedger.Entry> acquireRange(TopicPartition tp, long from, long to) {
+    List<AckLedger.Entry> entries = new ArrayList<>();
+    for (long offset = from; offset <= to; offset++) {
+      entries.add(ledger.acquire(tp, offset, 1, 0, LOCK_MS, to));
+    }
+    return entries;
+  }
+
+  /** Puts {@code entries}, confirms them with a put(empty) and commits everything put. */
+  private void putConfirmAndCommit(List<AckLedger.Entry> entries, long sequence) {
+    ledger.putReturned(entries, sequence);
+    ledger.putReturned(List.of(), sequence + 1);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0, TP1));
+    ledger.committed(passed, passed);
+  }
+
   private static Range range(TopicPartition tp, long first, long last, AckType type) {
     return new Range(tp.topic(), tp.partition(), first, last, type);
   }
@@ -74,12 +91,13 @@ class AckLedgerTest {
     assertEquals(Map.of(TP0, 10L), passed);
     ledger.committed(passed, passed);
     // preCommit covers them, but no later put has returned: a deferred failure could still come.
-    assertTrue(ledger.takeAccepted(tp -> false).isEmpty());
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
 
     ledger.putReturned(List.of(), 2); // put(empty) returned without throwing
     assertFalse(ledger.hasUnconfirmedPuts());
     assertEquals(
-        List.of(range(TP0, 0, 9, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+        List.of(range(TP0, 0, 9, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
     assertTrue(ledger.isEmpty());
   }
 
@@ -90,7 +108,8 @@ class AckLedgerTest {
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
     ledger.committed(passed, Map.of(TP0, 4L)); // the sink flushed 0..3 only
     assertEquals(
-        List.of(range(TP0, 0, 3, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+        List.of(range(TP0, 0, 3, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
     assertEquals(6, ledger.size());
   }
 
@@ -101,7 +120,7 @@ class AckLedgerTest {
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
     List<TopicPartition> ignored = ledger.committed(passed, Map.of(TP0, 99L, TP1, 3L));
     assertEquals(List.of(TP0), ignored);
-    assertTrue(ledger.takeAccepted(tp -> false).isEmpty());
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
     assertEquals(5, ledger.size());
   }
 
@@ -120,10 +139,11 @@ class AckLedgerTest {
     ledger.putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0, TP1));
     ledger.committed(passed, passed);
-    Acknowledgements acks = ledger.takeAccepted(tp -> tp.equals(TP1));
+    Acknowledgements acks = ledger.takeAccepted(tp -> tp.equals(TP1), 0, 0, false);
     assertEquals(List.of(range(TP0, 0, 2, AckType.ACCEPT)), acks.ranges());
     assertEquals(
-        List.of(range(TP1, 0, 2, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+        List.of(range(TP1, 0, 2, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
   }
 
   @Test
@@ -137,7 +157,7 @@ class AckLedgerTest {
     ledger.committed(passed, passed);
     assertEquals(
         List.of(range(TP0, 0, 2, AckType.ACCEPT), range(TP0, 4, 5, AckType.ACCEPT)),
-        ledger.takeAccepted(tp -> false).ranges());
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
     assertEquals(
         List.of(range(TP0, 3, 3, AckType.REJECT)),
         ledger.take(List.of(bad), AckType.REJECT).ranges());
@@ -203,7 +223,8 @@ class AckLedgerTest {
     ledger.committed(passed, Map.of(TP0, 8L));
     ledger.committed(passed, Map.of(TP0, 2L));
     assertEquals(
-        List.of(range(TP0, 0, 7, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+        List.of(range(TP0, 0, 7, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
   }
 
   @Test
@@ -211,14 +232,15 @@ class AckLedgerTest {
     ledger.putReturned(acquire(TP0, 10, 12, 0), 1);
     ledger.putReturned(List.of(), 2);
     ledger.committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 13L));
-    ledger.takeAccepted(tp -> false);
+    ledger.takeAccepted(tp -> false, 0, 0, false);
     // Offset 5 was released by another member and reaches this one afterwards.
     ledger.putReturned(acquire(TP0, 5, 5, 1_000), 3);
     assertEquals(Map.of(TP0, 13L), ledger.currentOffsets(Set.of(TP0)));
     ledger.putReturned(List.of(), 4);
     ledger.committed(Map.of(TP0, 13L), Map.of(TP0, 13L));
     assertEquals(
-        List.of(range(TP0, 5, 5, AckType.ACCEPT)), ledger.takeAccepted(tp -> false).ranges());
+        List.of(range(TP0, 5, 5, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
   }
 
   @Test
@@ -264,5 +286,63 @@ class AckLedgerTest {
     assertTrue(ledger.renewDue(t0 + 16_000, 0).isEmpty());
     assertEquals(List.of(), ledger.forgetExpired(t0 + 40_000));
     assertEquals(Long.MAX_VALUE, ledger.nextRenewalAtMs(0));
+  }
+
+  @Test
+  void anAcquiredRangeIsAcceptedWholeNotPartByPart() {
+    List<AckLedger.Entry> entries = acquireRange(TP0, 0, 9);
+    putConfirmAndCommit(entries.subList(0, 4), 1);
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty(), "0-3 wait for 4-9");
+    assertEquals(10, ledger.size());
+    ledger.putReturned(entries.subList(4, 10), 3);
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
+    assertEquals(4, ledger.waitingForRange(), "the rest is put: a commit would let them go");
+    putConfirmAndCommit(List.of(), 4);
+    assertEquals(
+        List.of(range(TP0, 0, 9, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    assertEquals(0, ledger.waitingForRange());
+    assertTrue(ledger.isEmpty());
+  }
+
+  @Test
+  void aRangeWaitsForRecordsNotReceivedYetButNotForOtherRanges() {
+    List<AckLedger.Entry> first = acquireRange(TP0, 0, 4);
+    // 5-9 are one range of which only 5-6 have reached the driver so far.
+    List<AckLedger.Entry> second = new ArrayList<>();
+    for (long offset = 5; offset <= 6; offset++) {
+      second.add(ledger.acquire(TP0, offset, 1, 0, LOCK_MS, 9));
+    }
+    List<AckLedger.Entry> both = new ArrayList<>(first);
+    both.addAll(second);
+    putConfirmAndCommit(both, 1);
+    assertEquals(
+        List.of(range(TP0, 0, 4, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    assertEquals(2, ledger.waitingForRange());
+  }
+
+  @Test
+  void aRangeWithARecordNotPutYetWaitsWithoutAskingForACommit() {
+    List<AckLedger.Entry> entries = acquireRange(TP0, 0, 4);
+    putConfirmAndCommit(entries.subList(0, 3), 1); // 3-4 still READY (a pause, say)
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
+    assertEquals(0, ledger.waitingForRange(), "a commit would not let them go");
+  }
+
+  @Test
+  void aWaitingRecordIsAcceptedOnceItWouldBeDueForRenewalOrWhenEverythingIsTaken() {
+    List<AckLedger.Entry> entries = acquireRange(TP0, 0, 4);
+    putConfirmAndCommit(entries.subList(0, 2), 1);
+    assertTrue(ledger.takeAccepted(tp -> false, LOCK_MS / 2 - 1, 0, false).isEmpty());
+    assertEquals(
+        List.of(range(TP0, 0, 1, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, LOCK_MS / 2, 0, false).ranges(),
+        "half the lock left: accepted rather than renewed");
+    putConfirmAndCommit(entries.subList(2, 4), 3);
+    assertEquals(
+        List.of(range(TP0, 2, 3, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, true).ranges(),
+        "all: taken although 4 is not");
   }
 }

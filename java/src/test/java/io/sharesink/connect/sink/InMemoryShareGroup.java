@@ -78,6 +78,12 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   boolean closed;
   Consumer<Rec> onAccept = rec -> {};
 
+  /**
+   * When above 0, offsets are acquired in ranges of this many (0-9, 10-19, ... for 10), which a
+   * poll may hand out over several batches, as the engine does with a broker's acquired range.
+   */
+  int acquiredRangeSize;
+
   /** A group over partition t-0 holding {@code count} records with values v0, v1, ... */
   static InMemoryShareGroup withValues(long lockMs, int maxRecords, int count) {
     InMemoryShareGroup group = new InMemoryShareGroup(lockMs, maxRecords);
@@ -160,7 +166,7 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
         Thread.currentThread().interrupt();
       }
     }
-    return new Batch(batch);
+    return new Batch(batch, acquiredRangeSize);
   }
 
   @Override
@@ -262,11 +268,25 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     }
   }
 
-  private static final class Batch implements ShareBatch {
+  private final class Batch implements ShareBatch {
     private final List<Rec> recs;
+    private final int rangeSize;
 
-    Batch(List<Rec> recs) {
+    Batch(List<Rec> recs, int rangeSize) {
       this.recs = recs;
+      this.rangeSize = rangeSize;
+    }
+
+    @Override
+    public long acquiredLastOffset(int i) {
+      Rec rec = recs.get(i);
+      if (rangeSize <= 0) {
+        return rec.offset;
+      }
+      long end = (rec.offset / rangeSize + 1) * rangeSize - 1;
+      synchronized (InMemoryShareGroup.this) {
+        return Math.min(end, log.get(rec.topic + "-" + rec.partition).size() - 1);
+      }
     }
 
     @Override

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.sink.InMemoryShareGroup.State;
 import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
 import java.io.IOException;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -565,6 +566,31 @@ class ShareSinkDriverTest {
     assertEquals(6, group.count(State.ACCEPTED));
     assertEquals(1, task.preCommits.size(), "3 put since the commit: below the threshold");
     fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "all accepted");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void acquiredRangesSpreadOverSeveralPollsAreAcceptedWhole() {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 3, 25);
+    group.acquiredRangeSize = 10; // 0-9, 10-19, 20-24; each reaches the driver in 3-4 polls
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "share.commit.interval.ms", "60000",
+                "share.commit.max.records", "2",
+                "share.commit.min.interval.ms", "0"),
+            group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+    assertFalse(group.received.isEmpty());
+    for (Acknowledgements.Range range : group.received) {
+      assertEquals(AckType.ACCEPT, range.type());
+      assertEquals(0, range.firstOffset() % 10, "starts a range: " + range);
+      assertTrue(
+          (range.lastOffset() + 1) % 10 == 0 || range.lastOffset() == 24, "ends one: " + range);
+    }
+    assertTrue(task.preCommits.size() > 3, "commits within ranges: " + task.preCommits.size());
     assertEquals(List.of(), group.violations);
   }
 
