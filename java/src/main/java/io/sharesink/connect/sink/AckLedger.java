@@ -28,7 +28,8 @@ import org.apache.kafka.common.TopicPartition;
  * records whose lock ran out before they could be acknowledged ({@link #forgetExpired}), without
  * any acknowledgement.
  *
- * <p>Not thread-safe: the driver's task thread owns it.
+ * <p>The driver's task thread owns it. Its methods are synchronized only so that a task's errant
+ * record reporter, which may run on any thread, can look a held record up ({@link #attachment}).
  */
 public final class AckLedger {
 
@@ -47,7 +48,7 @@ public final class AckLedger {
     final int deliveryCount;
     final long lockDurationMs;
 
-    /** Offset of the last record received from the same acquired range, see {@link #range}. */
+    /** Offset of the last record received from the same acquired range, see takeAccepted. */
     final long acquiredLastOffset;
 
     long lockDeadlineMs;
@@ -137,17 +138,26 @@ public final class AckLedger {
   /** Records the last {@link #takeAccepted} held back for the rest of their range, see there. */
   private int waitingForRange;
 
+  /*
+   * takeAccepted runs every driver cycle; it scans again only after a change that can make a record
+   * acceptable (set by the mutators), or once a waiting record is due for renewal (recheck time,
+   * for the margin of that scan).
+   */
+  private boolean acceptScanDue = true;
+  private long acceptRecheckAtMs = Long.MAX_VALUE;
+  private long acceptMarginMs = -1;
+
   /** Number of records held (not yet acknowledged). */
-  public int size() {
+  public synchronized int size() {
     return size;
   }
 
-  public boolean isEmpty() {
+  public synchronized boolean isEmpty() {
     return size == 0;
   }
 
   /** {@link #acquire(TopicPartition, long, int, long, long, long)} with no range known. */
-  public Entry acquire(
+  public synchronized Entry acquire(
       TopicPartition partition,
       long offset,
       int deliveryCount,
@@ -161,7 +171,7 @@ public final class AckLedger {
    * the engine delivers from the same acquired range. Returns null when the ledger already holds
    * this offset: the engine delivered a record the driver still holds, which must not be put twice.
    */
-  public Entry acquire(
+  public synchronized Entry acquire(
       TopicPartition partition,
       long offset,
       int deliveryCount,
@@ -185,6 +195,7 @@ public final class AckLedger {
             Math.max(offset, acquiredLastOffset));
     ledger.entries.put(offset, entry);
     ledger.maxAcquiredOffset = Math.max(ledger.maxAcquiredOffset, offset);
+    acceptScanDue = true;
     size++;
     lostCheckAtMs = Math.min(lostCheckAtMs, lostAtMs(entry));
     if (renewCheckMarginMs >= 0) {
@@ -193,7 +204,13 @@ public final class AckLedger {
     return entry;
   }
 
-  public Entry get(TopicPartition partition, long offset) {
+  /** What the driver keeps with a held record ({@link Entry#attachment}), or null when not held. */
+  public synchronized Object attachment(TopicPartition partition, long offset) {
+    Entry entry = get(partition, offset);
+    return entry == null ? null : entry.attachment;
+  }
+
+  public synchronized Entry get(TopicPartition partition, long offset) {
     PartitionLedger ledger = partitions.get(partition);
     return ledger == null ? null : ledger.entries.get(offset);
   }
@@ -202,7 +219,8 @@ public final class AckLedger {
    * A put holding {@code entries} returned without throwing: they become {@link State#PUT}, and
    * every record of an earlier put becomes {@link State#CONFIRMED}, since this later put returned.
    */
-  public void putReturned(Collection<Entry> entries, long putSequence) {
+  public synchronized void putReturned(Collection<Entry> entries, long putSequence) {
+    acceptScanDue |= !unconfirmed.isEmpty() || !entries.isEmpty();
     List<Entry> stillUnconfirmed = new ArrayList<>();
     for (Entry entry : unconfirmed) {
       if (entry.state == State.PUT && entry.putSequence < putSequence) {
@@ -225,7 +243,7 @@ public final class AckLedger {
   }
 
   /** Whether any record waits for a following put to confirm it. */
-  public boolean hasUnconfirmedPuts() {
+  public synchronized boolean hasUnconfirmedPuts() {
     for (Entry entry : unconfirmed) {
       if (entry.state == State.PUT && holds(entry)) {
         return true;
@@ -241,7 +259,8 @@ public final class AckLedger {
    * is forgotten, since the new instance has none of that state. Returns those records, in
    * partition then offset order.
    */
-  public List<Entry> forgetPuts() {
+  public synchronized List<Entry> forgetPuts() {
+    acceptScanDue = true;
     unconfirmed = new ArrayList<>();
     List<Entry> reset = new ArrayList<>();
     for (PartitionLedger ledger : partitions.values()) {
@@ -262,7 +281,7 @@ public final class AckLedger {
    * The offsets to hand to preCommit: per partition that has had records put, the highest offset
    * put + 1, in original coordinates. Only partitions in {@code opened} are included.
    */
-  public Map<TopicPartition, Long> currentOffsets(Set<TopicPartition> opened) {
+  public synchronized Map<TopicPartition, Long> currentOffsets(Set<TopicPartition> opened) {
     Map<TopicPartition, Long> offsets = new HashMap<>();
     partitions.forEach(
         (tp, ledger) -> {
@@ -278,7 +297,7 @@ public final class AckLedger {
    * and partitions that were not passed, are ignored, as the Connect runtime does. Returns the
    * partitions whose returned offset was ignored for being too high.
    */
-  public List<TopicPartition> committed(
+  public synchronized List<TopicPartition> committed(
       Map<TopicPartition, Long> passed, Map<TopicPartition, Long> returned) {
     List<TopicPartition> ignored = new ArrayList<>();
     returned.forEach(
@@ -292,16 +311,18 @@ public final class AckLedger {
             return;
           }
           PartitionLedger ledger = partitions.get(tp);
-          if (ledger != null) {
-            ledger.committedOffset = Math.max(ledger.committedOffset, offset);
+          if (ledger != null && offset > ledger.committedOffset) {
+            ledger.committedOffset = offset;
+            acceptScanDue = true;
           }
         });
     return ignored;
   }
 
   /** Marks a held record for REJECT once its errant-record future is done. */
-  public void rejecting(Entry entry) {
+  public synchronized void rejecting(Entry entry) {
     entry.state = State.REJECTING;
+    acceptScanDue = true;
   }
 
   /**
@@ -317,69 +338,152 @@ public final class AckLedger {
    * set (stop), or when it is due for renewal at {@code nowMs} (see {@link #renewDue}): ACCEPT is
    * then no dearer than the RENEW it replaces, and the wait stays well inside the lock.
    */
-  public Acknowledgements takeAccepted(
+  public synchronized Acknowledgements takeAccepted(
       Predicate<TopicPartition> blocked, long nowMs, long renewMarginMs, boolean all) {
     Acknowledgements acks = new Acknowledgements();
+    if (!all && !acceptScanDue && renewMarginMs == acceptMarginMs && nowMs < acceptRecheckAtMs) {
+      return acks; // nothing changed since the last scan
+    }
+    acceptScanDue = false;
+    acceptMarginMs = renewMarginMs;
+    acceptRecheckAtMs = Long.MAX_VALUE;
     waitingForRange = 0;
     for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
       PartitionLedger ledger = e.getValue();
-      if (ledger.committedOffset < 0 || blocked.test(e.getKey())) {
+      if (ledger.committedOffset <= 0) {
         continue;
       }
-      List<Long> taken = new ArrayList<>();
-      List<Entry> range = new ArrayList<>();
-      for (Entry entry : ledger.entries.values()) {
-        if (!range.isEmpty() && entry.acquiredLastOffset != range.get(0).acquiredLastOffset) {
-          takeRange(ledger, range, taken, nowMs, renewMarginMs, all);
-          range.clear();
-        }
-        range.add(entry);
+      if (blocked.test(e.getKey())) {
+        acceptScanDue = true; // scan again next time: the block lifts without telling the ledger
+        continue;
       }
-      takeRange(ledger, range, taken, nowMs, renewMarginMs, all);
-      for (long offset : taken) {
-        ledger.entries.remove(offset);
-      }
-      size -= taken.size();
-      addCompacted(acks, e.getKey(), taken, AckType.ACCEPT);
+      int before = ledger.entries.size();
+      new RangeScan(e.getKey(), ledger, acks, nowMs, renewMarginMs, all).run();
+      size -= before - ledger.entries.size();
     }
     return acks;
   }
 
   /**
-   * Adds to {@code taken} the offsets of {@code range} (held records of one acquired range, in
-   * offset order) that {@link #takeAccepted} takes now.
+   * One partition's part of {@link #takeAccepted}: one pass over the records below the committed
+   * offset, a range at a time (records of one range are adjacent in offset order), and a second
+   * pass over the ranges taken.
    */
-  private void takeRange(
-      PartitionLedger ledger,
-      List<Entry> range,
-      List<Long> taken,
-      long nowMs,
-      long renewMarginMs,
-      boolean all) {
-    int acceptable = 0;
-    boolean renewalDue = false;
-    boolean allPut = true;
-    for (Entry entry : range) {
-      if (entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset) {
-        acceptable++;
-        renewalDue |= renewAtMs(entry, renewMarginMs) <= nowMs;
+  private final class RangeScan {
+    private final TopicPartition tp;
+    private final PartitionLedger ledger;
+    private final Acknowledgements acks;
+    private final long nowMs;
+    private final long renewMarginMs;
+    private final boolean all;
+
+    private long first;
+    private long end = Long.MIN_VALUE;
+    private int held;
+    private int acceptable;
+    private boolean allPut;
+    private long renewAt;
+
+    /** [first, last] spans to take, adjacent taken ranges merged (no held record between). */
+    private final List<long[]> take = new ArrayList<>();
+
+    private boolean previousTaken;
+    private long runFirst = -1;
+    private long runLast = -1;
+
+    RangeScan(
+        TopicPartition tp,
+        PartitionLedger ledger,
+        Acknowledgements acks,
+        long nowMs,
+        long renewMarginMs,
+        boolean all) {
+      this.tp = tp;
+      this.ledger = ledger;
+      this.acks = acks;
+      this.nowMs = nowMs;
+      this.renewMarginMs = renewMarginMs;
+      this.all = all;
+    }
+
+    void run() {
+      for (Entry entry : ledger.entries.headMap(ledger.committedOffset).values()) {
+        if (entry.acquiredLastOffset != end) {
+          decide();
+          first = entry.offset;
+          end = entry.acquiredLastOffset;
+          held = 0;
+          acceptable = 0;
+          allPut = true;
+          renewAt = Long.MAX_VALUE;
+        }
+        held++;
+        if (entry.state == State.CONFIRMED) {
+          acceptable++;
+          renewAt = Math.min(renewAt, renewAtMs(entry, renewMarginMs));
+        }
+        allPut &= entry.state == State.PUT || entry.state == State.CONFIRMED;
       }
-      allPut &= entry.state == State.PUT || entry.state == State.CONFIRMED;
+      decide();
+      for (long[] span : take) {
+        takeConfirmed(span[0], Math.min(span[1], ledger.committedOffset - 1));
+      }
+      if (runFirst >= 0) {
+        acks.add(tp.topic(), tp.partition(), runFirst, runLast, AckType.ACCEPT);
+      }
     }
-    if (acceptable == 0) {
-      return;
+
+    /** Whether the range scanned so far is taken; records those that wait for it. */
+    private void decide() {
+      boolean taken = decideTaken();
+      if (taken && previousTaken) {
+        take.get(take.size() - 1)[1] = end;
+      } else if (taken) {
+        take.add(new long[] {first, end});
+      }
+      previousTaken = taken;
     }
-    long end = range.get(0).acquiredLastOffset;
-    boolean whole = acceptable == range.size() && ledger.maxAcquiredOffset >= end;
-    if (!(whole || all || renewalDue)) {
+
+    private boolean decideTaken() {
+      if (acceptable == 0) {
+        return false;
+      }
+      boolean whole = acceptable == held && ledger.maxAcquiredOffset >= end;
+      if (whole && end >= ledger.committedOffset) {
+        // The range runs past the committed offset: whole only if nothing is held beyond it.
+        for (Entry rest : ledger.entries.subMap(ledger.committedOffset, true, end, true).values()) {
+          whole = false;
+          allPut &= rest.state == State.PUT || rest.state == State.CONFIRMED;
+        }
+      }
+      if (whole || all || renewAt <= nowMs) {
+        return true;
+      }
       if (allPut) {
         waitingForRange += acceptable;
       }
-      return;
+      acceptRecheckAtMs = Math.min(acceptRecheckAtMs, renewAt);
+      return false;
     }
-    for (Entry entry : range) {
-      if (entry.state == State.CONFIRMED && entry.offset < ledger.committedOffset) {
-        taken.add(entry.offset);
+
+    /** Removes the confirmed records of [from, to] and ACCEPTs them, compacted. */
+    private void takeConfirmed(long from, long to) {
+      Iterator<Entry> it = ledger.entries.subMap(from, true, to, true).values().iterator();
+      while (it.hasNext()) {
+        Entry entry = it.next();
+        if (entry.state != State.CONFIRMED) {
+          continue;
+        }
+        it.remove();
+        if (runFirst >= 0 && entry.offset == runLast + 1) {
+          runLast = entry.offset;
+          continue;
+        }
+        if (runFirst >= 0) {
+          acks.add(tp.topic(), tp.partition(), runFirst, runLast, AckType.ACCEPT);
+        }
+        runFirst = entry.offset;
+        runLast = entry.offset;
       }
     }
   }
@@ -388,12 +492,12 @@ public final class AckLedger {
    * Records the last {@link #takeAccepted} held back although they could have been taken, in ranges
    * whose other held records are all put: a commit covering those would let them go.
    */
-  public int waitingForRange() {
+  public synchronized int waitingForRange() {
     return waitingForRange;
   }
 
   /** Takes the given held records with one decision (REJECT, RELEASE, ...), compacted. */
-  public Acknowledgements take(Collection<Entry> entries, AckType type) {
+  public synchronized Acknowledgements take(Collection<Entry> entries, AckType type) {
     Acknowledgements acks = new Acknowledgements();
     Map<TopicPartition, List<Long>> offsets = new LinkedHashMap<>();
     for (Entry entry : entries) {
@@ -411,13 +515,14 @@ public final class AckLedger {
             ledger.entries.remove(offset);
             size--;
           }
+          acceptScanDue = true; // the rest of a range may now be whole
           addCompacted(acks, tp, list, type);
         });
     return acks;
   }
 
   /** Takes every held record matching {@code filter} with one decision, compacted. */
-  public Acknowledgements takeAll(Predicate<Entry> filter, AckType type) {
+  public synchronized Acknowledgements takeAll(Predicate<Entry> filter, AckType type) {
     Acknowledgements acks = new Acknowledgements();
     partitions.forEach((tp, ledger) -> takeInto(acks, tp, ledger, filter, type));
     return acks;
@@ -428,7 +533,7 @@ public final class AckLedger {
    * less than {@code minMarginMs}, when that is larger), and moves its assumed deadline on. The
    * records stay in the ledger.
    */
-  public Acknowledgements renewDue(long nowMs, long minMarginMs) {
+  public synchronized Acknowledgements renewDue(long nowMs, long minMarginMs) {
     Acknowledgements acks = new Acknowledgements();
     if (minMarginMs == renewCheckMarginMs && nowMs < renewCheckAtMs) {
       return acks;
@@ -484,7 +589,7 @@ public final class AckLedger {
    * this member no longer holds (INVALID_RECORD_STATE) and rolls back every other acknowledgement
    * of the same partition in that request, so they must not be acknowledged.
    */
-  public List<Entry> forgetExpired(long nowMs) {
+  public synchronized List<Entry> forgetExpired(long nowMs) {
     List<Entry> forgotten = new ArrayList<>();
     if (nowMs < lostCheckAtMs) {
       return forgotten;
@@ -498,6 +603,7 @@ public final class AckLedger {
           forgotten.add(entry);
           it.remove();
           size--;
+          acceptScanDue = true;
         } else {
           next = Math.min(next, lostAtMs(entry));
         }
@@ -508,13 +614,13 @@ public final class AckLedger {
   }
 
   /** Whether the ledger holds {@code entry} (it was neither acknowledged nor forgotten). */
-  public boolean holds(Entry entry) {
+  public synchronized boolean holds(Entry entry) {
     PartitionLedger ledger = partitions.get(entry.partition);
     return ledger != null && ledger.entries.get(entry.offset) == entry;
   }
 
   /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */
-  public long nextRenewalAtMs(long minMarginMs) {
+  public synchronized long nextRenewalAtMs(long minMarginMs) {
     if (minMarginMs == renewCheckMarginMs
         && renewCheckAtMs > System.currentTimeMillis()
         && renewCheckAtMs != Long.MAX_VALUE) {
@@ -532,7 +638,7 @@ public final class AckLedger {
   }
 
   /** The earliest lock deadline among held records, or Long.MAX_VALUE when none is held. */
-  public long earliestDeadlineMs() {
+  public synchronized long earliestDeadlineMs() {
     long earliest = Long.MAX_VALUE;
     for (PartitionLedger ledger : partitions.values()) {
       for (Entry entry : ledger.entries.values()) {
@@ -543,7 +649,7 @@ public final class AckLedger {
   }
 
   /** Held records in a state, in partition then offset order. */
-  public List<Entry> entries(State state) {
+  public synchronized List<Entry> entries(State state) {
     List<Entry> result = new ArrayList<>();
     for (PartitionLedger ledger : partitions.values()) {
       for (Entry entry : ledger.entries.values()) {
@@ -556,7 +662,7 @@ public final class AckLedger {
   }
 
   /** Forgets partitions that hold nothing and were never put, to keep the map small. */
-  public void pruneEmptyPartitions(Set<TopicPartition> keep) {
+  public synchronized void pruneEmptyPartitions(Set<TopicPartition> keep) {
     partitions
         .entrySet()
         .removeIf(e -> e.getValue().entries.isEmpty() && !keep.contains(e.getKey()));
@@ -576,6 +682,7 @@ public final class AckLedger {
         taken.add(entry.offset);
         it.remove();
         size--;
+        acceptScanDue = true;
       }
     }
     addCompacted(acks, tp, taken, type);

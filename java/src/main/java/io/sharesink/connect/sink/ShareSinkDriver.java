@@ -3,7 +3,6 @@ package io.sharesink.connect.sink;
 import io.sharesink.connect.sink.AckLedger.Entry;
 import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
 import io.sharesink.connect.sink.ShareSinkTaskContext.ErrantReport;
-import io.sharesink.connect.sink.ShareSinkTaskContext.RecordId;
 import io.sharesink.engine.AckResult;
 import io.sharesink.engine.AckType;
 import io.sharesink.engine.Acknowledgements;
@@ -172,6 +171,7 @@ public final class ShareSinkDriver {
     this.taskName = taskName;
     this.nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
     context.taskClass = task.getClass();
+    context.held = (partition, offset) -> (RawRecord) ledger.attachment(partition, offset);
     log.info(
         "{}: driving {} from a share group (commit every {} ms or {} records put, {} records)",
         taskName,
@@ -434,9 +434,12 @@ public final class ShareSinkDriver {
     long now = System.currentTimeMillis();
     List<Entry> redelivered = new ArrayList<>();
     int maxDeliveryCount = 0;
+    TopicPartition tp = null;
     for (int i = 0; i < batch.size(); i++) {
       RawRecord raw = RawRecord.from(batch, i);
-      TopicPartition tp = raw.topicPartition();
+      if (tp == null || tp.partition() != raw.partition() || !tp.topic().equals(raw.topic())) {
+        tp = raw.topicPartition(); // one per run of a partition: its hash is computed once
+      }
       Entry entry =
           ledger.acquire(
               tp,
@@ -458,7 +461,6 @@ public final class ShareSinkDriver {
         maxDeliveryCount = Math.max(maxDeliveryCount, raw.deliveryCount());
       }
       entry.attachment = raw;
-      context.held.put(new RecordId(tp, raw.offset()), raw);
       SinkRecord record;
       try {
         record = pipeline.convert(raw, () -> stopping);
@@ -688,9 +690,6 @@ public final class ShareSinkDriver {
     List<Entry> lost = ledger.forgetExpired(System.currentTimeMillis());
     if (lost.isEmpty()) {
       return;
-    }
-    for (Entry entry : lost) {
-      context.held.remove(new RecordId(entry.partition(), entry.offset()));
     }
     ready.removeIf(pending -> !ledger.holds(pending.entry));
     if (retry != null) {
@@ -972,12 +971,6 @@ public final class ShareSinkDriver {
         case RELEASE -> metrics.recordsReleased.addAndGet(count);
         case REJECT -> metrics.recordsRejected.addAndGet(count);
         case RENEW -> metrics.recordsRenewed.addAndGet(count);
-      }
-      if (range.type() != AckType.RENEW) {
-        TopicPartition tp = new TopicPartition(range.topic(), range.partition());
-        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
-          context.held.remove(new RecordId(tp, offset));
-        }
       }
     }
     metrics.recordsInFlight.set(ledger.size());

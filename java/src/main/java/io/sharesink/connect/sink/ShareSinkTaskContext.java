@@ -38,8 +38,12 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
   /** An errant record reported by the task, waiting for its DLQ write. */
   record ErrantReport(TopicPartition partition, long offset, CompletableFuture<Void> written) {}
 
-  /** Key of a held record in original coordinates. */
-  record RecordId(TopicPartition partition, long offset) {}
+  /** Finds a record this member holds by its original coordinates; callable from any thread. */
+  @FunctionalInterface
+  interface HeldRecords {
+    /** The record, or null when it is not (or no longer) held. */
+    RawRecord find(TopicPartition partition, long offset);
+  }
 
   private final Supplier<Map<String, String>> configs;
   private final ErrorHandling errors;
@@ -53,7 +57,9 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
   private final AtomicLong timeoutMs = new AtomicLong(-1);
   private final AtomicBoolean rewindWarned = new AtomicBoolean();
 
-  final Map<RecordId, RawRecord> held = new ConcurrentHashMap<>();
+  /** Set by the driver that owns the held records. */
+  volatile HeldRecords held = (partition, offset) -> null;
+
   final ConcurrentLinkedQueue<ErrantReport> reports = new ConcurrentLinkedQueue<>();
   volatile Class<?> taskClass = SinkTask.class;
 
@@ -184,7 +190,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
     }
     TopicPartition tp = new TopicPartition(record.originalTopic(), record.originalKafkaPartition());
     long offset = record.originalKafkaOffset();
-    RawRecord raw = held.get(new RecordId(tp, offset));
+    RawRecord raw = held.find(tp, offset);
     if (raw == null) {
       // Not (or no longer) held by this member: nothing to REJECT, and no raw bytes to write.
       log.warn(

@@ -412,6 +412,47 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void errantRecordReporterFindsTheHeldRecordFromAnotherThread() throws Exception {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 3);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    HeldDeadLetterQueue dlq = new HeldDeadLetterQueue();
+    task.onPut =
+        records -> {
+          for (SinkRecord record : records) {
+            if ("v2".equals(record.value())) {
+              // A sink's own writer thread reports while put waits for it.
+              Thread writer =
+                  new Thread(
+                      () ->
+                          task.ctx()
+                              .errantRecordReporter()
+                              .report(record, new RuntimeException("bad")));
+              writer.start();
+              try {
+                writer.join();
+              } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+              }
+            }
+          }
+        };
+    DriverFixture fixture =
+        DriverFixture.start(
+            task,
+            props("errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq"),
+            group,
+            dlq,
+            false);
+    started.add(fixture);
+    fixture.runFor(Duration.ofMillis(200));
+    assertEquals(1, dlq.writes.size(), "the raw record was found");
+    dlq.completeAll();
+    fixture.runUntil(
+        () -> group.count(State.REJECTED) == 1, Duration.ofSeconds(5), "the record rejected");
+    assertEquals(State.REJECTED, group.rec("t", 0, 2).state);
+  }
+
+  @Test
   void errantRecordReporterRejectsOnceTheWriteIsDoneAndHoldsThePartitionBack() throws Exception {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 10, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
