@@ -179,9 +179,6 @@ public final class AckLedger {
       long lockDeadlineMs,
       long acquiredLastOffset) {
     PartitionLedger ledger = partitions.computeIfAbsent(partition, p -> new PartitionLedger());
-    if (ledger.entries.containsKey(offset)) {
-      return null;
-    }
     // The lock duration is what the broker granted this time; renewals are assumed to grant the
     // same, which holds while the group's share.record.lock.duration.ms is unchanged.
     long lockDuration = Math.max(1, lockDeadlineMs - acquiredAtMs);
@@ -193,7 +190,9 @@ public final class AckLedger {
             lockDuration,
             lockDeadlineMs,
             Math.max(offset, acquiredLastOffset));
-    ledger.entries.put(offset, entry);
+    if (ledger.entries.putIfAbsent(offset, entry) != null) {
+      return null;
+    }
     ledger.maxAcquiredOffset = Math.max(ledger.maxAcquiredOffset, offset);
     acceptScanDue = true;
     size++;
@@ -230,6 +229,8 @@ public final class AckLedger {
       }
     }
     unconfirmed = stillUnconfirmed;
+    PartitionLedger ledger = null;
+    TopicPartition ledgerKey = null;
     for (Entry entry : entries) {
       if (entry.state != State.READY) {
         continue; // reported as errant during the put: the reject decision stands
@@ -237,7 +238,10 @@ public final class AckLedger {
       entry.state = State.PUT;
       entry.putSequence = putSequence;
       unconfirmed.add(entry);
-      PartitionLedger ledger = partitions.get(entry.partition);
+      if (entry.partition != ledgerKey) { // records of a run share one key instance
+        ledgerKey = entry.partition;
+        ledger = partitions.get(ledgerKey);
+      }
       ledger.maxPutOffset = Math.max(ledger.maxPutOffset, entry.offset);
     }
   }

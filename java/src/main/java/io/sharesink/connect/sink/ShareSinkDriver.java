@@ -559,10 +559,13 @@ public final class ShareSinkDriver {
   private void openNewPartitions(List<Pending> items) {
     Set<TopicPartition> opened = context.opened();
     Set<TopicPartition> fresh = new LinkedHashSet<>();
+    TopicPartition previous = null;
     for (Pending pending : items) {
-      if (!opened.contains(pending.entry.partition())) {
-        fresh.add(pending.entry.partition());
+      TopicPartition tp = pending.entry.partition();
+      if (tp != previous && !opened.contains(tp)) { // records of a run share one instance
+        fresh.add(tp);
       }
+      previous = tp;
     }
     if (fresh.isEmpty()) {
       return;
