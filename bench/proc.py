@@ -30,6 +30,36 @@ def proc_cpu(pid: int) -> Optional[float]:
         return None
 
 
+# JVM thread names (as /proc shows them, cut to 15 characters) -> what the thread does.
+THREAD_GROUPS = (
+    ("jit", ("C1 CompilerThre", "C2 CompilerThre")),
+    ("gc", ("GC Thread#", "G1 ")),
+    ("requests", ("data-plane-kafk",)),
+    ("share_state", ("PersisterStateM", "share-coordinat")),
+)
+
+
+def thread_cpu(pid: int) -> dict:
+    """{tid: (group, cpu s)} for the live threads of a process (group "other" when unnamed)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        group = next((g for g, prefixes in THREAD_GROUPS
+                      if any(name.startswith(p) for p in prefixes)), "other")
+        out[tid] = (group, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return out
+
+
 def machine_cpu() -> Tuple[float, float]:
     """(busy seconds, total seconds) over all cores since boot, from /proc/stat."""
     with open("/proc/stat") as f:
@@ -45,6 +75,7 @@ class CpuWindow:
     def __init__(self, pids: dict):
         self.pids = {k: v for k, v in pids.items() if v}
         self.p0 = {k: proc_cpu(v) for k, v in self.pids.items()}
+        self.th0 = {k: thread_cpu(v) for k, v in self.pids.items()}
         self.m0 = machine_cpu()
         self.t0 = time.monotonic()
 
@@ -54,11 +85,22 @@ class CpuWindow:
             c1 = proc_cpu(v)
             if c1 is not None and self.p0.get(k) is not None:
                 out[f"{k}_cpu_s"] = round(c1 - self.p0[k], 2)
+                out[f"{k}_cpu_s_by_thread"] = self._by_thread(k, v, c1 - self.p0[k])
         b1, t1 = machine_cpu()
         busy, total = b1 - self.m0[0], t1 - self.m0[1]
         out["machine_busy"] = round(busy / total, 3) if total > 0 else None
         out["window_wall_s"] = round(time.monotonic() - self.t0, 2)
         return out
+
+    def _by_thread(self, key: str, pid: int, total: float) -> dict:
+        """The window's CPU per thread group; threads that ended within it count as "other"
+        (their time is in the process total only)."""
+        before, groups = self.th0.get(key, {}), {g: 0.0 for g, _ in THREAD_GROUPS}
+        for tid, (group, cpu) in thread_cpu(pid).items():
+            if group != "other":
+                groups[group] += cpu - before.get(tid, (group, 0.0))[1]
+        groups["other"] = max(0.0, total - sum(groups.values()))
+        return {g: round(v, 2) for g, v in groups.items()}
 
 
 class CpuSampler:
