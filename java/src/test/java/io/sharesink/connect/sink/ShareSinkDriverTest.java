@@ -66,6 +66,20 @@ class ShareSinkDriverTest {
     return fixture;
   }
 
+  /** errors.tolerance=all with a DLQ topic, the DLQ writes held until the test completes them. */
+  private DriverFixture startTolerantWithDlq(
+      ScriptedSinkTask task, InMemoryShareGroup group, HeldDeadLetterQueue dlq) {
+    DriverFixture fixture =
+        DriverFixture.start(
+            task,
+            props("errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq"),
+            group,
+            dlq,
+            false);
+    started.add(fixture);
+    return fixture;
+  }
+
   private static Map<String, String> props(String... kv) {
     Map<String, String> props = new HashMap<>();
     props.put("share.commit.interval.ms", "100");
@@ -436,14 +450,7 @@ class ShareSinkDriverTest {
             }
           }
         };
-    DriverFixture fixture =
-        DriverFixture.start(
-            task,
-            props("errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq"),
-            group,
-            dlq,
-            false);
-    started.add(fixture);
+    DriverFixture fixture = startTolerantWithDlq(task, group, dlq);
     fixture.runFor(Duration.ofMillis(200));
     assertEquals(1, dlq.writes.size(), "the raw record was found");
     dlq.completeAll();
@@ -467,14 +474,7 @@ class ShareSinkDriverTest {
             }
           }
         };
-    DriverFixture fixture =
-        DriverFixture.start(
-            task,
-            props("errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq"),
-            group,
-            dlq,
-            false);
-    started.add(fixture);
+    DriverFixture fixture = startTolerantWithDlq(task, group, dlq);
     assertNotNull(task.ctx().errantRecordReporter());
     fixture.runFor(Duration.ofMillis(400));
     assertEquals(1, futures.size());
