@@ -194,7 +194,7 @@ public final class AckLedger {
       return null;
     }
     ledger.maxAcquiredOffset = Math.max(ledger.maxAcquiredOffset, offset);
-    acceptScanDue = true;
+    acceptScanDue |= rangesWait(); // a new record is never acceptable, but may end a range
     size++;
     lostCheckAtMs = Math.min(lostCheckAtMs, lostAtMs(entry));
     if (renewCheckMarginMs >= 0) {
@@ -219,11 +219,13 @@ public final class AckLedger {
    * every record of an earlier put becomes {@link State#CONFIRMED}, since this later put returned.
    */
   public synchronized void putReturned(Collection<Entry> entries, long putSequence) {
-    acceptScanDue |= !unconfirmed.isEmpty() || !entries.isEmpty();
+    // New PUTs are never acceptable, but may be the rest of a waiting range (waitingForRange).
+    acceptScanDue |= !entries.isEmpty() && rangesWait();
     List<Entry> stillUnconfirmed = new ArrayList<>();
     for (Entry entry : unconfirmed) {
       if (entry.state == State.PUT && entry.putSequence < putSequence) {
         entry.state = State.CONFIRMED;
+        acceptScanDue = true;
       } else if (entry.state == State.PUT) {
         stillUnconfirmed.add(entry);
       }
@@ -411,7 +413,10 @@ public final class AckLedger {
     }
 
     void run() {
-      for (Entry entry : ledger.entries.headMap(ledger.committedOffset).values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (entry.offset >= ledger.committedOffset) {
+          break; // cheaper than a bounded view, which compares boxed keys at every step
+        }
         if (entry.acquiredLastOffset != end) {
           decide();
           first = entry.offset;
@@ -490,6 +495,11 @@ public final class AckLedger {
         runLast = entry.offset;
       }
     }
+  }
+
+  /** Whether the last scan of {@link #takeAccepted} held records back for their range. */
+  private boolean rangesWait() {
+    return acceptRecheckAtMs != Long.MAX_VALUE;
   }
 
   /**
