@@ -20,12 +20,17 @@ from typing import Callable, List, Optional, Sequence, Tuple
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def stat_cpu(stat: str) -> float:
+    """utime + stime in seconds from the text of a /proc/.../stat file."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def proc_cpu(pid: int) -> Optional[float]:
     """utime + stime of a live process in seconds (None when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+            return stat_cpu(f.read())
     except (OSError, IndexError, ValueError):
         return None
 
@@ -53,10 +58,9 @@ def thread_cpu(pid: int) -> dict:
         except OSError:
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
         group = next((g for g, prefixes in THREAD_GROUPS
                       if any(name.startswith(p) for p in prefixes)), "other")
-        out[tid] = (group, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+        out[tid] = (group, stat_cpu(stat))
     return out
 
 

@@ -156,16 +156,6 @@ public final class AckLedger {
     return size == 0;
   }
 
-  /** {@link #acquire(TopicPartition, long, int, long, long, long)} with no range known. */
-  public synchronized Entry acquire(
-      TopicPartition partition,
-      long offset,
-      int deliveryCount,
-      long acquiredAtMs,
-      long lockDeadlineMs) {
-    return acquire(partition, offset, deliveryCount, acquiredAtMs, lockDeadlineMs, offset);
-  }
-
   /**
    * Records a newly acquired record; {@code acquiredLastOffset} is the offset of the last record
    * the engine delivers from the same acquired range. Returns null when the ledger already holds
@@ -376,9 +366,7 @@ public final class AckLedger {
    * pass over the ranges taken.
    */
   private final class RangeScan {
-    private final TopicPartition tp;
     private final PartitionLedger ledger;
-    private final Acknowledgements acks;
     private final long nowMs;
     private final long renewMarginMs;
     private final boolean all;
@@ -394,8 +382,7 @@ public final class AckLedger {
     private final List<long[]> take = new ArrayList<>();
 
     private boolean previousTaken;
-    private long runFirst = -1;
-    private long runLast = -1;
+    private final Compactor accepted;
 
     RangeScan(
         TopicPartition tp,
@@ -404,12 +391,11 @@ public final class AckLedger {
         long nowMs,
         long renewMarginMs,
         boolean all) {
-      this.tp = tp;
       this.ledger = ledger;
-      this.acks = acks;
       this.nowMs = nowMs;
       this.renewMarginMs = renewMarginMs;
       this.all = all;
+      this.accepted = new Compactor(acks, tp, AckType.ACCEPT);
     }
 
     void run() {
@@ -437,9 +423,7 @@ public final class AckLedger {
       for (long[] span : take) {
         takeConfirmed(span[0], Math.min(span[1], ledger.committedOffset - 1));
       }
-      if (runFirst >= 0) {
-        acks.add(tp.topic(), tp.partition(), runFirst, runLast, AckType.ACCEPT);
-      }
+      accepted.flush();
     }
 
     /** Whether the range scanned so far is taken; records those that wait for it. */
@@ -484,15 +468,7 @@ public final class AckLedger {
           continue;
         }
         it.remove();
-        if (runFirst >= 0 && entry.offset == runLast + 1) {
-          runLast = entry.offset;
-          continue;
-        }
-        if (runFirst >= 0) {
-          acks.add(tp.topic(), tp.partition(), runFirst, runLast, AckType.ACCEPT);
-        }
-        runFirst = entry.offset;
-        runLast = entry.offset;
+        accepted.add(entry.offset);
       }
     }
   }
@@ -709,21 +685,42 @@ public final class AckLedger {
    */
   static void addCompacted(
       Acknowledgements acks, TopicPartition tp, List<Long> sortedOffsets, AckType type) {
-    if (sortedOffsets.isEmpty()) {
-      return;
+    Compactor compactor = new Compactor(acks, tp, type);
+    for (long offset : sortedOffsets) {
+      compactor.add(offset);
     }
-    long first = sortedOffsets.get(0);
-    long last = first;
-    for (int i = 1; i < sortedOffsets.size(); i++) {
-      long offset = sortedOffsets.get(i);
-      if (offset == last + 1) {
+    compactor.flush();
+  }
+
+  /** Turns ascending offsets of one partition into the fewest ranges, see {@link #addCompacted}. */
+  private static final class Compactor {
+    private final Acknowledgements acks;
+    private final TopicPartition tp;
+    private final AckType type;
+    private long first = -1;
+    private long last = -1;
+
+    Compactor(Acknowledgements acks, TopicPartition tp, AckType type) {
+      this.acks = acks;
+      this.tp = tp;
+      this.type = type;
+    }
+
+    void add(long offset) {
+      if (first >= 0 && offset == last + 1) {
         last = offset;
-      } else if (offset > last) {
-        acks.add(tp.topic(), tp.partition(), first, last, type);
+      } else if (first < 0 || offset > last) {
+        flush();
         first = offset;
         last = offset;
+      } // else a duplicate
+    }
+
+    void flush() {
+      if (first >= 0) {
+        acks.add(tp.topic(), tp.partition(), first, last, type);
+        first = -1;
       }
     }
-    acks.add(tp.topic(), tp.partition(), first, last, type);
   }
 }

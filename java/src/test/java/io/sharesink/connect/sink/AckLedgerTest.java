@@ -27,7 +27,7 @@ class AckLedgerTest {
   private List<AckLedger.Entry> acquire(TopicPartition tp, long from, long to, long nowMs) {
     List<AckLedger.Entry> entries = new ArrayList<>();
     for (long offset = from; offset <= to; offset++) {
-      entries.add(ledger.acquire(tp, offset, 1, nowMs, nowMs + LOCK_MS));
+      entries.add(ledger.acquire(tp, offset, 1, nowMs, nowMs + LOCK_MS, offset));
     }
     return entries;
   }
@@ -76,8 +76,8 @@ class AckLedgerTest {
 
   @Test
   void refusesARecordItAlreadyHolds() {
-    assertNotNull(ledger.acquire(TP0, 5, 1, 0, LOCK_MS));
-    assertNull(ledger.acquire(TP0, 5, 2, 10, 10 + LOCK_MS));
+    assertNotNull(ledger.acquire(TP0, 5, 1, 0, LOCK_MS, 5));
+    assertNull(ledger.acquire(TP0, 5, 2, 10, 10 + LOCK_MS, 5));
     assertEquals(1, ledger.size());
   }
 
@@ -272,7 +272,7 @@ class AckLedgerTest {
     assertEquals(List.of(), ledger.forgetExpired(t0 + 1_000));
     assertTrue(ledger.renewDue(t0 + 1_000, 0).isEmpty());
     // a record acquired with a shorter lock (a 2 s grant) lowers both bounds
-    AckLedger.Entry shortLock = ledger.acquire(TP1, 0, 1, t0 + 1_000, t0 + 3_000);
+    AckLedger.Entry shortLock = ledger.acquire(TP1, 0, 1, t0 + 1_000, t0 + 3_000, 0);
     assertEquals(
         List.of(range(TP1, 0, 0, AckType.RENEW)),
         ledger.renewDue(t0 + 2_000, 0).ranges(),

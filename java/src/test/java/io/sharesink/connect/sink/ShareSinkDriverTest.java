@@ -80,6 +80,14 @@ class ShareSinkDriverTest {
     return fixture;
   }
 
+  /** Commits on demand only (the interval is out of reach), at most every minIntervalMs. */
+  private static Map<String, String> onDemandCommits(int maxRecords, int minIntervalMs) {
+    return props(
+        "share.commit.interval.ms", "60000",
+        "share.commit.max.records", String.valueOf(maxRecords),
+        "share.commit.min.interval.ms", String.valueOf(minIntervalMs));
+  }
+
   private static Map<String, String> props(String... kv) {
     Map<String, String> props = new HashMap<>();
     props.put("share.commit.interval.ms", "100");
@@ -586,14 +594,7 @@ class ShareSinkDriverTest {
   void reachingCommitMaxRecordsCommitsAndAcceptsOnlyConfirmedRecords() {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 3, 30);
     ScriptedSinkTask task = new ScriptedSinkTask();
-    DriverFixture fixture =
-        start(
-            task,
-            props(
-                "share.commit.interval.ms", "60000",
-                "share.commit.max.records", "5",
-                "share.commit.min.interval.ms", "0"),
-            group);
+    DriverFixture fixture = start(task, onDemandCommits(5, 0), group);
     fixture.driver.runCycle(Duration.ofMillis(10)); // puts 0..2
     assertEquals(0, task.preCommits.size());
     fixture.driver.runCycle(Duration.ofMillis(10)); // puts 3..5: 6 put, commit
@@ -615,14 +616,7 @@ class ShareSinkDriverTest {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 3, 25);
     group.acquiredRangeSize = 10; // 0-9, 10-19, 20-24; each reaches the driver in 3-4 polls
     ScriptedSinkTask task = new ScriptedSinkTask();
-    DriverFixture fixture =
-        start(
-            task,
-            props(
-                "share.commit.interval.ms", "60000",
-                "share.commit.max.records", "2",
-                "share.commit.min.interval.ms", "0"),
-            group);
+    DriverFixture fixture = start(task, onDemandCommits(2, 0), group);
     fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
     assertFalse(group.received.isEmpty());
     for (Acknowledgements.Range range : group.received) {
@@ -639,14 +633,7 @@ class ShareSinkDriverTest {
   void onDemandCommitsAreSpacedByCommitMinInterval() {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(LOCK_MS, 2, 40);
     ScriptedSinkTask task = new ScriptedSinkTask();
-    DriverFixture fixture =
-        start(
-            task,
-            props(
-                "share.commit.interval.ms", "60000",
-                "share.commit.max.records", "1",
-                "share.commit.min.interval.ms", "60000"),
-            group);
+    DriverFixture fixture = start(task, onDemandCommits(1, 60000), group);
     for (int i = 0; i < 10; i++) {
       fixture.driver.runCycle(Duration.ofMillis(10));
     }
