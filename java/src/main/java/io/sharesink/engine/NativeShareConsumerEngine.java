@@ -36,7 +36,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   /** Values {@link NativeEngine#metrics} writes; see {@code consumer.rs}. */
   static final int METRICS_FIELDS = 17;
 
-  /** Starting poll buffer; batches that do not fit are split, so it grows only for huge records. */
+  /** Base poll buffer; batches that do not fit are split, so it grows only for huge records. */
   static final int DEFAULT_BUFFER_BYTES = 1 << 20;
 
   /** How long close waits for calls still running on other threads before leaving the free. */
@@ -48,7 +48,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   private boolean closed;
 
   private final String description;
-  private ByteBuffer pollBuffer;
+  private PollBuffer pollBuffer;
 
   /** The thread of the latest poll (read under {@link #lock}, written before its exit). */
   private Thread pollThread;
@@ -91,7 +91,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
       throw e;
     }
     logs.drain(0);
-    this.pollBuffer = DirectBuffers.take(Math.max(bufferBytes, BatchLayout.HEADER_BYTES));
+    this.pollBuffer = new PollBuffer(bufferBytes);
     logs.drain(handle);
   }
 
@@ -158,7 +158,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
         // thread (which is past its last view), or never polled. A close from another thread
         // may race the task thread still reading its last batch; then the GC reclaims it.
         if (pollThread == null || pollThread == Thread.currentThread()) {
-          DirectBuffers.give(pollBuffer);
+          pollBuffer.release();
         }
         pollBuffer = null;
       }
@@ -171,30 +171,28 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     pollThread = Thread.currentThread();
     try {
       long timeoutMs = Math.max(0, timeout.toMillis());
-      int count = NativeEngine.poll(h, pollBuffer, timeoutMs);
+      ByteBuffer buffer = pollBuffer.forPoll();
+      int count = NativeEngine.poll(h, buffer, timeoutMs);
       while (count < -1) {
-        grow(-count);
-        count = NativeEngine.poll(h, pollBuffer, 0);
+        log.debug(
+            "{}: poll buffer grows from {} bytes for a record of {}",
+            description,
+            buffer.capacity(),
+            -count);
+        buffer = pollBuffer.grow(-count);
+        count = NativeEngine.poll(h, buffer, 0);
       }
-      if (count < 0 || NativeShareBatch.pendingLogs(pollBuffer) > 0) {
+      if (count > 0) {
+        pollBuffer.written(buffer.getInt(BatchLayout.H_BYTES_USED));
+      }
+      if (count < 0 || NativeShareBatch.pendingLogs(buffer) > 0) {
         logs.drain(h);
         logs.drain(0);
       }
-      return count <= 0 ? NativeShareBatch.EMPTY : new NativeShareBatch(pollBuffer);
+      return count <= 0 ? NativeShareBatch.EMPTY : new NativeShareBatch(buffer);
     } finally {
       exit();
     }
-  }
-
-  private void grow(int needed) {
-    int capacity = pollBuffer.capacity();
-    while (capacity < needed) {
-      capacity = capacity > Integer.MAX_VALUE / 2 ? Integer.MAX_VALUE : capacity * 2;
-    }
-    log.debug(
-        "{}: poll buffer grows to {} bytes for a record of {}", description, capacity, needed);
-    DirectBuffers.give(pollBuffer);
-    pollBuffer = DirectBuffers.take(capacity);
   }
 
   @Override
