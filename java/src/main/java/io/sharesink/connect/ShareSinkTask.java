@@ -45,9 +45,10 @@ import org.slf4j.LoggerFactory;
  * closes the engine, which ends the share sessions so unacknowledged records return to the group at
  * once.
  *
- * <p>PAUSE: the runtime stops calling {@code poll()}; the member stays in the group, but locks of
- * records the task holds are not renewed, so they expire (share.record.lock.duration.ms) and go to
- * other members or back to this one after RESUME, a redelivery that at-least-once allows.
+ * <p>PAUSE: the runtime stops calling {@code poll()}; the member stays in the group, and the
+ * driver's lock keeper goes on renewing the records the task holds for up to {@code
+ * share.task.stuck.timeout.ms}, then releases them to other members (or to this one after RESUME),
+ * a redelivery that at-least-once allows.
  */
 public class ShareSinkTask extends SourceTask {
 

@@ -39,8 +39,18 @@ public final class Acknowledgements {
     return ranges.isEmpty();
   }
 
+  /** The number of ranges. */
   public int size() {
     return ranges.size();
+  }
+
+  /** The number of offsets the ranges cover. */
+  public long recordCount() {
+    long count = 0;
+    for (Range range : ranges) {
+      count += range.lastOffset() - range.firstOffset() + 1;
+    }
+    return count;
   }
 
   public void clear() {

@@ -7,9 +7,12 @@ import java.util.List;
  * One share-group member, as the Connect adapter sees it. The adapter knows nothing of the wire
  * protocol: it polls batches and acknowledges offset ranges.
  *
- * <p>Threading: {@link #poll}, {@link #acknowledge}, {@link #acknowledgeSync} and {@link #close}
- * are called from one thread (the Connect task thread). {@link #wakeup} may be called from any
- * thread and makes a blocked {@link #poll} return an empty batch promptly.
+ * <p>Threading: {@link #poll}, {@link #acknowledgeSync} and {@link #close} are called from one
+ * thread (the Connect task thread). {@link #acknowledge} is called from that thread and also from
+ * the driver's lock keeper, to RENEW held records while the task thread is busy in a call that
+ * blocks: implementations must accept it from any thread, and keep the order of acknowledgements
+ * queued from one thread. {@link #wakeup} may be called from any thread and makes a blocked {@link
+ * #poll} return an empty batch promptly.
  */
 public interface ShareConsumerEngine extends AutoCloseable {
 

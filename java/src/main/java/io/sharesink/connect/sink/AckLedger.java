@@ -23,13 +23,17 @@ import org.apache.kafka.common.TopicPartition;
  * <p>Lifecycle of a record: {@link State#READY} (acquired, converted, waiting for a put, or held
  * back by a pause or a put retry) → {@link State#PUT} (a put holding it returned) → {@link
  * State#CONFIRMED} (a later put returned too, so a deferred failure of the first put would have
- * surfaced by now) → ACCEPT once preCommit covers it. {@link State#REJECTING} waits for an errant
- * record's DLQ write; the record is REJECTed when that completes. Acknowledged records leave; so do
- * records whose lock ran out before they could be acknowledged ({@link #forgetExpired}), without
- * any acknowledgement.
+ * surfaced by now). Independently, a record becomes <em>flushed</em> once a preCommit covers it
+ * (see {@link #committed}); a record both confirmed and flushed is ACCEPTed. {@link
+ * State#REJECTING} waits for an errant record's DLQ write; the record is REJECTed when that
+ * completes. Acknowledged records leave; so do records whose lock ran out before they could be
+ * acknowledged ({@link #forgetExpired}), without any acknowledgement.
  *
- * <p>The driver's task thread owns it. Its methods are synchronized only so that a task's errant
- * record reporter, which may run on any thread, can look a held record up ({@link #attachment}).
+ * <p>The driver's task thread makes the decisions; the lock keeper renews (and, past its bound,
+ * releases) from its own thread, and a task's errant record reporter looks held records up from any
+ * thread ({@link #attachment}). So every method is synchronized, and a decision is sent to the
+ * engine while this ledger's monitor is held ({@link Acknowledger}), so that a RENEW never reaches
+ * the engine after the ACCEPT of the same record.
  */
 public final class AckLedger {
 
@@ -54,6 +58,20 @@ public final class AckLedger {
     long lockDeadlineMs;
     State state = State.READY;
     long putSequence = -1;
+
+    /**
+     * The highest offset of this partition put before this record (by the current task instance),
+     * -1 when none: a preCommit's offset covers the record only when it is above this too, see
+     * {@link AckLedger#committed}.
+     */
+    long priorMaxPutOffset = -1;
+
+    /** A preCommit called after this record's put returned said the sink has it. */
+    boolean flushed;
+
+    /** When an accept scan first found it acceptable (waiting for its range), -1 before. */
+    long acceptableSinceMs = -1;
+
     Object attachment;
 
     Entry(
@@ -83,6 +101,11 @@ public final class AckLedger {
       return state;
     }
 
+    /** Whether a preCommit called after this record's put covered it. */
+    public boolean flushed() {
+      return flushed;
+    }
+
     public int deliveryCount() {
       return deliveryCount;
     }
@@ -105,11 +128,11 @@ public final class AckLedger {
   private static final class PartitionLedger {
     final NavigableMap<Long, Entry> entries = new TreeMap<>();
 
-    /** Highest offset put (original coordinates), -1 when none yet. */
+    /** Highest offset put (original coordinates) to the current task instance, -1 when none. */
     long maxPutOffset = -1;
 
-    /** Offset below which preCommit said records are flushed; -1 when nothing yet. */
-    long committedOffset = -1;
+    /** Highest offset of a held flushed record, -1 when none: where accept scans may stop. */
+    long maxFlushedOffset = -1;
 
     /** Highest offset acquired, -1 when none yet: a range is whole once its end is reached. */
     long maxAcquiredOffset = -1;
@@ -227,15 +250,32 @@ public final class AckLedger {
       if (entry.state != State.READY) {
         continue; // reported as errant during the put: the reject decision stands
       }
-      entry.state = State.PUT;
-      entry.putSequence = putSequence;
-      unconfirmed.add(entry);
       if (entry.partition != ledgerKey) { // records of a run share one key instance
         ledgerKey = entry.partition;
         ledger = partitions.get(ledgerKey);
       }
+      if (ledger == null || ledger.entries.get(entry.offset) != entry) {
+        continue; // released (the lock keeper's bound) or forgotten while the put ran
+      }
+      entry.state = State.PUT;
+      entry.putSequence = putSequence;
+      entry.priorMaxPutOffset = ledger.maxPutOffset;
+      unconfirmed.add(entry);
       ledger.maxPutOffset = Math.max(ledger.maxPutOffset, entry.offset);
     }
+  }
+
+  /** Held records put to the task and not yet covered by a preCommit. */
+  public synchronized int awaitingCommit() {
+    int count = 0;
+    for (PartitionLedger ledger : partitions.values()) {
+      for (Entry entry : ledger.entries.values()) {
+        if (!entry.flushed && (entry.state == State.PUT || entry.state == State.CONFIRMED)) {
+          count++;
+        }
+      }
+    }
+    return count;
   }
 
   /** Whether any record waits for a following put to confirm it. */
@@ -264,11 +304,14 @@ public final class AckLedger {
         if (entry.state == State.PUT || entry.state == State.CONFIRMED) {
           entry.state = State.READY;
           entry.putSequence = -1;
+          entry.priorMaxPutOffset = -1;
+          entry.flushed = false;
+          entry.acceptableSinceMs = -1;
           reset.add(entry);
         }
       }
       ledger.maxPutOffset = -1;
-      ledger.committedOffset = -1;
+      ledger.maxFlushedOffset = -1;
     }
     return reset;
   }
@@ -289,12 +332,33 @@ public final class AckLedger {
   }
 
   /**
-   * Applies what preCommit returned for the offsets it was given. Offsets above what was passed,
-   * and partitions that were not passed, are ignored, as the Connect runtime does. Returns the
-   * partitions whose returned offset was ignored for being too high.
+   * Applies what a preCommit returned for the offsets it was given ({@code passed}, from {@link
+   * #currentOffsets}); {@code lastPutSequence} is the sequence of the last put that had returned
+   * when preCommit was called. Offsets above what was passed, and partitions that were not passed,
+   * are ignored, as the Connect runtime does. Returns the partitions whose returned offset was
+   * ignored for being too high.
+   *
+   * <p>A returned offset X for a partition covers (marks flushed) a held record of it only when
+   *
+   * <ul>
+   *   <li>its put returned before preCommit was called ({@code putSequence <= lastPutSequence}): a
+   *       preCommit result says nothing of records the sink had not been given;
+   *   <li>its offset is below X; and
+   *   <li>no record of the partition with an offset of X or more was put before it. Under the sink
+   *       runtime a partition's records arrive in offset order, so X also marks a position in the
+   *       stream the task saw, and a sink may compute X from that position (an S3-style sink
+   *       returns the first offset of the file it has not written yet). A share group delivers a
+   *       partition out of order (a record released by another member comes back after higher
+   *       ones), so a record put after a higher one lies beyond that position even when its offset
+   *       is below X: such a sink has it in the unwritten file.
+   * </ul>
+   *
+   * <p>So a lower offset redelivered after an earlier commit is never ACCEPTed until a preCommit
+   * called after its put covers it, and never by an offset that the task may have derived from
+   * records put before it.
    */
   public synchronized List<TopicPartition> committed(
-      Map<TopicPartition, Long> passed, Map<TopicPartition, Long> returned) {
+      long lastPutSequence, Map<TopicPartition, Long> passed, Map<TopicPartition, Long> returned) {
     List<TopicPartition> ignored = new ArrayList<>();
     returned.forEach(
         (tp, offset) -> {
@@ -307,9 +371,18 @@ public final class AckLedger {
             return;
           }
           PartitionLedger ledger = partitions.get(tp);
-          if (ledger != null && offset > ledger.committedOffset) {
-            ledger.committedOffset = offset;
-            acceptScanDue = true;
+          if (ledger == null) {
+            return;
+          }
+          for (Entry entry : ledger.entries.headMap(offset, false).values()) {
+            if (!entry.flushed
+                && (entry.state == State.PUT || entry.state == State.CONFIRMED)
+                && entry.putSequence <= lastPutSequence
+                && entry.priorMaxPutOffset < offset) {
+              entry.flushed = true;
+              ledger.maxFlushedOffset = Math.max(ledger.maxFlushedOffset, entry.offset);
+              acceptScanDue = true;
+            }
           }
         });
     return ignored;
@@ -322,8 +395,8 @@ public final class AckLedger {
   }
 
   /**
-   * Takes confirmed records below their partition's committed offset as ACCEPT, skipping the
-   * partitions {@code blocked} rejects (those with errant-record writes still outstanding).
+   * Takes records that are both confirmed and flushed (see {@link #committed}) as ACCEPT, skipping
+   * the partitions {@code blocked} rejects (those with errant-record writes still outstanding).
    *
    * <p>Records are taken a whole acquired range at a time: the broker keeps one state for a range
    * acknowledged whole, but splits it into one state per offset (and persists one state batch per
@@ -331,8 +404,8 @@ public final class AckLedger {
    * So a record whose range still has records this ledger holds in another state, or has not
    * received yet, waits for them ({@link #waitingForRange} counts those that could be taken but
    * wait, in ranges whose other held records are all put). It is taken anyway when {@code all} is
-   * set (stop), or when it is due for renewal at {@code nowMs} (see {@link #renewDue}): ACCEPT is
-   * then no dearer than the RENEW it replaces, and the wait stays well inside the lock.
+   * set (stop), or once {@code nowMs} is past its take-by time ({@link #takeByMs}), so the wait
+   * stays well inside the lock.
    */
   public synchronized Acknowledgements takeAccepted(
       Predicate<TopicPartition> blocked, long nowMs, long renewMarginMs, boolean all) {
@@ -346,7 +419,7 @@ public final class AckLedger {
     waitingForRange = 0;
     for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
       PartitionLedger ledger = e.getValue();
-      if (ledger.committedOffset <= 0) {
+      if (ledger.maxFlushedOffset < 0) {
         continue;
       }
       if (blocked.test(e.getKey())) {
@@ -361,9 +434,25 @@ public final class AckLedger {
   }
 
   /**
-   * One partition's part of {@link #takeAccepted}: one pass over the records below the committed
-   * offset, a range at a time (records of one range are adjacent in offset order), and a second
-   * pass over the ranges taken.
+   * The latest time an acceptable {@code entry} waits for the rest of its range: when it would be
+   * due for renewal (an ACCEPT is then no dearer than the RENEW it replaces), and at most a quarter
+   * of its lock after it became acceptable (the lock keeper may renew it meanwhile, which moves the
+   * first bound on).
+   */
+  private static long takeByMs(Entry entry, long renewMarginMs) {
+    return Math.min(
+        renewAtMs(entry, renewMarginMs), entry.acceptableSinceMs + entry.lockDurationMs / 4);
+  }
+
+  /** Whether {@code entry} may be ACCEPTed: confirmed by a later put and flushed. */
+  private static boolean acceptable(Entry entry) {
+    return entry.state == State.CONFIRMED && entry.flushed;
+  }
+
+  /**
+   * One partition's part of {@link #takeAccepted}: one pass over the records up to the end of the
+   * range holding the highest flushed offset, a range at a time (records of one range are adjacent
+   * in offset order), and a second pass over the ranges taken.
    */
   private final class RangeScan {
     private final PartitionLedger ledger;
@@ -376,7 +465,7 @@ public final class AckLedger {
     private int held;
     private int acceptable;
     private boolean allPut;
-    private long renewAt;
+    private long takeBy;
 
     /** [first, last] spans to take, adjacent taken ranges merged (no held record between). */
     private final List<long[]> take = new ArrayList<>();
@@ -399,31 +488,45 @@ public final class AckLedger {
     }
 
     void run() {
+      boolean open = false;
       for (Entry entry : ledger.entries.values()) {
-        if (entry.offset >= ledger.committedOffset) {
-          break; // cheaper than a bounded view, which compares boxed keys at every step
-        }
         if (entry.acquiredLastOffset != end) {
-          decide();
+          if (open) {
+            decide();
+          }
+          if (entry.offset > ledger.maxFlushedOffset) {
+            open = false;
+            break; // no flushed record from here on
+          }
+          open = true;
           first = entry.offset;
           end = entry.acquiredLastOffset;
           held = 0;
           acceptable = 0;
           allPut = true;
-          renewAt = Long.MAX_VALUE;
+          takeBy = Long.MAX_VALUE;
         }
         held++;
-        if (entry.state == State.CONFIRMED) {
+        if (AckLedger.acceptable(entry)) {
           acceptable++;
-          renewAt = Math.min(renewAt, renewAtMs(entry, renewMarginMs));
+          if (entry.acceptableSinceMs < 0) {
+            entry.acceptableSinceMs = nowMs;
+          }
+          takeBy = Math.min(takeBy, takeByMs(entry, renewMarginMs));
         }
         allPut &= entry.state == State.PUT || entry.state == State.CONFIRMED;
       }
-      decide();
+      if (open) {
+        decide();
+      }
       for (long[] span : take) {
-        takeConfirmed(span[0], Math.min(span[1], ledger.committedOffset - 1));
+        takeAcceptable(span[0], span[1]);
       }
       accepted.flush();
+      if (ledger.entries.isEmpty()) {
+        // Otherwise left as an upper bound: a stale one only makes the next scan longer.
+        ledger.maxFlushedOffset = -1;
+      }
     }
 
     /** Whether the range scanned so far is taken; records those that wait for it. */
@@ -442,29 +545,22 @@ public final class AckLedger {
         return false;
       }
       boolean whole = acceptable == held && ledger.maxAcquiredOffset >= end;
-      if (whole && end >= ledger.committedOffset) {
-        // The range runs past the committed offset: whole only if nothing is held beyond it.
-        for (Entry rest : ledger.entries.subMap(ledger.committedOffset, true, end, true).values()) {
-          whole = false;
-          allPut &= rest.state == State.PUT || rest.state == State.CONFIRMED;
-        }
-      }
-      if (whole || all || renewAt <= nowMs) {
+      if (whole || all || takeBy <= nowMs) {
         return true;
       }
       if (allPut) {
         waitingForRange += acceptable;
       }
-      acceptRecheckAtMs = Math.min(acceptRecheckAtMs, renewAt);
+      acceptRecheckAtMs = Math.min(acceptRecheckAtMs, takeBy);
       return false;
     }
 
-    /** Removes the confirmed records of [from, to] and ACCEPTs them, compacted. */
-    private void takeConfirmed(long from, long to) {
+    /** Removes the acceptable records of [from, to] and ACCEPTs them, compacted. */
+    private void takeAcceptable(long from, long to) {
       Iterator<Entry> it = ledger.entries.subMap(from, true, to, true).values().iterator();
       while (it.hasNext()) {
         Entry entry = it.next();
-        if (entry.state != State.CONFIRMED) {
+        if (!AckLedger.acceptable(entry)) {
           continue;
         }
         it.remove();
@@ -521,7 +617,9 @@ public final class AckLedger {
   /**
    * RENEWs every held record whose lock has less than half its duration left at {@code nowMs} (or
    * less than {@code minMarginMs}, when that is larger), and moves its assumed deadline on. The
-   * records stay in the ledger.
+   * records stay in the ledger. A record whose lock is already lost ({@link #lockLost}) is left for
+   * {@link #forgetExpired}: the broker would refuse its RENEW and roll back the rest of the
+   * partition's acknowledgements in that request.
    */
   public synchronized Acknowledgements renewDue(long nowMs, long minMarginMs) {
     Acknowledgements acks = new Acknowledgements();
@@ -532,6 +630,9 @@ public final class AckLedger {
     for (Map.Entry<TopicPartition, PartitionLedger> e : partitions.entrySet()) {
       List<Long> due = new ArrayList<>();
       for (Entry entry : e.getValue().entries.values()) {
+        if (lockLost(entry, nowMs)) {
+          continue;
+        }
         if (renewAtMs(entry, minMarginMs) <= nowMs) {
           due.add(entry.offset);
           entry.lockDeadlineMs = nowMs + entry.lockDurationMs;
@@ -545,9 +646,14 @@ public final class AckLedger {
     return acks;
   }
 
-  /** When {@code entry} is due for renewal: less than half its lock (or the margin) left. */
+  /**
+   * When {@code entry} is due for renewal: less than half its lock (or the margin) left, but never
+   * before a quarter of it has passed, so that a margin as long as the lock does not renew on every
+   * cycle.
+   */
   private static long renewAtMs(Entry entry, long minMarginMs) {
-    return entry.lockDeadlineMs - Math.max(entry.lockDurationMs / 2, minMarginMs);
+    long lock = entry.lockDurationMs;
+    return entry.lockDeadlineMs - Math.min(Math.max(lock / 2, minMarginMs), lock - lock / 4);
   }
 
   /** When {@code entry}'s lock counts as lost, see {@link #lockLost}. */
@@ -610,9 +716,9 @@ public final class AckLedger {
   }
 
   /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */
-  public synchronized long nextRenewalAtMs(long minMarginMs) {
+  public synchronized long nextRenewalAtMs(long nowMs, long minMarginMs) {
     if (minMarginMs == renewCheckMarginMs
-        && renewCheckAtMs > System.currentTimeMillis()
+        && renewCheckAtMs > nowMs
         && renewCheckAtMs != Long.MAX_VALUE) {
       return renewCheckAtMs; // a lower bound: at worst one early wake-up, then exact again
     }
@@ -676,6 +782,39 @@ public final class AckLedger {
       }
     }
     addCompacted(acks, tp, taken, type);
+  }
+
+  /**
+   * {@code topic-partition@first..last#delivery} ranges of some entries, in the order given, for
+   * logs (at most 10 ranges).
+   */
+  static String describe(List<Entry> entries) {
+    StringBuilder out = new StringBuilder();
+    int shown = 0;
+    for (int i = 0; i < entries.size(); ) {
+      Entry first = entries.get(i);
+      int j = i + 1;
+      while (j < entries.size()
+          && entries.get(j).partition().equals(first.partition())
+          && entries.get(j).offset() == entries.get(j - 1).offset() + 1
+          && entries.get(j).deliveryCount() == first.deliveryCount()) {
+        j++;
+      }
+      if (shown++ == 10) {
+        out.append(", ...");
+        break;
+      }
+      out.append(shown == 1 ? "" : ", ")
+          .append(first.partition())
+          .append('@')
+          .append(first.offset());
+      if (j - 1 > i) {
+        out.append("..").append(entries.get(j - 1).offset());
+      }
+      out.append('#').append(first.deliveryCount());
+      i = j;
+    }
+    return out.toString();
   }
 
   /**

@@ -4,6 +4,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.RetriableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -47,16 +48,20 @@ public final class ErrorHandling implements AutoCloseable {
   // read once: execute() runs for every record and stage
   private final long retryTimeoutMs;
   private final long retryMaxDelayMs;
+  private final Time time;
 
   /**
    * @param deadLetterQueue our own DLQ writer, or null when there is none
    * @param brokerWritesDeadLetters the share group's DLQ copies REJECTed records: nothing to write
+   * @param time the clock retries are timed and slept with
    */
   public ErrorHandling(
       SinkDriverConfig config,
       String taskName,
       DeadLetterQueue deadLetterQueue,
-      boolean brokerWritesDeadLetters) {
+      boolean brokerWritesDeadLetters,
+      Time time) {
+    this.time = time;
     this.config = config;
     this.taskName = taskName;
     this.deadLetterQueue = brokerWritesDeadLetters ? null : deadLetterQueue;
@@ -89,7 +94,7 @@ public final class ErrorHandling implements AutoCloseable {
   public <T> T execute(
       ErrorStage stage, Class<?> executingClass, Supplier<T> operation, BooleanSupplier stopping) {
     long retryTimeout = retryTimeoutMs;
-    long start = System.currentTimeMillis();
+    long start = time.milliseconds();
     long deadline = retryTimeout < 0 ? Long.MAX_VALUE : start + retryTimeout;
     int attempt = 0;
     while (true) {
@@ -97,7 +102,7 @@ public final class ErrorHandling implements AutoCloseable {
       try {
         return operation.get();
       } catch (RetriableException e) {
-        long now = System.currentTimeMillis();
+        long now = time.milliseconds();
         if (now >= deadline || stopping.getAsBoolean()) {
           throw new RecordFailedException(stage, executingClass, e);
         }
@@ -108,10 +113,8 @@ public final class ErrorHandling implements AutoCloseable {
           delay = ThreadLocalRandom.current().nextLong(maxDelay);
         }
         delay = Math.min(delay, deadline - now);
-        try {
-          Thread.sleep(Math.max(0, delay));
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
+        time.sleep(Math.max(0, delay));
+        if (Thread.currentThread().isInterrupted()) {
           throw new RecordFailedException(stage, executingClass, e);
         }
       } catch (RuntimeException e) {

@@ -2,8 +2,6 @@ package io.sharesink.connect.sink;
 
 import io.sharesink.connect.sink.AckLedger.Entry;
 import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
-import io.sharesink.connect.sink.ShareSinkTaskContext.ErrantReport;
-import io.sharesink.engine.AckResult;
 import io.sharesink.engine.AckType;
 import io.sharesink.engine.Acknowledgements;
 import io.sharesink.engine.EngineException;
@@ -20,12 +18,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.sink.SinkRecord;
@@ -37,40 +34,36 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Drives an unmodified legacy {@link SinkTask} from a share group, one bounded cycle per {@link
- * #runCycle} call, reproducing what the sink runtime does for the task (see DESIGN.md, "Mapping the
- * sink contract onto a share group"):
+ * #runCycle} call, reproducing what the sink runtime does for the task (docs/architecture.md, "The
+ * sink contract on a share group"):
  *
  * <ul>
- *   <li>poll a batch, convert and transform each record, {@code put} them (or {@code put(empty)} on
- *       idle cycles, since some sinks flush on those), opening new original partitions lazily
- *       before the first put that holds one;
- *   <li>every {@code share.commit.interval.ms}, on {@code requestCommit()}, on demand (once {@code
- *       share.commit.max.records} have been put since the last commit, or when a poll returns
- *       nothing while records put since then are held; at most once per {@code
- *       share.commit.min.interval.ms}) and on stop, call {@code preCommit} with the highest put
- *       offset + 1 per original partition, and ACCEPT the put records below what it returns, but
- *       only once a later put has returned without throwing (a sink may report a write failure on
- *       the next put: Debezium JDBC does);
- *   <li>RENEW every record held between calls into the task before its lock runs out (put and
- *       buffered by the sink until a preCommit covers it, held back by a pause, waiting for a put
- *       retry or a DLQ write), so no delivery attempt is burnt while we hold it;
- *   <li>never renew during a call into the task: renewals run on the task thread, between calls. A
- *       {@code put} (or {@code preCommit}) that blocks for longer than the lock loses every record
- *       the driver holds: each one's lock was last set (acquired or renewed) before the call began,
- *       so the broker hands it to another member at most one lock duration after the call began,
- *       and a stuck task never holds records back from the others for longer;
+ *   <li>poll a batch, convert and transform each record ({@link RecordPipeline}), {@code put} them
+ *       (or {@code put(empty)} on idle cycles, since some sinks flush on those), opening new
+ *       original partitions lazily before the first put that holds one;
+ *   <li>run a commit cycle when {@link CommitSchedule} says so and on stop: {@code preCommit} with
+ *       the highest put offset + 1 per partition; ACCEPT a record only once a preCommit called
+ *       after its put returned covered it ({@link AckLedger#committed}, {@link PreCommitResults})
+ *       and a later put returned without throwing (a sink may report a write failure on the next
+ *       put: Debezium JDBC does);
+ *   <li>keep every held record's lock alive ({@link LockKeeper}): put and buffered by the sink,
+ *       held back by a pause, waiting for a put retry, a restart or a DLQ write, and also while a
+ *       call into the task blocks, up to {@code share.task.stuck.timeout.ms};
  *   <li>forget, without any acknowledgement, held records whose lock has run out (or has less than
- *       a second left) when the task returns, or that arrive that late: the broker refuses
- *       acknowledgements of records this member no longer holds (INVALID_RECORD_STATE) and rolls
- *       back every other acknowledgement of the same partition in that request, so one stale ACCEPT
- *       or RENEW would undo the good ones; they are not put (again) either;
+ *       a second left) anyway: the broker refuses acknowledgements of records this member no longer
+ *       holds (INVALID_RECORD_STATE) and rolls back every other acknowledgement of the same
+ *       partition in that request, so one stale ACCEPT or RENEW would undo the good ones;
  *   <li>REJECT records that fail conversion or transformation under {@code errors.tolerance=all},
- *       or that the task reports as errant, after their DLQ write is acknowledged; RELEASE what is
- *       left at stop.
+ *       or that the task reports as errant, after their DLQ write is acknowledged ({@link
+ *       ErrantRecords}); restart a failing legacy task in place ({@link LegacyTaskHost}); RELEASE
+ *       what is left at stop.
  * </ul>
  *
+ * <p>Time comes from the given {@link Time}, so tests run the driver on a mock clock.
+ *
  * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine (the
- * Connect task thread); {@link #wakeup} may be called from any thread.
+ * Connect task thread); {@link #wakeup} may be called from any thread; the lock keeper renews from
+ * its own thread through the engine's thread-safe {@code acknowledge}.
  */
 public final class ShareSinkDriver {
 
@@ -79,45 +72,43 @@ public final class ShareSinkDriver {
   /** How long stop() waits for DLQ writes and synchronous acknowledgements. */
   private static final Duration STOP_TIMEOUT = Duration.ofSeconds(5);
 
+  /** How often the driver wakes up to check DLQ writes while some are outstanding. */
+  private static final long ERRANT_CHECK_MS = 100;
+
   /** An acquired, converted record waiting for a put; {@code record} null = dropped by an SMT. */
   private record Pending(Entry entry, SinkRecord record) {}
 
-  /** A put that threw RetriableException: the same records go again at {@code retryAtMs}. */
-  private record RetryBatch(List<Pending> items, List<SinkRecord> records, long retryAtMs) {}
+  /**
+   * A put that threw RetriableException: the same records go again at {@code retryAtMs}; {@code
+   * failingSinceMs} is when the first put of them failed.
+   */
+  private record RetryBatch(
+      List<Pending> items, List<SinkRecord> records, long retryAtMs, long failingSinceMs) {}
 
-  /** A record waiting for its DLQ write before it is REJECTed. */
-  private record ErrantWait(Entry entry, CompletableFuture<Void> written) {}
-
-  /** The legacy task instance; replaced when it is restarted in place. */
-  private SinkTask task;
-
-  private ClassLoader taskLoader;
   private final ShareSinkTaskContext context;
   private final ShareConsumerEngine engine;
   private final RecordPipeline pipeline;
   private final ErrorHandling errors;
   private final SinkDriverConfig config;
   private final String taskName;
+  private final Time time;
 
   private final AckLedger ledger = new AckLedger();
-  private final List<Pending> ready = new ArrayList<>();
-  private final Map<TopicPartition, List<ErrantWait>> errantWaits = new LinkedHashMap<>();
   private final SinkDriverMetrics metrics = new SinkDriverMetrics();
+  private final Acknowledger acknowledger;
+  private final LockKeeper keeper;
+  private final KeeperTimer.Scheduled keeperTicks;
+  private final LegacyTaskHost host;
+  private final CommitSchedule commits;
+  private final PreCommitResults preCommitResults;
+  private final ErrantRecords errants = new ErrantRecords();
+  private final List<Pending> ready = new ArrayList<>();
 
   private RetryBatch retry;
   private long putSequence;
-  private long nextCommitAtMs;
-  private long lastCommitAtMs = Long.MIN_VALUE / 2;
-
-  /** Records put (without throwing) since the last commit cycle: the on-demand triggers' count. */
-  private long putSinceCommit;
-
-  private boolean lastPollEmpty;
 
   /** A commit covered records of the last put: poll without waiting, so a put confirms them. */
   private boolean confirmSoon;
-
-  private long renewMarginMs;
 
   /** How long the last put ran, for the log line about locks lost meanwhile. */
   private long lastPutMs;
@@ -127,16 +118,11 @@ public final class ShareSinkDriver {
   private boolean lockWarned;
   private volatile boolean stopping;
 
-  /** Restarts of a failed legacy task in place (share.task.restart.*); none unless configured. */
-  private LegacyTaskRestarts restarts = LegacyTaskRestarts.disabled();
-
-  /** The legacy task instance was stopped after a failure; the next one is not started yet. */
-  private boolean legacyTaskDown;
-
   /**
    * @param task a started legacy task, initialized with {@code context}
    * @param context the context the task was initialized with
-   * @param engine one share-group member, subscribed; owned (and closed) by the caller
+   * @param engine one share-group member, subscribed; owned (and closed) by the caller; its {@code
+   *     acknowledge} must be callable from the keeper's thread
    * @param keyConverter configured key converter
    * @param valueConverter configured value converter
    * @param headerConverter configured header converter
@@ -146,6 +132,8 @@ public final class ShareSinkDriver {
    * @param errors error logging and DLQ (the same instance the context was built with)
    * @param internalRecords hand the task the runtime's InternalSinkRecord when it is reachable
    * @param taskName for logs, e.g. {@code orders-to-pg-3}
+   * @param time the clock
+   * @param keeperTimer runs the lock keeper off the task thread
    */
   public ShareSinkDriver(
       SinkTask task,
@@ -158,9 +146,9 @@ public final class ShareSinkDriver {
       SinkDriverConfig config,
       ErrorHandling errors,
       boolean internalRecords,
-      String taskName) {
-    this.task = Objects.requireNonNull(task, "task");
-    this.taskLoader = LoaderSwap.loaderOf(task);
+      String taskName,
+      Time time,
+      KeeperTimer keeperTimer) {
     this.context = Objects.requireNonNull(context, "context");
     this.engine = Objects.requireNonNull(engine, "engine");
     this.pipeline =
@@ -169,21 +157,30 @@ public final class ShareSinkDriver {
     this.errors = errors;
     this.config = config;
     this.taskName = taskName;
-    this.nextCommitAtMs = System.currentTimeMillis() + config.commitIntervalMs();
-    context.taskClass = task.getClass();
+    this.time = Objects.requireNonNull(time, "time");
+    this.acknowledger = new Acknowledger(ledger, engine, metrics, taskName);
+    this.keeper =
+        new LockKeeper(ledger, acknowledger, time, config.taskStuckTimeoutMs(), metrics, taskName);
+    this.host = new LegacyTaskHost(task, context, keeper, time, metrics, taskName);
+    this.commits = new CommitSchedule(config, time.milliseconds());
+    this.preCommitResults = new PreCommitResults(config, taskName);
     context.held = (partition, offset) -> (RawRecord) ledger.attachment(partition, offset);
+    this.keeperTicks = keeperTimer.every(LockKeeper.TICK_MS, keeper::tick);
     log.info(
-        "{}: driving {} from a share group (commit every {} ms or {} records put, {} records)",
+        "{}: driving {} from a share group (commit every {} ms or {} records put, {} records;"
+            + " empty preCommit: {}; a stuck task's records are renewed for {} ms)",
         taskName,
         task.getClass().getName(),
         config.commitIntervalMs(),
         config.commitMaxRecords(),
-        pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord");
+        pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord",
+        config.acceptOnEmptyPreCommit() ? "accept" : "hold",
+        config.taskStuckTimeoutMs());
   }
 
   /** Restart a failed legacy task in place under this policy (set before the first cycle). */
   void restartWith(LegacyTaskRestarts restarts) {
-    this.restarts = Objects.requireNonNull(restarts, "restarts");
+    host.restartWith(restarts);
   }
 
   /** The context the task was initialized with. */
@@ -200,6 +197,27 @@ public final class ShareSinkDriver {
     return ledger.size();
   }
 
+  /** The state behind the held records, for a failing test's message. */
+  String describeForTests() {
+    return "ready="
+        + ready.size()
+        + " retry="
+        + (retry == null ? 0 : retry.items.size())
+        + " down="
+        + host.down()
+        + " paused="
+        + context.anyPaused()
+        + " "
+        + ledger.entries(AckLedger.State.READY).size()
+        + " READY, "
+        + ledger.entries(AckLedger.State.PUT).size()
+        + " PUT, "
+        + ledger.entries(AckLedger.State.CONFIRMED).size()
+        + " CONFIRMED, "
+        + ledger.awaitingCommit()
+        + " awaiting a commit";
+  }
+
   /**
    * Runs one bounded cycle: poll for up to {@code maxPoll} (less when a commit, a put retry or a
    * lock renewal is due sooner), convert, put, maybe commit, acknowledge. Throws {@link
@@ -214,28 +232,30 @@ public final class ShareSinkDriver {
       throw new IllegalStateException(taskName + ": driver is stopped");
     }
     // A cycle can take up to maxPoll plus a put; renew with at least twice that to spare.
-    renewMarginMs = Math.max(renewMarginMs, 2 * maxPoll.toMillis());
+    keeper.renewMargin(2 * maxPoll.toMillis());
     try {
-      collectErrantReports();
+      errants.collect(context.reports, ledger);
       ShareBatch batch = pollEngine(maxPoll);
-      lastPollEmpty = batch.size() == 0;
+      commits.polled(batch.size() == 0);
       acquire(batch);
       forgetExpiredLocks();
-      if (awaitingRestart()) {
+      if (host.down() && !restartIfDue()) {
         // No instance to put to or commit with: hold (and renew) everything until the next one.
-        collectErrantReports();
+        errants.collect(context.reports, ledger);
         acknowledge(false);
+        keeper.cycled();
         return;
       }
       deliver();
-      long now = System.currentTimeMillis();
-      if (context.takeCommitRequest()
-          || now >= nextCommitAtMs
-          || (commitWanted() && now >= lastCommitAtMs + config.commitMinIntervalMs())) {
+      // A failed put may have stopped the instance (restart in place): no preCommit on it.
+      if (!host.down()
+          && commits.due(
+              time.milliseconds(), context.takeCommitRequest(), ledger.waitingForRange())) {
         commit(false);
       }
-      collectErrantReports();
+      errants.collect(context.reports, ledger);
       acknowledge(false);
+      keeper.cycled();
     } catch (ConnectException e) {
       throw fail(e);
     } catch (RuntimeException e) {
@@ -261,9 +281,9 @@ public final class ShareSinkDriver {
     }
     stopped = true;
     stopping = true;
-    boolean live = !legacyTaskDown;
+    boolean live = !host.down();
     try {
-      collectErrantReports();
+      errants.collect(context.reports, ledger);
       if (live && failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
         try {
           put(List.of(), List.of());
@@ -274,22 +294,19 @@ public final class ShareSinkDriver {
       if (live) {
         commit(true);
       }
-      awaitErrantWrites(STOP_TIMEOUT);
-      collectErrantReports();
+      errants.awaitAll(STOP_TIMEOUT);
+      errants.collect(context.reports, ledger);
       acknowledge(true);
     } catch (RuntimeException e) {
       log.error("{}: final commit failed", taskName, e);
     } finally {
       if (live) {
-        closePartitions();
+        host.closeOpened();
       }
       releaseAll();
+      keeperTicks.close();
       if (live) {
-        try {
-          LoaderSwap.run(taskLoader, task::stop);
-        } catch (RuntimeException e) {
-          log.error("{}: task stop failed", taskName, e);
-        }
+        host.stopTask();
       }
       pipeline.close();
       errors.close();
@@ -315,43 +332,26 @@ public final class ShareSinkDriver {
         m.recordsRejected());
   }
 
-  /**
-   * Whether an on-demand commit is wanted: enough records put since the last commit to use up a
-   * good part of the broker's in-flight window, a poll that returned nothing (window used up, or
-   * topic drained), or accepts waiting for the rest of their acquired range (see {@link
-   * AckLedger#takeAccepted}) while records put since the last commit are held. The put that
-   * preceded the commit confirms what it covers except the last put's records, which the next put
-   * (a {@code put(empty)} on an idle cycle) confirms; they are ACCEPTed then.
-   */
-  private boolean commitWanted() {
-    int max = config.commitMaxRecords();
-    return max > 0
-        && putSinceCommit > 0
-        && (lastPollEmpty || putSinceCommit >= max || ledger.waitingForRange() > 0);
-  }
-
   private long pollTimeoutMs(long maxPollMs) {
-    long now = System.currentTimeMillis();
-    long until = Math.min(maxPollMs, nextCommitAtMs - now);
+    long now = time.milliseconds();
     if (confirmSoon && retry == null) {
       // Records a commit covered wait for a later put to confirm them before they are ACCEPTed;
       // they may be the whole in-flight window, so put (records or empty) without delay.
       return 0;
     }
-    if (commitWanted()) {
-      // Held back only by share.commit.min.interval.ms: wake up for it rather than wait for
-      // records the exhausted window will not lend.
-      until = Math.min(until, lastCommitAtMs + config.commitMinIntervalMs() - now);
+    long until = maxPollMs;
+    if (host.down()) {
+      // No commit while the task is down (an overdue one must not make every poll return at once).
+      until = Math.min(until, host.restartAtMs() - now);
+    } else {
+      until = Math.min(until, commits.msUntilDue(now, ledger.waitingForRange()));
     }
     if (retry != null) {
       until = Math.min(until, retry.retryAtMs - now);
     }
-    if (legacyTaskDown) {
-      until = Math.min(until, restarts.restartAtMs() - now);
-    }
-    until = Math.min(until, ledger.nextRenewalAtMs(renewMarginMs) - now);
-    if (!errantWaits.isEmpty()) {
-      until = Math.min(until, 100); // check DLQ writes soon
+    until = Math.min(until, ledger.nextRenewalAtMs(now, keeper.renewMarginMs()) - now);
+    if (!errants.isEmpty()) {
+      until = Math.min(until, ERRANT_CHECK_MS);
     }
     return Math.max(0, until);
   }
@@ -366,75 +366,21 @@ public final class ShareSinkDriver {
         throw e;
       }
       log.warn("{}: transient share consumer error; retrying next cycle", taskName, e);
-      return EmptyBatch.INSTANCE;
-    }
-  }
-
-  /** No records. */
-  private enum EmptyBatch implements ShareBatch {
-    INSTANCE;
-
-    @Override
-    public int size() {
-      return 0;
-    }
-
-    @Override
-    public String topic(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public int partition(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public long offset(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public long timestamp(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public int timestampType(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public int deliveryCount(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public long lockDeadlineMs(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public byte[] key(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public byte[] value(int i) {
-      throw new IndexOutOfBoundsException(i);
-    }
-
-    @Override
-    public List<Header> headers(int i) {
-      throw new IndexOutOfBoundsException(i);
+      return EmptyShareBatch.INSTANCE;
     }
   }
 
   private void acquire(ShareBatch batch) {
-    long now = System.currentTimeMillis();
+    if (batch.size() == 0) {
+      return;
+    }
+    long now = time.milliseconds();
     List<Entry> redelivered = new ArrayList<>();
+    List<Entry> acquired = new ArrayList<>(batch.size());
     int maxDeliveryCount = 0;
     TopicPartition tp = null;
+    // Every record of the batch enters the ledger before any is converted, so the keeper renews
+    // the whole batch while a converter retries (errors.retry.timeout) on one of them.
     for (int i = 0; i < batch.size(); i++) {
       RawRecord raw = RawRecord.from(batch, i);
       if (tp == null || tp.partition() != raw.partition() || !tp.topic().equals(raw.topic())) {
@@ -461,14 +407,7 @@ public final class ShareSinkDriver {
         maxDeliveryCount = Math.max(maxDeliveryCount, raw.deliveryCount());
       }
       entry.attachment = raw;
-      SinkRecord record;
-      try {
-        record = pipeline.convert(raw, () -> stopping);
-      } catch (RecordFailedException e) {
-        handleConversionFailure(entry, raw, e);
-        continue;
-      }
-      ready.add(new Pending(entry, record));
+      acquired.add(entry);
     }
     metrics.recordsInFlight.set(ledger.size());
     if (!redelivered.isEmpty()) {
@@ -477,7 +416,20 @@ public final class ShareSinkDriver {
           taskName,
           redelivered.size(),
           maxDeliveryCount,
-          describe(redelivered));
+          AckLedger.describe(redelivered));
+    }
+    try (LockKeeper.Call call = keeper.enter("conversion")) {
+      for (Entry entry : acquired) {
+        RawRecord raw = (RawRecord) entry.attachment();
+        SinkRecord record;
+        try {
+          record = pipeline.convert(raw, () -> stopping);
+        } catch (RecordFailedException e) {
+          handleConversionFailure(entry, raw, e);
+          continue;
+        }
+        ready.add(new Pending(entry, record));
+      }
     }
   }
 
@@ -498,18 +450,13 @@ public final class ShareSinkDriver {
   private void handleConversionFailure(Entry entry, RawRecord raw, RecordFailedException e) {
     Throwable cause = e.getCause();
     if (errors.toleranceAll()) {
-      CompletableFuture<Void> written = errors.report(raw, e.stage(), e.executingClass(), cause);
-      ledger.rejecting(entry);
-      errantWaits
-          .computeIfAbsent(entry.partition(), p -> new ArrayList<>())
-          .add(new ErrantWait(entry, written));
+      errants.add(ledger, entry, errors.report(raw, e.stage(), e.executingClass(), cause));
       return;
     }
     errors.logFailure(raw, e.stage(), e.executingClass(), cause);
     // RELEASE, not REJECT: the failure may be ours (a converter misconfigured), and the broker's
     // delivery count limit still archives a record that fails everywhere.
-    Acknowledgements release = ledger.take(List.of(entry), AckType.RELEASE);
-    send(release, false);
+    acknowledger.settle(l -> l.take(List.of(entry), AckType.RELEASE));
     throw new ConnectException(
         "Tolerance exceeded in error handler: "
             + e.stage()
@@ -525,8 +472,13 @@ public final class ShareSinkDriver {
 
   private void deliver() {
     if (retry != null) {
-      if (System.currentTimeMillis() < retry.retryAtMs) {
+      long now = time.milliseconds();
+      if (now < retry.retryAtMs) {
         return; // the backoff: no put, and no put(empty) while the task expects its batch again
+      }
+      if (now - retry.failingSinceMs >= config.taskStuckTimeoutMs()) {
+        giveUpRetry(now);
+        return;
       }
       metrics.putRetries.incrementAndGet();
       put(retry.items, retry.records);
@@ -556,6 +508,29 @@ public final class ShareSinkDriver {
     put(items, records);
   }
 
+  /**
+   * A put has failed with RetriableException for longer than {@code share.task.stuck.timeout.ms}:
+   * its records are released for other members (one delivery attempt each) instead of being held
+   * for ever; the task gets new records next.
+   */
+  private void giveUpRetry(long now) {
+    List<Entry> entries = new ArrayList<>();
+    for (Pending pending : retry.items) {
+      entries.add(pending.entry);
+    }
+    Acknowledgements released = acknowledger.settle(l -> l.take(entries, AckType.RELEASE));
+    metrics.recordsReleasedStuck.addAndGet(released.recordCount());
+    log.warn(
+        "{}: put of {} records has failed with retriable exceptions for {} ms, beyond {}={} ms:"
+            + " releasing them so that other members deliver them",
+        taskName,
+        retry.records.size(),
+        now - retry.failingSinceMs,
+        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
+        config.taskStuckTimeoutMs());
+    retry = null;
+  }
+
   private void openNewPartitions(List<Pending> items) {
     Set<TopicPartition> opened = context.opened();
     Set<TopicPartition> fresh = new LinkedHashSet<>();
@@ -567,28 +542,27 @@ public final class ShareSinkDriver {
       }
       previous = tp;
     }
-    if (fresh.isEmpty()) {
-      return;
+    if (!fresh.isEmpty()) {
+      host.open(fresh);
     }
-    log.debug("{}: opening {}", taskName, fresh);
-    LoaderSwap.run(taskLoader, () -> task.open(new ArrayList<>(fresh)));
-    opened.addAll(fresh);
   }
 
   private void put(List<Pending> items, List<SinkRecord> records) {
     long sequence = ++putSequence;
-    long start = System.nanoTime();
+    long start = time.nanoseconds();
     try {
-      LoaderSwap.run(taskLoader, () -> task.put(new ArrayList<>(records)));
+      host.put(new ArrayList<>(records));
     } catch (RetriableException e) {
       // As the runtime: keep the same SinkRecords, try again after the task's one-shot timeout
       // (or at the next commit when it set none). Their locks are renewed meanwhile.
       long backoff = context.takeTimeout();
-      long now = System.currentTimeMillis();
+      long now = time.milliseconds();
       if (backoff < 0) {
-        backoff = Math.max(0, nextCommitAtMs - now);
+        backoff = Math.max(0, commits.msUntilInterval(now));
       }
-      retry = new RetryBatch(items, records, now + backoff);
+      long failingSince = retry != null ? retry.failingSinceMs : now;
+      retry = new RetryBatch(items, records, now + backoff, failingSince);
+      pruneUnheld();
       log.warn(
           "{}: put of {} records failed with a retriable exception; retrying in {} ms",
           taskName,
@@ -604,39 +578,36 @@ public final class ShareSinkDriver {
       throw new ConnectException(
           taskName
               + ": the task threw an unrecoverable exception from put"
-              + restartsUsed()
+              + host.restartsUsed()
               + "; stopping",
           e);
     } finally {
-      long took = System.nanoTime() - start;
+      long took = time.nanoseconds() - start;
       lastPutMs = TimeUnit.NANOSECONDS.toMillis(took);
       metrics.recordPut(took);
     }
     retry = null;
-    if (restarts.putReturned(sequence)) {
-      log.info("{}: the restarted legacy task is writing again", taskName);
-    }
+    host.putReturned(sequence);
     List<Entry> entries = new ArrayList<>(items.size());
     for (Pending pending : items) {
       entries.add(pending.entry);
     }
     ledger.putReturned(entries, sequence);
-    putSinceCommit += entries.size();
+    commits.put(entries.size());
     confirmSoon = false;
     metrics.recordsPut.addAndGet(records.size());
   }
 
   private void commit(boolean closing) {
-    long start = System.nanoTime();
-    lastCommitAtMs = System.currentTimeMillis();
-    nextCommitAtMs = lastCommitAtMs + config.commitIntervalMs();
-    putSinceCommit = 0;
+    long start = time.nanoseconds();
+    commits.started(time.milliseconds());
     Map<TopicPartition, Long> passed = ledger.currentOffsets(context.opened());
     Map<TopicPartition, OffsetAndMetadata> given = new HashMap<>();
     passed.forEach((tp, offset) -> given.put(tp, new OffsetAndMetadata(offset)));
+    long lastPut = putSequence; // every put so far has returned (or thrown)
     Map<TopicPartition, OffsetAndMetadata> returned;
     try {
-      returned = LoaderSwap.call(taskLoader, () -> task.preCommit(given));
+      returned = host.preCommit(given);
     } catch (RuntimeException e) {
       if (!closing && !stopping && restartInPlace(e, "preCommit", List.of())) {
         return;
@@ -646,38 +617,21 @@ public final class ShareSinkDriver {
       log.error("{}: preCommit failed; releasing records put since the last commit", taskName, e);
       if (!closing) {
         forgetExpiredLocks();
-        Acknowledgements release =
-            ledger.takeAll(
-                entry ->
-                    entry.state() == AckLedger.State.PUT
-                        || entry.state() == AckLedger.State.CONFIRMED,
-                AckType.RELEASE);
-        send(release, false);
+        acknowledger.settle(
+            l ->
+                l.takeAll(
+                    entry ->
+                        entry.state() == AckLedger.State.PUT
+                            || entry.state() == AckLedger.State.CONFIRMED,
+                    AckType.RELEASE));
       }
       return;
     } finally {
-      metrics.recordCommit(System.nanoTime() - start);
+      metrics.recordCommit(time.nanoseconds() - start);
     }
-    if (returned == null || returned.isEmpty()) {
-      if (config.acceptOnEmptyPreCommit()) {
-        ledger.committed(passed, passed);
-      }
-    } else {
-      Map<TopicPartition, Long> returnedOffsets = new HashMap<>();
-      returned.forEach(
-          (tp, offset) -> {
-            if (tp != null && offset != null) {
-              returnedOffsets.put(tp, offset.offset());
-            }
-          });
-      List<TopicPartition> ignored = ledger.committed(passed, returnedOffsets);
-      if (!ignored.isEmpty()) {
-        log.warn(
-            "{}: preCommit returned offsets above those consumed for {}; ignored",
-            taskName,
-            ignored);
-      }
-    }
+    pruneUnheld();
+    preCommitResults.apply(
+        ledger, lastPut, passed, returned, commits.lastPollEmpty() && !ledger.isEmpty());
     ledger.pruneEmptyPartitions(context.opened());
     confirmSoon = !closing && ledger.hasUnconfirmedPuts();
   }
@@ -690,10 +644,28 @@ public final class ShareSinkDriver {
    * records that reach us too late) never produce acknowledgements the broker would refuse.
    */
   private void forgetExpiredLocks() {
-    List<Entry> lost = ledger.forgetExpired(System.currentTimeMillis());
+    List<Entry> lost = ledger.forgetExpired(time.milliseconds());
     if (lost.isEmpty()) {
       return;
     }
+    pruneUnheld();
+    metrics.recordsLockExpired.addAndGet(lost.size());
+    metrics.recordsInFlight.set(ledger.size());
+    log.warn(
+        "{}: {} held records lost their acquisition locks before they could be acknowledged"
+            + " (the last put took {} ms; {}): the broker hands them to other members, so they"
+            + " are neither acknowledged nor put here",
+        taskName,
+        lost.size(),
+        lastPutMs,
+        AckLedger.describe(lost));
+  }
+
+  /**
+   * Drops from the put queue and the put retry the records the ledger no longer holds: forgotten
+   * for an expired lock, or released by the lock keeper while a call was stuck.
+   */
+  private void pruneUnheld() {
     ready.removeIf(pending -> !ledger.holds(pending.entry));
     if (retry != null) {
       List<Pending> items = new ArrayList<>();
@@ -706,84 +678,23 @@ public final class ShareSinkDriver {
           }
         }
       }
-      retry = items.isEmpty() ? null : new RetryBatch(items, records, retry.retryAtMs);
+      retry =
+          items.isEmpty()
+              ? null
+              : new RetryBatch(items, records, retry.retryAtMs, retry.failingSinceMs);
     }
-    metrics.recordsLockExpired.addAndGet(lost.size());
-    metrics.recordsInFlight.set(ledger.size());
-    log.warn(
-        "{}: {} held records lost their acquisition locks before they could be acknowledged"
-            + " (the last put took {} ms; {}): the broker hands them to other members, so they"
-            + " are neither acknowledged nor put here",
-        taskName,
-        lost.size(),
-        lastPutMs,
-        describe(lost));
-  }
-
-  /**
-   * {@code topic-partition@first..last#delivery} ranges of some entries, in the order given, for
-   * logs (at most 10 ranges).
-   */
-  private static String describe(List<Entry> entries) {
-    StringBuilder out = new StringBuilder();
-    int shown = 0;
-    for (int i = 0; i < entries.size(); ) {
-      Entry first = entries.get(i);
-      int j = i + 1;
-      while (j < entries.size()
-          && entries.get(j).partition().equals(first.partition())
-          && entries.get(j).offset() == entries.get(j - 1).offset() + 1
-          && entries.get(j).deliveryCount() == first.deliveryCount()) {
-        j++;
-      }
-      if (shown++ == 10) {
-        out.append(", ...");
-        break;
-      }
-      out.append(shown == 1 ? "" : ", ")
-          .append(first.partition())
-          .append('@')
-          .append(first.offset());
-      if (j - 1 > i) {
-        out.append("..").append(entries.get(j - 1).offset());
-      }
-      out.append('#').append(first.deliveryCount());
-      i = j;
-    }
-    return out.toString();
   }
 
   /**
    * Answers a failure the legacy task threw from {@code where} with a restart in place when the
-   * policy allows one: stops the failed instance ({@code close} of its partitions, {@code stop}),
-   * keeps every held record (their locks are renewed while the task is down) and queues those not
-   * yet ACCEPTed to be put again, before anything newer, to the next instance. Returns false when
-   * the task must fail instead.
+   * policy allows one (see {@link LegacyTaskHost#failed}): keeps every held record (their locks are
+   * renewed while the task is down) and queues those not yet ACCEPTed to be put again, before
+   * anything newer, to the next instance. Returns false when the task must fail instead.
    */
   private boolean restartInPlace(Throwable cause, String where, List<Pending> failedPut) {
-    long backoffMs = restarts.onFailure(cause, System.currentTimeMillis());
-    if (backoffMs < 0) {
+    if (host.failed(cause, where, ledger.size()) < 0) {
       return false;
     }
-    log.warn(
-        "{}: the legacy task threw from {}: {}; restarting it in place in {} ms (restart {} of {}),"
-            + " holding its {} records",
-        taskName,
-        where,
-        cause,
-        backoffMs,
-        restarts.attempts(),
-        restarts.maxAttempts(),
-        ledger.size(),
-        cause);
-    legacyTaskDown = true;
-    closePartitions();
-    try {
-      LoaderSwap.run(taskLoader, task::stop);
-    } catch (RuntimeException e) {
-      log.warn("{}: stop of the failed legacy task failed", taskName, e);
-    }
-    context.resetForNewTask();
     requeueUnaccepted(failedPut);
     return true;
   }
@@ -821,99 +732,27 @@ public final class ShareSinkDriver {
             .thenComparingInt(p -> p.entry.partition().partition())
             .thenComparingLong(p -> p.entry.offset()));
     ready.addAll(0, ordered);
-    putSinceCommit = 0;
+    commits.forgetPuts();
     confirmSoon = false;
   }
 
   /**
-   * Whether the legacy task is down after a failure: true while its restart backoff runs, and when
-   * the next instance failed to start; starts that instance once it is due. Throws when no restart
-   * is left.
+   * The legacy task is down after a failure: starts the next instance once it is due. Returns
+   * whether an instance runs now.
    */
-  private boolean awaitingRestart() {
-    if (!legacyTaskDown) {
-      return false;
-    }
-    if (!restarts.due(System.currentTimeMillis())) {
-      return true;
-    }
-    metrics.taskRestarts.incrementAndGet();
-    SinkTask fresh;
-    try {
-      fresh = restarts.startInstance();
-    } catch (RuntimeException | Error e) {
-      forgetExpiredLocks(); // start() may have outlasted some locks
-      long backoffMs = restarts.onFailure(e, System.currentTimeMillis());
-      if (backoffMs < 0) {
-        throw new ConnectException(
-            taskName
-                + ": the restarted legacy task failed to start"
-                + restartsUsed()
-                + "; stopping",
-            e);
-      }
-      log.warn(
-          "{}: the restarted legacy task failed to start: {}; next restart in {} ms (restart {} of"
-              + " {}), holding {} records",
-          taskName,
-          e,
-          backoffMs,
-          restarts.attempts(),
-          restarts.maxAttempts(),
-          ledger.size(),
-          e);
-      return true;
-    }
+  private boolean restartIfDue() {
+    boolean running = host.startIfDue(putSequence, ledger.size());
     forgetExpiredLocks(); // start() may have outlasted some locks: those are not put again
-    task = fresh;
-    taskLoader = LoaderSwap.loaderOf(fresh);
-    context.taskClass = fresh.getClass();
-    legacyTaskDown = false;
-    restarts.started(putSequence);
-    log.warn(
-        "{}: legacy task restarted in place (restart {} of {}); putting again the {} held records"
-            + " not yet accepted",
-        taskName,
-        restarts.attempts(),
-        restarts.maxAttempts(),
-        ready.size());
-    return false;
-  }
-
-  private String restartsUsed() {
-    int used = restarts.attempts();
-    return used == 0 ? "" : " after " + used + " restarts in place";
-  }
-
-  /** Moves reports made by the task (possibly on its own threads) into the ledger. */
-  private void collectErrantReports() {
-    ErrantReport report;
-    while ((report = context.reports.poll()) != null) {
-      Entry entry = ledger.get(report.partition(), report.offset());
-      if (entry == null || entry.state() == AckLedger.State.REJECTING) {
-        continue; // already acknowledged, or reported twice
-      }
-      ledger.rejecting(entry);
-      errantWaits
-          .computeIfAbsent(entry.partition(), p -> new ArrayList<>())
-          .add(new ErrantWait(entry, report.written()));
+    if (running) {
+      log.warn(
+          "{}: legacy task restarted in place (restart {} of {}); putting again the {} held"
+              + " records not yet accepted",
+          taskName,
+          host.restartAttempts(),
+          host.restartMaxAttempts(),
+          ready.size());
     }
-  }
-
-  private void awaitErrantWrites(Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    for (List<ErrantWait> waits : errantWaits.values()) {
-      for (ErrantWait wait : waits) {
-        try {
-          wait.written.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        } catch (ExecutionException | TimeoutException e) {
-          // Left for acknowledge(): failed writes are released, pending ones too at stop.
-        }
-      }
-    }
+    return running;
   }
 
   /**
@@ -923,73 +762,29 @@ public final class ShareSinkDriver {
    */
   private void acknowledge(boolean sync) {
     forgetExpiredLocks();
-    List<Entry> rejects = new ArrayList<>();
-    List<Entry> failedWrites = new ArrayList<>();
-    Throwable writeFailure = null;
-    for (Iterator<List<ErrantWait>> it = errantWaits.values().iterator(); it.hasNext(); ) {
-      List<ErrantWait> waits = it.next();
-      for (Iterator<ErrantWait> wit = waits.iterator(); wit.hasNext(); ) {
-        ErrantWait wait = wit.next();
-        if (!wait.written.isDone()) {
-          continue;
-        }
-        wit.remove();
-        try {
-          wait.written.join();
-          rejects.add(wait.entry);
-        } catch (RuntimeException e) {
-          failedWrites.add(wait.entry);
-          writeFailure = e.getCause() != null ? e.getCause() : e;
-        }
-      }
-      if (waits.isEmpty()) {
-        it.remove();
-      }
-    }
-    Acknowledgements acks = new Acknowledgements();
-    merge(acks, ledger.take(rejects, AckType.REJECT));
-    merge(acks, ledger.take(failedWrites, AckType.RELEASE));
-    merge(
-        acks,
-        ledger.takeAccepted(
-            errantWaits::containsKey, System.currentTimeMillis(), renewMarginMs, sync));
-    if (!sync) {
-      merge(acks, ledger.renewDue(System.currentTimeMillis(), renewMarginMs));
-    }
-    send(acks, sync);
-    if (writeFailure != null) {
-      throw new ConnectException(
-          taskName + ": could not write errant records to the dead letter queue", writeFailure);
-    }
-  }
-
-  private void send(Acknowledgements acks, boolean sync) {
-    if (acks.isEmpty()) {
-      return;
-    }
-    for (Acknowledgements.Range range : acks.ranges()) {
-      long count = range.lastOffset() - range.firstOffset() + 1;
-      switch (range.type()) {
-        case ACCEPT -> metrics.recordsAccepted.addAndGet(count);
-        case RELEASE -> metrics.recordsReleased.addAndGet(count);
-        case REJECT -> metrics.recordsRejected.addAndGet(count);
-        case RENEW -> metrics.recordsRenewed.addAndGet(count);
-      }
-    }
-    metrics.recordsInFlight.set(ledger.size());
+    ErrantRecords.Finished finished = errants.takeFinished();
+    long now = time.milliseconds();
+    long margin = keeper.renewMarginMs();
+    Function<AckLedger, Acknowledgements> decision =
+        l -> {
+          Acknowledgements acks = new Acknowledgements();
+          merge(acks, l.take(finished.rejects(), AckType.REJECT));
+          merge(acks, l.take(finished.failedWrites(), AckType.RELEASE));
+          merge(acks, l.takeAccepted(errants::blocks, now, margin, sync));
+          if (!sync) {
+            merge(acks, l.renewDue(now, margin));
+          }
+          return acks;
+        };
     if (sync) {
-      for (AckResult result : engine.acknowledgeSync(acks, STOP_TIMEOUT)) {
-        if (!result.ok()) {
-          log.warn(
-              "{}: acknowledgement {} failed: {} {}",
-              taskName,
-              result.range(),
-              result.errorCode(),
-              result.errorMessage());
-        }
-      }
+      acknowledger.settleAndWait(decision, STOP_TIMEOUT);
     } else {
-      engine.acknowledge(acks);
+      acknowledger.settle(decision);
+    }
+    if (finished.failure() != null) {
+      throw new ConnectException(
+          taskName + ": could not write errant records to the dead letter queue",
+          finished.failure());
     }
   }
 
@@ -1003,7 +798,7 @@ public final class ShareSinkDriver {
   private ConnectException fail(ConnectException e) {
     failure = e;
     try {
-      collectErrantReports();
+      errants.collect(context.reports, ledger);
       acknowledge(false);
     } catch (RuntimeException suppressed) {
       e.addSuppressed(suppressed);
@@ -1012,30 +807,16 @@ public final class ShareSinkDriver {
     return e;
   }
 
-  private void closePartitions() {
-    Set<TopicPartition> opened = context.opened();
-    if (opened.isEmpty()) {
-      return;
-    }
-    try {
-      LoaderSwap.run(taskLoader, () -> task.close(new ArrayList<>(opened)));
-    } catch (RuntimeException e) {
-      log.error("{}: task close({}) failed", taskName, opened, e);
-    }
-    opened.clear();
-  }
-
   private void releaseAll() {
     forgetExpiredLocks();
     ready.clear();
     retry = null;
-    errantWaits.clear();
-    Acknowledgements release = ledger.takeAll(entry -> true, AckType.RELEASE);
+    errants.clear();
     try {
-      send(release, true);
+      acknowledger.settleAndWait(l -> l.takeAll(entry -> true, AckType.RELEASE), STOP_TIMEOUT);
     } catch (RuntimeException e) {
       // The engine's close releases them as well.
-      log.warn("{}: could not release {} records", taskName, release.size(), e);
+      log.warn("{}: could not release the {} records held", taskName, ledger.size(), e);
     }
   }
 }

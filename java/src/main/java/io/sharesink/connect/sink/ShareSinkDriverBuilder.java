@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkTask;
 import org.apache.kafka.connect.storage.Converter;
@@ -53,6 +54,9 @@ public final class ShareSinkDriverBuilder {
   private boolean brokerWritesDeadLetters;
   private PluginMetrics pluginMetrics;
   private boolean internalRecords = true;
+  private Supplier<SinkTask> newInstances;
+  private Time time = Time.SYSTEM;
+  private KeeperTimer keeperTimer = KeeperTimer.shared();
 
   /** The legacy task, instantiated (under its own loader) but not initialized or started. */
   public ShareSinkDriverBuilder task(SinkTask task) {
@@ -166,6 +170,30 @@ public final class ShareSinkDriverBuilder {
   }
 
   /**
+   * Makes the instances a restart in place starts (default: the task's class, instantiated by
+   * reflection under its own class loader, as the runtime does).
+   */
+  public ShareSinkDriverBuilder newInstances(Supplier<SinkTask> newInstances) {
+    this.newInstances = newInstances;
+    return this;
+  }
+
+  /** The clock the driver times everything with (default: the system clock). */
+  public ShareSinkDriverBuilder time(Time time) {
+    this.time = Objects.requireNonNull(time, "time");
+    return this;
+  }
+
+  /**
+   * What runs the lock keeper off the task thread (default: the JVM-wide keeper thread); tests pass
+   * one driven by their mock clock.
+   */
+  public ShareSinkDriverBuilder keeperTimer(KeeperTimer keeperTimer) {
+    this.keeperTimer = Objects.requireNonNull(keeperTimer, "keeperTimer");
+    return this;
+  }
+
+  /**
    * Makes a new instance of the task's class for a restart in place: initialized with the same
    * context and started with the same props, under the task's loader; stopped again when its start
    * throws, as the runtime does.
@@ -174,11 +202,15 @@ public final class ShareSinkDriverBuilder {
       ShareSinkTaskContext context, ClassLoader taskLoader) {
     Class<? extends SinkTask> taskClass = task.getClass();
     Map<String, String> props = taskProps;
+    Supplier<SinkTask> instances = newInstances;
     return () -> {
       SinkTask fresh =
           LoaderSwap.call(
               taskLoader,
               () -> {
+                if (instances != null) {
+                  return instances.get();
+                }
                 try {
                   return taskClass.getDeclaredConstructor().newInstance();
                 } catch (InvocationTargetException e) {
@@ -251,7 +283,7 @@ public final class ShareSinkDriverBuilder {
                 connectorName,
                 taskId);
       }
-      errors = new ErrorHandling(config, name, dlq, brokerWritesDeadLetters);
+      errors = new ErrorHandling(config, name, dlq, brokerWritesDeadLetters, time);
     } catch (RuntimeException e) {
       if (transforms != null) {
         transforms.close();
@@ -296,7 +328,9 @@ public final class ShareSinkDriverBuilder {
             config,
             errors,
             internalRecords,
-            name);
+            name,
+            time,
+            keeperTimer);
     driver.restartWith(new LegacyTaskRestarts(config, restarter(context, taskLoader)));
     if (pluginMetrics != null) {
       try {

@@ -29,6 +29,9 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String EMPTY_PRECOMMIT_ACCEPT = "accept";
   public static final String EMPTY_PRECOMMIT_HOLD = "hold";
 
+  public static final String TASK_STUCK_TIMEOUT_MS = "share.task.stuck.timeout.ms";
+  public static final long TASK_STUCK_TIMEOUT_MS_DEFAULT = 15 * 60_000;
+
   public static final String TASK_RESTART_MAX_ATTEMPTS = "share.task.restart.max.attempts";
   public static final int TASK_RESTART_MAX_ATTEMPTS_DEFAULT = 10;
 
@@ -113,23 +116,44 @@ public final class SinkDriverConfig extends AbstractConfig {
           .define(
               EMPTY_PRECOMMIT,
               Type.STRING,
-              EMPTY_PRECOMMIT_ACCEPT,
-              ConfigDef.CaseInsensitiveValidString.in(EMPTY_PRECOMMIT_ACCEPT, EMPTY_PRECOMMIT_HOLD),
-              Importance.LOW,
-              "What an empty map from preCommit means. Under the sink runtime it means 'the task "
-                  + "manages its own offsets': nothing is committed, and the task rewinds with "
-                  + "context.offset() after a restart. Share groups cannot rewind, so that "
-                  + "recovery is gone either way. 'accept' (default): ACCEPT every record whose "
-                  + "put was confirmed by a later put, treating the task as having taken "
-                  + "responsibility for it. 'hold': ACCEPT nothing until preCommit returns "
-                  + "offsets covering the records, renewing their locks meanwhile; for tasks that "
-                  + "return an empty map until they have written their buffer. With 'hold', a "
-                  + "task that always returns an empty map stalls once the broker's in-flight "
-                  + "limit is reached.",
+              EMPTY_PRECOMMIT_HOLD,
+              ConfigDef.CaseInsensitiveValidString.in(EMPTY_PRECOMMIT_HOLD, EMPTY_PRECOMMIT_ACCEPT),
+              Importance.MEDIUM,
+              "What an empty (or null) map from preCommit means. Under the sink runtime it "
+                  + "commits nothing: sinks that write files (S3, GCS, HDFS) return one while they "
+                  + "buffer records they have not written yet. 'hold' (default): ACCEPT nothing; "
+                  + "the records stay held, their locks renewed, until a preCommit returns offsets "
+                  + "covering them. A task that keeps returning empty maps stalls once the "
+                  + "broker's in-flight window (share.partition.max.record.locks) is full; that is "
+                  + "logged once per task as a warning naming this setting. 'accept': treat an "
+                  + "empty map as covering every record put before the call (once a later put has "
+                  + "returned), for tasks that write every record inside put and manage their own "
+                  + "offsets; a task that buffers would lose what it buffered in a crash.",
               SHARE_GROUP,
               4,
               Width.SHORT,
               "Empty preCommit policy")
+          .define(
+              TASK_STUCK_TIMEOUT_MS,
+              Type.LONG,
+              TASK_STUCK_TIMEOUT_MS_DEFAULT,
+              ConfigDef.Range.atLeast(1_000),
+              Importance.MEDIUM,
+              "How long the records a task holds stay renewed while the task makes no progress: "
+                  + "while one call into the legacy task (put, preCommit/flush, open, close, "
+                  + "start of a restarted instance, a converter retrying under "
+                  + "errors.retry.timeout) keeps running, or while one put keeps failing with "
+                  + "RetriableException. Meanwhile every held record's acquisition lock is renewed "
+                  + "from a thread of its own, so a downstream outage (a database down, a sink "
+                  + "retrying inside put) burns no delivery attempt and loses nothing, however "
+                  + "short the group's share.record.lock.duration.ms. Past this bound the records "
+                  + "are RELEASEd so that other members deliver them (each release costs one "
+                  + "delivery attempt), and a stuck task no longer holds them. The default (15 "
+                  + "minutes) rides out a 10-minute outage without a single redelivery.",
+              SHARE_GROUP,
+              5,
+              Width.SHORT,
+              "Stuck task timeout (ms)")
           .define(
               TASK_RESTART_MAX_ATTEMPTS,
               Type.INT,
@@ -281,6 +305,11 @@ public final class SinkDriverConfig extends AbstractConfig {
   /** True when an empty preCommit result ACCEPTs everything confirmed. */
   public boolean acceptOnEmptyPreCommit() {
     return EMPTY_PRECOMMIT_ACCEPT.equals(getString(EMPTY_PRECOMMIT).toLowerCase(Locale.ROOT));
+  }
+
+  /** How long a stuck call or a failing put keeps its records renewed before they are released. */
+  public long taskStuckTimeoutMs() {
+    return getLong(TASK_STUCK_TIMEOUT_MS);
   }
 
   /** Restarts in a row of a failed legacy task before the Connect task fails; 0 = none. */

@@ -35,7 +35,8 @@ public final class SinkDriverMetrics {
       double commitLatencyAvgMs,
       double commitLatencyMaxMs,
       long recordsInFlight,
-      long recordsLockExpired) {}
+      long recordsLockExpired,
+      long recordsReleasedStuck) {}
 
   final AtomicLong recordsPolled = new AtomicLong();
   final AtomicLong recordsPut = new AtomicLong();
@@ -46,6 +47,12 @@ public final class SinkDriverMetrics {
 
   /** Held records forgotten because their lock ran out before they could be acknowledged. */
   final AtomicLong recordsLockExpired = new AtomicLong();
+
+  /**
+   * Held records released because the task was stuck (one call, or one failing put, longer than
+   * share.task.stuck.timeout.ms).
+   */
+  final AtomicLong recordsReleasedStuck = new AtomicLong();
 
   final AtomicLong redeliveries = new AtomicLong();
   final AtomicLong duplicatesIgnored = new AtomicLong();
@@ -103,6 +110,7 @@ public final class SinkDriverMetrics {
     gauges.put("share-records-rejected-total", recordsRejected::get);
     gauges.put("share-records-renewed-total", recordsRenewed::get);
     gauges.put("share-records-lock-expired-total", recordsLockExpired::get);
+    gauges.put("share-records-released-stuck-total", recordsReleasedStuck::get);
     gauges.put("share-redeliveries-total", redeliveries::get);
     gauges.put("share-put-retries-total", putRetries::get);
     gauges.put("share-task-restarts-total", taskRestarts::get);
@@ -140,6 +148,7 @@ public final class SinkDriverMetrics {
         commit.avgMs(),
         commit.maxMs(),
         recordsInFlight.get(),
-        recordsLockExpired.get());
+        recordsLockExpired.get(),
+        recordsReleasedStuck.get());
   }
 }

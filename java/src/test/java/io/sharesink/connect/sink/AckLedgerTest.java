@@ -24,6 +24,20 @@ class AckLedgerTest {
 
   private final AckLedger ledger = new AckLedger();
 
+  /** The sequence of the last put that returned, as the driver passes it to committed(). */
+  private long lastPut;
+
+  private void putReturned(List<AckLedger.Entry> entries, long sequence) {
+    ledger.putReturned(entries, sequence);
+    lastPut = sequence;
+  }
+
+  /** A preCommit called now (after every put so far) returned {@code returned}. */
+  private List<TopicPartition> committed(
+      Map<TopicPartition, Long> passed, Map<TopicPartition, Long> returned) {
+    return ledger.committed(lastPut, passed, returned);
+  }
+
   private List<AckLedger.Entry> acquire(TopicPartition tp, long from, long to, long nowMs) {
     List<AckLedger.Entry> entries = new ArrayList<>();
     for (long offset = from; offset <= to; offset++) {
@@ -43,10 +57,10 @@ class AckLedgerTest {
 
   /** Puts {@code entries}, confirms them with a put(empty) and commits everything put. */
   private void putConfirmAndCommit(List<AckLedger.Entry> entries, long sequence) {
-    ledger.putReturned(entries, sequence);
-    ledger.putReturned(List.of(), sequence + 1);
+    putReturned(entries, sequence);
+    putReturned(List.of(), sequence + 1);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0, TP1));
-    ledger.committed(passed, passed);
+    committed(passed, passed);
   }
 
   private static Range range(TopicPartition tp, long first, long last, AckType type) {
@@ -84,16 +98,16 @@ class AckLedgerTest {
   @Test
   void acceptsOnlyRecordsConfirmedByALaterPutAndCoveredByPreCommit() {
     List<AckLedger.Entry> first = acquire(TP0, 0, 9, 0);
-    ledger.putReturned(first, 1);
+    putReturned(first, 1);
     assertTrue(ledger.hasUnconfirmedPuts());
 
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
     assertEquals(Map.of(TP0, 10L), passed);
-    ledger.committed(passed, passed);
+    committed(passed, passed);
     // preCommit covers them, but no later put has returned: a deferred failure could still come.
     assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
 
-    ledger.putReturned(List.of(), 2); // put(empty) returned without throwing
+    putReturned(List.of(), 2); // put(empty) returned without throwing
     assertFalse(ledger.hasUnconfirmedPuts());
     assertEquals(
         List.of(range(TP0, 0, 9, AckType.ACCEPT)),
@@ -103,10 +117,10 @@ class AckLedgerTest {
 
   @Test
   void acceptsOnlyBelowTheReturnedOffset() {
-    ledger.putReturned(acquire(TP0, 0, 9, 0), 1);
-    ledger.putReturned(List.of(), 2);
+    putReturned(acquire(TP0, 0, 9, 0), 1);
+    putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
-    ledger.committed(passed, Map.of(TP0, 4L)); // the sink flushed 0..3 only
+    committed(passed, Map.of(TP0, 4L)); // the sink flushed 0..3 only
     assertEquals(
         List.of(range(TP0, 0, 3, AckType.ACCEPT)),
         ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
@@ -115,10 +129,10 @@ class AckLedgerTest {
 
   @Test
   void ignoresReturnedOffsetsAboveWhatWasPassedAndUnknownPartitions() {
-    ledger.putReturned(acquire(TP0, 0, 4, 0), 1);
-    ledger.putReturned(List.of(), 2);
+    putReturned(acquire(TP0, 0, 4, 0), 1);
+    putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
-    List<TopicPartition> ignored = ledger.committed(passed, Map.of(TP0, 99L, TP1, 3L));
+    List<TopicPartition> ignored = committed(passed, Map.of(TP0, 99L, TP1, 3L));
     assertEquals(List.of(TP0), ignored);
     assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
     assertEquals(5, ledger.size());
@@ -126,19 +140,19 @@ class AckLedgerTest {
 
   @Test
   void currentOffsetsLeaveOutPartitionsNotOpened() {
-    ledger.putReturned(acquire(TP0, 0, 1, 0), 1);
-    ledger.putReturned(acquire(TP1, 7, 8, 0), 1);
+    putReturned(acquire(TP0, 0, 1, 0), 1);
+    putReturned(acquire(TP1, 7, 8, 0), 1);
     assertEquals(Map.of(TP1, 9L), ledger.currentOffsets(Set.of(TP1)));
     assertEquals(Map.of(TP0, 2L, TP1, 9L), ledger.currentOffsets(Set.of(TP0, TP1)));
   }
 
   @Test
   void blockedPartitionsWaitForTheirErrantWrites() {
-    ledger.putReturned(acquire(TP0, 0, 2, 0), 1);
-    ledger.putReturned(acquire(TP1, 0, 2, 0), 1);
-    ledger.putReturned(List.of(), 2);
+    putReturned(acquire(TP0, 0, 2, 0), 1);
+    putReturned(acquire(TP1, 0, 2, 0), 1);
+    putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0, TP1));
-    ledger.committed(passed, passed);
+    committed(passed, passed);
     Acknowledgements acks = ledger.takeAccepted(tp -> tp.equals(TP1), 0, 0, false);
     assertEquals(List.of(range(TP0, 0, 2, AckType.ACCEPT)), acks.ranges());
     assertEquals(
@@ -149,12 +163,12 @@ class AckLedgerTest {
   @Test
   void anErrantRecordIsRejectedAloneAndSplitsTheAcceptedRanges() {
     List<AckLedger.Entry> entries = acquire(TP0, 0, 5, 0);
-    ledger.putReturned(entries, 1);
+    putReturned(entries, 1);
     AckLedger.Entry bad = ledger.get(TP0, 3);
     ledger.rejecting(bad);
-    ledger.putReturned(List.of(), 2);
+    putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
-    ledger.committed(passed, passed);
+    committed(passed, passed);
     assertEquals(
         List.of(range(TP0, 0, 2, AckType.ACCEPT), range(TP0, 4, 5, AckType.ACCEPT)),
         ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
@@ -168,7 +182,7 @@ class AckLedgerTest {
   void aRecordReportedDuringItsPutIsNotMarkedPut() {
     List<AckLedger.Entry> entries = acquire(TP0, 0, 1, 0);
     ledger.rejecting(entries.get(1));
-    ledger.putReturned(entries, 1);
+    putReturned(entries, 1);
     assertEquals(AckLedger.State.PUT, entries.get(0).state());
     assertEquals(AckLedger.State.REJECTING, entries.get(1).state());
   }
@@ -205,7 +219,7 @@ class AckLedgerTest {
   @Test
   void takeAllReleasesEverythingLeftInOneRangePerRun() {
     List<AckLedger.Entry> entries = acquire(TP0, 0, 9, 0);
-    ledger.putReturned(entries.subList(0, 5), 1);
+    putReturned(entries.subList(0, 5), 1);
     acquire(TP1, 100, 101, 0);
     Acknowledgements acks = ledger.takeAll(e -> true, AckType.RELEASE);
     assertEquals(
@@ -216,31 +230,88 @@ class AckLedgerTest {
   }
 
   @Test
-  void committedOffsetNeverMovesBackwards() {
-    ledger.putReturned(acquire(TP0, 0, 9, 0), 1);
-    ledger.putReturned(List.of(), 2);
+  void aLowerOffsetReturnedLaterTakesNothingBack() {
+    putReturned(acquire(TP0, 0, 9, 0), 1);
+    putReturned(List.of(), 2);
     Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
-    ledger.committed(passed, Map.of(TP0, 8L));
-    ledger.committed(passed, Map.of(TP0, 2L));
+    committed(passed, Map.of(TP0, 8L));
+    committed(passed, Map.of(TP0, 2L));
     assertEquals(
         List.of(range(TP0, 0, 7, AckType.ACCEPT)),
         ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
   }
 
   @Test
-  void aRedeliveredLowerOffsetPutLaterIsCoveredByTheNextCommit() {
-    ledger.putReturned(acquire(TP0, 10, 12, 0), 1);
-    ledger.putReturned(List.of(), 2);
-    ledger.committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 13L));
-    ledger.takeAccepted(tp -> false, 0, 0, false);
-    // Offset 5 was released by another member and reaches this one afterwards.
-    ledger.putReturned(acquire(TP0, 5, 5, 1_000), 3);
+  void aRedeliveredLowerOffsetPutLaterIsCoveredOnlyByACommitAfterItsPut() {
+    putReturned(acquire(TP0, 10, 12, 0), 1);
+    putReturned(List.of(), 2);
+    committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 13L));
+    assertEquals(
+        List.of(range(TP0, 10, 12, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    // Offset 5 was released by another member and reaches this one afterwards: the commit above
+    // said nothing about it, whatever its offset. A sink that buffers until flush has it in memory.
+    putReturned(acquire(TP0, 5, 5, 1_000), 3);
     assertEquals(Map.of(TP0, 13L), ledger.currentOffsets(Set.of(TP0)));
-    ledger.putReturned(List.of(), 4);
-    ledger.committed(Map.of(TP0, 13L), Map.of(TP0, 13L));
+    putReturned(List.of(), 4);
+    putReturned(List.of(), 5);
+    assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty(), "no flush covered it yet");
+    assertEquals(1, ledger.awaitingCommit());
+    committed(Map.of(TP0, 13L), Map.of(TP0, 13L));
     assertEquals(
         List.of(range(TP0, 5, 5, AckType.ACCEPT)),
         ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+  }
+
+  @Test
+  void aPreCommitCalledBeforeARecordsPutDoesNotCoverIt() {
+    List<AckLedger.Entry> first = acquire(TP0, 0, 4, 0);
+    putReturned(first, 1);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP0));
+    // The driver calls preCommit after put 1; the result arrives once put 2 (offsets 5..6) ran.
+    List<AckLedger.Entry> second = acquire(TP0, 5, 6, 0);
+    ledger.putReturned(second, 2);
+    ledger.putReturned(List.of(), 3);
+    ledger.committed(1, passed, Map.of(TP0, 5L));
+    ledger.committed(1, Map.of(TP0, 7L), Map.of(TP0, 7L)); // as if it had covered 5..6 too
+    assertEquals(
+        List.of(range(TP0, 0, 4, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    assertFalse(second.get(0).flushed());
+  }
+
+  @Test
+  void anOffsetDerivedFromRecordsPutEarlierDoesNotCoverALowerRecordPutAfterThem() {
+    // An S3-style sink returns the first offset of the file it has not written yet (150): under
+    // the runtime everything below it was put before it. Offset 30 comes back after 150 (released
+    // by another member), so it is in that unwritten file although 30 < 150.
+    putReturned(acquire(TP0, 100, 149, 0), 1);
+    putReturned(acquire(TP0, 150, 160, 0), 2);
+    putReturned(acquire(TP0, 30, 30, 0), 3);
+    putReturned(List.of(), 4);
+    committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 150L));
+    assertEquals(
+        List.of(range(TP0, 100, 149, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    assertFalse(ledger.get(TP0, 30).flushed(), "put after 150: not covered by 150");
+    // The sink writes that file and moves on: 161 covers it.
+    committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 161L));
+    assertEquals(
+        List.of(range(TP0, 30, 30, AckType.ACCEPT), range(TP0, 150, 160, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+  }
+
+  @Test
+  void aRestartedInstanceStartsItsOwnStream() {
+    putReturned(acquire(TP0, 50, 59, 0), 1);
+    AckLedger.Entry low = acquire(TP0, 10, 10, 0).get(0);
+    putReturned(List.of(low), 2);
+    // The instance is replaced: what it was given no longer orders anything for the next one.
+    assertEquals(11, ledger.forgetPuts().size());
+    putReturned(List.of(low), 3);
+    putReturned(List.of(), 4);
+    committed(ledger.currentOffsets(Set.of(TP0)), Map.of(TP0, 11L));
+    assertTrue(low.flushed(), "the new instance was given 10 first");
   }
 
   @Test
@@ -277,15 +348,16 @@ class AckLedgerTest {
         List.of(range(TP1, 0, 0, AckType.RENEW)),
         ledger.renewDue(t0 + 2_000, 0).ranges(),
         "half of its 2 s lock is gone at t0 + 2 s");
-    assertEquals(t0 + 3_000, ledger.nextRenewalAtMs(0), "renewed at t0 + 2 s with a 2 s lock");
+    assertEquals(
+        t0 + 3_000, ledger.nextRenewalAtMs(t0 + 2_000, 0), "renewed at t0 + 2 s with a 2 s lock");
     assertEquals(List.of(), ledger.forgetExpired(t0 + 2_000));
     assertEquals(List.of(shortLock), ledger.forgetExpired(t0 + 3_600), "0.4 s left: lost");
-    assertEquals(t0 + 15_000, ledger.nextRenewalAtMs(0), "exact again after the scan");
+    assertEquals(t0 + 15_000, ledger.nextRenewalAtMs(t0 + 3_600, 0), "exact again after the scan");
     // a removal leaves the bound low: one early, empty check, then exact again
     ledger.take(ledger.entries(AckLedger.State.READY), AckType.ACCEPT);
     assertTrue(ledger.renewDue(t0 + 16_000, 0).isEmpty());
     assertEquals(List.of(), ledger.forgetExpired(t0 + 40_000));
-    assertEquals(Long.MAX_VALUE, ledger.nextRenewalAtMs(0));
+    assertEquals(Long.MAX_VALUE, ledger.nextRenewalAtMs(t0 + 40_000, 0));
   }
 
   @Test
@@ -294,7 +366,7 @@ class AckLedgerTest {
     putConfirmAndCommit(entries.subList(0, 4), 1);
     assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty(), "0-3 wait for 4-9");
     assertEquals(10, ledger.size());
-    ledger.putReturned(entries.subList(4, 10), 3);
+    putReturned(entries.subList(4, 10), 3);
     assertTrue(ledger.takeAccepted(tp -> false, 0, 0, false).isEmpty());
     assertEquals(4, ledger.waitingForRange(), "the rest is put: a commit would let them go");
     putConfirmAndCommit(List.of(), 4);

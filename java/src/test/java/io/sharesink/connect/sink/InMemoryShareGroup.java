@@ -14,13 +14,21 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.kafka.common.utils.MockTime;
+import org.apache.kafka.common.utils.Time;
 
 /**
- * A share partition state machine kept in memory, standing in for the broker behind our own {@link
- * ShareConsumerEngine} interface in driver unit tests (the broker-backed tests use the real thing).
- * It enforces what the broker enforces: only records acquired by this member, with an unexpired
- * lock, may be acknowledged; an expired lock makes the record available again with its delivery
- * count kept. Every violation is recorded so tests can assert there were none.
+ * A share group's partitions kept in memory, standing in for the broker behind our own {@link
+ * ShareConsumerEngine} interface in driver unit tests and the at-least-once simulation (the
+ * broker-backed tests use the real thing). It enforces what the broker enforces: only records
+ * acquired by a member, with an unexpired lock, may be acknowledged by it; a partition's ranges in
+ * one request are applied all or nothing; an expired lock or a RELEASE makes the record available
+ * again with its delivery count kept, and archives it instead once the count has reached the
+ * delivery count limit. Every violation is recorded so tests can assert there were none.
+ *
+ * <p>The group itself is the engine of its first member; {@link #member} adds more. Time comes from
+ * the given clock: a poll that finds nothing sleeps its timeout on it (a {@link MockTime} in
+ * tests).
  */
 final class InMemoryShareGroup implements ShareConsumerEngine {
 
@@ -28,7 +36,9 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     AVAILABLE,
     ACQUIRED,
     ACCEPTED,
-    REJECTED
+    REJECTED,
+    /** Released or expired at the delivery count limit: lost unless a DLQ keeps it. */
+    ARCHIVED
   }
 
   static final class Rec {
@@ -42,6 +52,7 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     State state = State.AVAILABLE;
     int deliveryCount;
     long lockDeadlineMs;
+    Member owner;
 
     Rec(
         String topic,
@@ -63,11 +74,28 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     String valueString() {
       return value == null ? null : new String(value, StandardCharsets.UTF_8);
     }
+
+    @Override
+    public String toString() {
+      return topic
+          + "-"
+          + partition
+          + "@"
+          + offset
+          + "["
+          + state
+          + " #"
+          + deliveryCount
+          + (owner == null ? "" : " " + owner.name)
+          + "]";
+    }
   }
 
   private final Map<String, List<Rec>> log = new LinkedHashMap<>();
+  private final Time time;
   private final long lockMs;
   private final int maxRecords;
+  private final Member first;
   final List<Acknowledgements.Range> received = Collections.synchronizedList(new ArrayList<>());
   final List<String> violations = Collections.synchronizedList(new ArrayList<>());
   int expiredLocks;
@@ -75,7 +103,9 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   /** Offsets of refused acknowledgements: those of a failing range and those undone with it. */
   long rolledBack;
 
-  boolean closed;
+  /** As the group's share.delivery.count.limit; unlimited unless a test sets it. */
+  int deliveryCountLimit = Integer.MAX_VALUE;
+
   Consumer<Rec> onAccept = rec -> {};
 
   /**
@@ -85,17 +115,29 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   int acquiredRangeSize;
 
   /** A group over partition t-0 holding {@code count} records with values v0, v1, ... */
-  static InMemoryShareGroup withValues(long lockMs, int maxRecords, int count) {
-    InMemoryShareGroup group = new InMemoryShareGroup(lockMs, maxRecords);
+  static InMemoryShareGroup withValues(Time time, long lockMs, int maxRecords, int count) {
+    InMemoryShareGroup group = new InMemoryShareGroup(time, lockMs, maxRecords);
     for (int i = 0; i < count; i++) {
       group.produce("t", 0, null, "v" + i);
     }
     return group;
   }
 
-  InMemoryShareGroup(long lockMs, int maxRecords) {
+  InMemoryShareGroup(Time time, long lockMs, int maxRecords) {
+    this.time = time;
     this.lockMs = lockMs;
     this.maxRecords = maxRecords;
+    this.first = new Member("m0", maxRecords);
+  }
+
+  /** The group's clock. */
+  Time time() {
+    return time;
+  }
+
+  /** Another member of the group (its own acquisitions, its own session). */
+  synchronized Member member(String name) {
+    return new Member(name, maxRecords);
   }
 
   synchronized Rec produce(String topic, int partition, String key, String value) {
@@ -111,8 +153,7 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
       String topic, int partition, byte[] key, byte[] value, List<ShareBatch.Header> headers) {
     List<Rec> partitionLog = log.computeIfAbsent(topic + "-" + partition, k -> new ArrayList<>());
     Rec rec =
-        new Rec(
-            topic, partition, partitionLog.size(), key, value, System.currentTimeMillis(), headers);
+        new Rec(topic, partition, partitionLog.size(), key, value, time.milliseconds(), headers);
     partitionLog.add(rec);
     return rec;
   }
@@ -131,139 +172,236 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     return all().stream().filter(r -> r.state == state).count();
   }
 
-  private void expireLocks(long now) {
-    for (Rec rec : all()) {
-      if (rec.state == State.ACQUIRED && rec.lockDeadlineMs <= now) {
-        rec.state = State.AVAILABLE;
-        expiredLocks++;
-      }
-    }
-  }
-
-  @Override
-  public synchronized ShareBatch poll(Duration timeout) {
-    if (closed) {
-      throw new IllegalStateException("closed");
-    }
-    long now = System.currentTimeMillis();
-    expireLocks(now);
-    List<Rec> batch = new ArrayList<>();
-    for (Rec rec : all()) {
-      if (batch.size() >= maxRecords) {
-        break;
-      }
-      if (rec.state == State.AVAILABLE) {
-        rec.state = State.ACQUIRED;
-        rec.deliveryCount++;
-        rec.lockDeadlineMs = now + lockMs;
-        batch.add(rec);
-      }
-    }
-    if (batch.isEmpty()) {
-      try {
-        wait(Math.max(1, Math.min(timeout.toMillis(), 20)));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-    return new Batch(batch, acquiredRangeSize);
-  }
-
-  @Override
-  public synchronized void acknowledge(Acknowledgements acks) {
-    apply(acks);
-  }
-
-  /**
-   * As the broker's SharePartition.acknowledge: the ranges of one partition in one request are
-   * applied all or nothing; one range holding a record this member does not hold fails them all
-   * (INVALID_RECORD_STATE) and undoes the others.
-   */
-  private List<AckResult> apply(Acknowledgements acks) {
-    long now = System.currentTimeMillis();
-    expireLocks(now);
-    Map<String, List<Acknowledgements.Range>> byPartition = new LinkedHashMap<>();
-    for (Acknowledgements.Range range : acks.ranges()) {
-      received.add(range);
-      byPartition
-          .computeIfAbsent(range.topic() + "-" + range.partition(), k -> new ArrayList<>())
-          .add(range);
-    }
-    Map<Acknowledgements.Range, Short> errors = new LinkedHashMap<>();
-    for (List<Acknowledgements.Range> ranges : byPartition.values()) {
-      boolean valid = true;
-      for (Acknowledgements.Range range : ranges) {
-        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
-          Rec rec = rec(range.topic(), range.partition(), offset);
-          if (rec.state != State.ACQUIRED) {
-            violations.add(
-                range.type()
-                    + " of "
-                    + rec.topic
-                    + "-"
-                    + rec.partition
-                    + "@"
-                    + offset
-                    + " in state "
-                    + rec.state);
-            valid = false;
-          }
-        }
-      }
-      for (Acknowledgements.Range range : ranges) {
-        errors.put(range, valid ? (short) 0 : (short) 121);
-        if (!valid) {
-          rolledBack += range.lastOffset() - range.firstOffset() + 1;
-          continue;
-        }
-        for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
-          Rec rec = rec(range.topic(), range.partition(), offset);
-          switch (range.type()) {
-            case ACCEPT -> {
-              rec.state = State.ACCEPTED;
-              onAccept.accept(rec);
-            }
-            case RELEASE -> rec.state = State.AVAILABLE;
-            case REJECT -> rec.state = State.REJECTED;
-            case RENEW -> rec.lockDeadlineMs = now + lockMs;
-          }
-        }
-      }
-    }
-    List<AckResult> results = new ArrayList<>();
-    for (Acknowledgements.Range range : acks.ranges()) {
-      short error = errors.get(range);
-      results.add(new AckResult(range, error, error == 0 ? null : "INVALID_RECORD_STATE"));
-    }
-    return results;
-  }
-
   synchronized List<Acknowledgements.Range> received(AckType type) {
     return received.stream().filter(r -> r.type() == type).toList();
   }
 
-  @Override
-  public synchronized List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
-    return apply(acks);
+  /** Makes an expired or released record available again, or archives it at the limit. */
+  private void free(Rec rec) {
+    rec.owner = null;
+    rec.state = rec.deliveryCount >= deliveryCountLimit ? State.ARCHIVED : State.AVAILABLE;
+  }
+
+  private void expireLocks(long now) {
+    for (List<Rec> partitionLog : log.values()) {
+      for (Rec rec : partitionLog) {
+        if (rec.state == State.ACQUIRED && rec.lockDeadlineMs <= now) {
+          if (!rec.owner.closed) {
+            rec.owner.locksLost++; // a live member let it run out: a delivery attempt burnt
+          }
+          free(rec);
+          expiredLocks++;
+        }
+      }
+    }
   }
 
   @Override
-  public synchronized void wakeup() {
-    notifyAll();
+  public ShareBatch poll(Duration timeout) {
+    return first.poll(timeout);
+  }
+
+  @Override
+  public void acknowledge(Acknowledgements acks) {
+    first.acknowledge(acks);
+  }
+
+  @Override
+  public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+    return first.acknowledgeSync(acks, timeout);
+  }
+
+  @Override
+  public void wakeup() {
+    first.wakeup();
   }
 
   @Override
   public EngineMetrics metrics() {
-    return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return first.metrics();
   }
 
-  /** As the engine's close: everything still acquired is released at once. */
+  /** As the engine's close: everything still acquired by the first member is released at once. */
   @Override
-  public synchronized void close() {
-    closed = true;
-    for (Rec rec : all()) {
-      if (rec.state == State.ACQUIRED) {
-        rec.state = State.AVAILABLE;
+  public void close() {
+    first.close();
+  }
+
+  boolean closed() {
+    return first.closed;
+  }
+
+  /** One member of the group: a {@link ShareConsumerEngine} over the shared state. */
+  final class Member implements ShareConsumerEngine {
+    final String name;
+    private final int maxRecords;
+    private boolean closed;
+    private boolean woken;
+
+    /** Locks that ran out while this member was alive (not crashed, not closed). */
+    int locksLost;
+
+    Member(String name, int maxRecords) {
+      this.name = name;
+      this.maxRecords = maxRecords;
+    }
+
+    @Override
+    public ShareBatch poll(Duration timeout) {
+      List<Rec> batch = new ArrayList<>();
+      synchronized (InMemoryShareGroup.this) {
+        if (closed) {
+          throw new IllegalStateException(name + " is closed");
+        }
+        long now = time.milliseconds();
+        expireLocks(now);
+        for (List<Rec> partitionLog : log.values()) {
+          for (Rec rec : partitionLog) {
+            if (batch.size() >= maxRecords) {
+              break;
+            }
+            if (rec.state == State.AVAILABLE) {
+              rec.state = State.ACQUIRED;
+              rec.owner = this;
+              rec.deliveryCount++;
+              rec.lockDeadlineMs = now + lockMs;
+              batch.add(rec);
+            }
+          }
+        }
+        if (!batch.isEmpty() || woken) {
+          woken = false;
+          return new Batch(batch, acquiredRangeSize);
+        }
+      }
+      // Nothing to hand out: wait the timeout out on the group's clock.
+      time.sleep(Math.max(0, timeout.toMillis()));
+      return new Batch(batch, acquiredRangeSize);
+    }
+
+    @Override
+    public void acknowledge(Acknowledgements acks) {
+      synchronized (InMemoryShareGroup.this) {
+        ensureOpen();
+        apply(acks);
+      }
+    }
+
+    @Override
+    public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+      synchronized (InMemoryShareGroup.this) {
+        ensureOpen();
+        return apply(acks);
+      }
+    }
+
+    /** A closed (or crashed) member's session is gone: nothing it sends reaches the group. */
+    private void ensureOpen() {
+      if (closed) {
+        throw new IllegalStateException(name + " is closed");
+      }
+    }
+
+    /**
+     * As the broker's SharePartition.acknowledge: the ranges of one partition in one request are
+     * applied all or nothing; one range holding a record this member does not hold fails them all
+     * (INVALID_RECORD_STATE) and undoes the others.
+     */
+    private List<AckResult> apply(Acknowledgements acks) {
+      long now = time.milliseconds();
+      expireLocks(now);
+      Map<String, List<Acknowledgements.Range>> byPartition = new LinkedHashMap<>();
+      for (Acknowledgements.Range range : acks.ranges()) {
+        received.add(range);
+        byPartition
+            .computeIfAbsent(range.topic() + "-" + range.partition(), k -> new ArrayList<>())
+            .add(range);
+      }
+      Map<Acknowledgements.Range, Short> errors = new LinkedHashMap<>();
+      for (List<Acknowledgements.Range> ranges : byPartition.values()) {
+        boolean valid = true;
+        for (Acknowledgements.Range range : ranges) {
+          for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+            Rec rec = rec(range.topic(), range.partition(), offset);
+            if (rec.state != State.ACQUIRED || rec.owner != this) {
+              violations.add(
+                  range.type()
+                      + " of "
+                      + rec.topic
+                      + "-"
+                      + rec.partition
+                      + "@"
+                      + offset
+                      + " by "
+                      + name
+                      + " in state "
+                      + rec.state
+                      + (rec.owner == null ? "" : " held by " + rec.owner.name));
+              valid = false;
+            }
+          }
+        }
+        for (Acknowledgements.Range range : ranges) {
+          errors.put(range, valid ? (short) 0 : (short) 121);
+          if (!valid) {
+            rolledBack += range.lastOffset() - range.firstOffset() + 1;
+            continue;
+          }
+          for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
+            Rec rec = rec(range.topic(), range.partition(), offset);
+            switch (range.type()) {
+              case ACCEPT -> {
+                rec.state = State.ACCEPTED;
+                rec.owner = null;
+                onAccept.accept(rec);
+              }
+              case RELEASE -> free(rec);
+              case REJECT -> {
+                rec.state = State.REJECTED;
+                rec.owner = null;
+              }
+              case RENEW -> rec.lockDeadlineMs = now + lockMs;
+            }
+          }
+        }
+      }
+      List<AckResult> results = new ArrayList<>();
+      for (Acknowledgements.Range range : acks.ranges()) {
+        short error = errors.get(range);
+        results.add(new AckResult(range, error, error == 0 ? null : "INVALID_RECORD_STATE"));
+      }
+      return results;
+    }
+
+    @Override
+    public void wakeup() {
+      synchronized (InMemoryShareGroup.this) {
+        woken = true;
+      }
+    }
+
+    @Override
+    public EngineMetrics metrics() {
+      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    }
+
+    /** The session ends: everything this member still holds is released at once. */
+    @Override
+    public void close() {
+      synchronized (InMemoryShareGroup.this) {
+        closed = true;
+        for (Rec rec : all()) {
+          if (rec.state == State.ACQUIRED && rec.owner == this) {
+            free(rec);
+          }
+        }
+      }
+    }
+
+    /** The member's process dies (kill -9): it releases nothing; its locks run out. */
+    void crash() {
+      synchronized (InMemoryShareGroup.this) {
+        closed = true;
       }
     }
   }

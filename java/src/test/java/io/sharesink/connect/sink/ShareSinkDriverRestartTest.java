@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
@@ -32,6 +33,8 @@ import org.junit.jupiter.api.Test;
  * fails, and {@code put()} swallows a write failure and throws it on the next put, forever.
  */
 class ShareSinkDriverRestartTest {
+
+  private final MockTime time = new SteppingMockTime();
 
   /**
    * A Debezium-JDBC-like sink; the driver makes new instances by reflection, so state is static.
@@ -147,8 +150,8 @@ class ShareSinkDriverRestartTest {
     return fixture;
   }
 
-  private static InMemoryShareGroup group(long lockMs, int records) {
-    InMemoryShareGroup group = InMemoryShareGroup.withValues(lockMs, 100, records);
+  private InMemoryShareGroup group(long lockMs, int records) {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, lockMs, 100, records);
     return group;
   }
 
@@ -170,10 +173,10 @@ class ShareSinkDriverRestartTest {
     acceptedNotWritten(group, acceptedUnwritten);
     DriverFixture fixture = start(group, "share.task.restart.max.attempts", "50");
     OutageSinkTask.databaseDown = true; // the first put fails (deferred), later starts fail too
-    long outageEnds = System.currentTimeMillis() + 3 * lockMs; // over several lock durations
+    long outageEnds = time.milliseconds() + 3 * lockMs; // over several lock durations
     fixture.runUntil(
         () -> {
-          if (System.currentTimeMillis() >= outageEnds) {
+          if (time.milliseconds() >= outageEnds) {
             OutageSinkTask.databaseDown = false;
           }
           return group.count(State.ACCEPTED) == 6;

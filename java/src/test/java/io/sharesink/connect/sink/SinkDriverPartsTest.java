@@ -19,6 +19,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.storage.Converter;
@@ -29,11 +30,14 @@ import org.junit.jupiter.api.Test;
 /** Configuration, transforms, converters, context and metrics of the driver, with real parts. */
 class SinkDriverPartsTest {
 
+  private final MockTime time = new SteppingMockTime();
+
   @Test
-  void configDefaultsFollowTheRuntimeAndTheCommitPolicyIsAccept() {
+  void configDefaultsFollowTheRuntimeAndAnEmptyPreCommitHolds() {
     SinkDriverConfig config = new SinkDriverConfig(Map.of("topics", "ignored"));
     assertEquals(5_000, config.commitIntervalMs());
-    assertTrue(config.acceptOnEmptyPreCommit());
+    assertFalse(config.acceptOnEmptyPreCommit());
+    assertEquals(900_000, config.taskStuckTimeoutMs());
     assertFalse(config.toleranceAll());
     assertEquals(0, config.retryTimeoutMs());
     assertEquals(60_000, config.retryMaxDelayMs());
@@ -43,8 +47,8 @@ class SinkDriverPartsTest {
     assertTrue(
         new SinkDriverConfig(Map.of("errors.deadletterqueue.topic.name", "dlq"))
             .offersErrantRecordReporter());
-    assertFalse(
-        new SinkDriverConfig(Map.of("share.commit.empty.precommit", "HOLD"))
+    assertTrue(
+        new SinkDriverConfig(Map.of("share.commit.empty.precommit", "ACCEPT"))
             .acceptOnEmptyPreCommit());
     assertThrows(
         ConfigException.class,
@@ -131,7 +135,7 @@ class SinkDriverPartsTest {
     SinkDriverConfig config = new SinkDriverConfig(Map.of());
     ShareSinkTaskContext context =
         new ShareSinkTaskContext(
-            latest::get, config, new ErrorHandling(config, "t-0", null, false), null, "t-0");
+            latest::get, config, new ErrorHandling(config, "t-0", null, false, time), null, "t-0");
     latest.set(Map.of("v", "2"));
     assertEquals(Map.of("v", "2"), context.configs(), "the latest task config");
     assertEquals(-1, context.takeTimeout());
@@ -157,7 +161,7 @@ class SinkDriverPartsTest {
   void countersArePublishedThroughPluginMetrics() throws Exception {
     try (Metrics metrics = new Metrics();
         PluginMetricsImpl pluginMetrics = new PluginMetricsImpl(metrics, Map.of("plugin", "x"))) {
-      InMemoryShareGroup group = new InMemoryShareGroup(30_000, 10);
+      InMemoryShareGroup group = new InMemoryShareGroup(time, 30_000, 10);
       group.produce("t", 0, null, "v");
       DriverFixture fixture =
           DriverFixture.start(
@@ -187,7 +191,7 @@ class SinkDriverPartsTest {
             org.apache.kafka.connect.errors.ConnectException.class,
             () ->
                 DriverFixture.start(
-                    task, Map.of("test.fail.start", "1"), new InMemoryShareGroup(30_000, 1)));
+                    task, Map.of("test.fail.start", "1"), new InMemoryShareGroup(time, 30_000, 1)));
     assertTrue(failure.getMessage().contains("failed to start"), failure.getMessage());
     assertTrue(task.stopped, "stop() follows a failed start(), as in the runtime");
   }

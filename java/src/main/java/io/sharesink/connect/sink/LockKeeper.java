@@ -1,0 +1,141 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.engine.AckType;
+import io.sharesink.engine.Acknowledgements;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps the acquisition locks of every held record alive, whichever thread is free to do it: the
+ * task thread calls {@link #tick} on every cycle, and a {@link KeeperTimer} calls it every {@link
+ * #TICK_MS} from its own thread, so records are RENEWed also while the task thread is inside a call
+ * into the legacy task that blocks (a {@code put} retrying its database internally, a {@code start}
+ * that waits for a network) or sleeps in a retry backoff. Without that, each lock expiry costs a
+ * delivery attempt, and after {@code share.delivery.count.limit} of them the broker archives the
+ * records: a downstream outage the classic runtime rides out would lose them.
+ *
+ * <p>The renewal is bounded: once one call has been running for {@code share.task.stuck.timeout.ms}
+ * ({@link #enter}), or no cycle has run for that long (the connector is paused, or the worker no
+ * longer polls the task), every record this task holds is RELEASEd at once, so a task that is truly
+ * stuck does not keep records from the rest of the group for ever. A record released that way is
+ * delivered again (to any member), one delivery attempt later.
+ *
+ * <p>Thread-safe. Renewals and releases are taken from the ledger and queued on the engine
+ * atomically with the task thread's own decisions ({@link Acknowledger}).
+ */
+final class LockKeeper {
+
+  private static final Logger log = LoggerFactory.getLogger(LockKeeper.class);
+
+  /** How often the keeper's own thread looks for locks to renew. */
+  static final long TICK_MS = 250;
+
+  /** A call into the task, or a sleep, on the task thread; closing it ends it. */
+  interface Call extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  private final AckLedger ledger;
+  private final Acknowledger acknowledger;
+  private final Time time;
+  private final long stuckTimeoutMs;
+  private final SinkDriverMetrics metrics;
+  private final String taskName;
+
+  /** Renew this long before a lock runs out at the least (see AckLedger#renewDue). */
+  private volatile long renewMarginMs;
+
+  /** When the running call began, -1 when none runs; written by the task thread. */
+  private volatile long callStartedAtMs = -1;
+
+  private volatile String callName = "";
+
+  /** When the task thread last finished a cycle (or the keeper was made). */
+  private volatile long lastCycleAtMs;
+
+  LockKeeper(
+      AckLedger ledger,
+      Acknowledger acknowledger,
+      Time time,
+      long stuckTimeoutMs,
+      SinkDriverMetrics metrics,
+      String taskName) {
+    this.ledger = ledger;
+    this.acknowledger = acknowledger;
+    this.time = time;
+    this.stuckTimeoutMs = stuckTimeoutMs;
+    this.metrics = metrics;
+    this.taskName = taskName;
+    this.lastCycleAtMs = time.milliseconds();
+  }
+
+  /** Renew at least this long before a lock runs out (the driver's cycle bound, doubled). */
+  void renewMargin(long marginMs) {
+    renewMarginMs = marginMs;
+  }
+
+  /**
+   * How long before a lock runs out it is renewed at the latest: the driver's margin, and never
+   * less than three ticks, so that a tick or two may come late (a busy keeper thread).
+   */
+  long renewMarginMs() {
+    return Math.max(renewMarginMs, 3 * TICK_MS);
+  }
+
+  /**
+   * Marks the task thread as inside {@code what} until the returned call is closed. Calls do not
+   * nest: an inner one (a task's {@code stop} inside a restart) simply restarts the clock.
+   */
+  Call enter(String what) {
+    callName = what;
+    callStartedAtMs = time.milliseconds();
+    return () -> callStartedAtMs = -1;
+  }
+
+  /** The task thread finished a cycle: it makes progress. */
+  void cycled() {
+    lastCycleAtMs = time.milliseconds();
+  }
+
+  /**
+   * Renews what is due; past the bound of a running call, releases everything held instead.
+   * Callable from any thread; never throws (a keeper thread must outlive a failing engine).
+   */
+  void tick() {
+    try {
+      long now = time.milliseconds();
+      long callStarted = callStartedAtMs;
+      long since = callStarted >= 0 ? callStarted : lastCycleAtMs;
+      if (now - since >= stuckTimeoutMs) {
+        releaseStuck(now - since, callStarted >= 0);
+        return;
+      }
+      long margin = renewMarginMs();
+      acknowledger.settle(l -> l.renewDue(now, margin));
+    } catch (RuntimeException e) {
+      log.warn("{}: renewing acquisition locks failed; retrying", taskName, e);
+    }
+  }
+
+  private void releaseStuck(long stuckMs, boolean inCall) {
+    Acknowledgements released = acknowledger.settle(l -> l.takeAll(e -> true, AckType.RELEASE));
+    if (released.isEmpty()) {
+      return;
+    }
+    metrics.recordsReleasedStuck.addAndGet(released.recordCount());
+    log.warn(
+        "{}: {} for {} ms, beyond {}={} ms: releasing the {} records it holds so that other members"
+            + " deliver them (each costs one delivery attempt); they are no longer renewed",
+        taskName,
+        inCall
+            ? "the legacy task has been inside " + callName
+            : "no share cycle has run (the connector is paused, or the worker no longer polls"
+                + " the task)",
+        stuckMs,
+        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
+        stuckTimeoutMs,
+        released.recordCount());
+  }
+}
