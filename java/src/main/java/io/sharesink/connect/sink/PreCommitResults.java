@@ -79,6 +79,11 @@ final class PreCommitResults {
     }
   }
 
+  /** Whether the warning about empty maps was logged (once per task). */
+  boolean warned() {
+    return warned;
+  }
+
   private void maybeWarn(AckLedger ledger, boolean windowUsedUp) {
     if (warned || emptyInARow < EMPTY_RESULTS_BEFORE_WARNING) {
       return;

@@ -46,11 +46,20 @@ class ShareSinkDriverRestartTest {
     static volatile boolean failPreCommit;
     static volatile boolean reportErrant;
 
+    /** put throws after a while (a sink that gives up on a batch). */
+    static volatile boolean failPutNow;
+
+    /** A start() that blocks this long on the test's clock (a database that does not answer). */
+    static volatile long startBlocksMs;
+
+    static volatile org.apache.kafka.common.utils.Time clock;
+
     final List<Collection<TopicPartition>> opens = new CopyOnWriteArrayList<>();
     final List<Collection<TopicPartition>> closes = new CopyOnWriteArrayList<>();
     final List<Long> putOffsets = new CopyOnWriteArrayList<>();
     volatile boolean started;
     volatile boolean stopped;
+    volatile boolean preCommitAfterStop;
     private RuntimeException previousPutException;
 
     static void reset() {
@@ -59,6 +68,8 @@ class ShareSinkDriverRestartTest {
       databaseDown = false;
       failPreCommit = false;
       reportErrant = false;
+      failPutNow = false;
+      startBlocksMs = 0;
     }
 
     @Override
@@ -69,6 +80,9 @@ class ShareSinkDriverRestartTest {
     @Override
     public void start(Map<String, String> props) {
       instances.add(this);
+      if (startBlocksMs > 0 && instances.size() > 1) {
+        clock.sleep(startBlocksMs);
+      }
       if (databaseDown) {
         throw new ConnectException("java.net.ConnectException: Connection refused");
       }
@@ -84,6 +98,10 @@ class ShareSinkDriverRestartTest {
     public void put(Collection<SinkRecord> records) {
       if (previousPutException != null) {
         throw new ConnectException("JDBC sink connector failure", previousPutException);
+      }
+      if (failPutNow && !records.isEmpty()) {
+        clock.sleep(100); // longer than the commit interval: a commit is due when put returns
+        throw new ConnectException("the sink gave up on this batch");
       }
       if (reportErrant && !records.isEmpty()) {
         for (SinkRecord record : records) {
@@ -105,6 +123,7 @@ class ShareSinkDriverRestartTest {
     @Override
     public Map<TopicPartition, OffsetAndMetadata> preCommit(
         Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
+      preCommitAfterStop |= stopped;
       if (failPreCommit) {
         throw new ConnectException("flush failed");
       }
@@ -127,6 +146,7 @@ class ShareSinkDriverRestartTest {
   @BeforeEach
   void reset() {
     OutageSinkTask.reset();
+    OutageSinkTask.clock = time;
   }
 
   @AfterEach
@@ -309,6 +329,37 @@ class ShareSinkDriverRestartTest {
     assertEquals(closes, first.closes.size(), "no second close of the stopped instance");
     assertEquals(1, OutageSinkTask.instances.size());
     assertEquals(3, group.count(State.AVAILABLE), "released at stop");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void noPreCommitReachesTheStoppedInstanceAfterAPutFailure() {
+    InMemoryShareGroup group = group(30_000, 3);
+    OutageSinkTask.failPutNow = true; // a commit is due when the failed put returns
+    DriverFixture fixture = start(group, "share.task.restart.max.attempts", "5");
+    fixture.runUntil(
+        () -> OutageSinkTask.instances.get(0).stopped, Duration.ofSeconds(5), "the failure");
+    OutageSinkTask.failPutNow = false;
+    fixture.runUntil(() -> group.count(State.ACCEPTED) == 3, Duration.ofSeconds(5), "accepted");
+    for (OutageSinkTask instance : OutageSinkTask.instances) {
+      assertFalse(instance.preCommitAfterStop, "preCommit on a stopped instance");
+    }
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void aRestartedInstanceWhoseStartBlocksPastTheLockKeepsTheRecordsRenewed() {
+    long lockMs = 2_000;
+    InMemoryShareGroup group = group(lockMs, 4);
+    OutageSinkTask.failPutNow = true;
+    OutageSinkTask.startBlocksMs = 5 * lockMs; // a new instance's start() waits for its database
+    DriverFixture fixture = start(group, "share.task.restart.max.attempts", "5");
+    fixture.runUntil(
+        () -> OutageSinkTask.instances.get(0).stopped, Duration.ofSeconds(5), "the failure");
+    OutageSinkTask.failPutNow = false;
+    fixture.runUntil(() -> group.count(State.ACCEPTED) == 4, Duration.ofSeconds(60), "accepted");
+    assertEquals(0, group.expiredLocks, "renewed while start() blocked");
+    assertTrue(group.all().stream().allMatch(r -> r.deliveryCount == 1));
     assertEquals(List.of(), group.violations);
   }
 }

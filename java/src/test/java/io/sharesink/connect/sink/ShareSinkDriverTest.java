@@ -701,6 +701,67 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void aRecordRedeliveredBelowAnEarlierCommitIsAcceptedOnlyAfterAFlushThatFollowsItsPut() {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 5, 10);
+    InMemoryShareGroup.Member peer = group.member("peer");
+    assertEquals(5, peer.poll(Duration.ZERO).size(), "another member holds 0..4");
+    // A sink that buffers until flush (S3, HDFS, anything batching between puts).
+    List<Long> buffered = new ArrayList<>();
+    Set<Long> durable = new java.util.HashSet<>();
+    boolean[] flushes = {true};
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPut = records -> records.forEach(r -> buffered.add(r.kafkaOffset()));
+    task.onPreCommit =
+        offsets -> {
+          if (!flushes[0]) {
+            return Map.of(); // still buffering
+          }
+          durable.addAll(buffered);
+          buffered.clear();
+          return offsets;
+        };
+    List<Long> acceptedUnflushed = new ArrayList<>();
+    group.onAccept =
+        rec -> {
+          if (!durable.contains(rec.offset)) {
+            acceptedUnflushed.add(rec.offset);
+          }
+        };
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runUntil(() -> group.count(State.ACCEPTED) == 5, Duration.ofSeconds(5), "5..9");
+    // The peer stops and releases 0..4: they reach the driver below the offset (10) it committed.
+    flushes[0] = false;
+    peer.close();
+    fixture.runFor(Duration.ofSeconds(10));
+    assertTrue(task.allPut().stream().anyMatch(r -> r.kafkaOffset() < 5), "put again here");
+    assertEquals(5, group.count(State.ACQUIRED), "held until a flush after their put");
+    assertEquals(List.of(), acceptedUnflushed);
+    flushes[0] = true;
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "all accepted");
+    assertEquals(List.of(), acceptedUnflushed);
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void aPausedConnectorKeepsItsRecordsRenewedUpToTheStuckTimeoutThenReleasesThem() {
+    long lock = 2_000;
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, lock, 10, 3);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of(); // buffering: nothing is accepted
+    DriverFixture fixture = start(task, props("share.task.stuck.timeout.ms", "20000"), group);
+    fixture.runFor(Duration.ofMillis(200));
+    assertEquals(3, fixture.driver.inFlight());
+    time.sleep(15_000); // PAUSE: the runtime stops calling poll(); the keeper's thread runs on
+    assertEquals(0, group.expiredLocks, "renewed while paused");
+    assertEquals(3, group.count(State.ACQUIRED));
+    time.sleep(6_000);
+    assertEquals(3, group.count(State.AVAILABLE), "released past the stuck timeout");
+    assertEquals(3, fixture.driver.metrics().snapshot().recordsReleasedStuck());
+    assertEquals(0, group.expiredLocks);
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
   void aPutBlockedPastTheLockKeepsItsRecordsRenewedOffTheTaskThread() {
     long lock = 1_000;
     InMemoryShareGroup group = new InMemoryShareGroup(time, lock, 3);
