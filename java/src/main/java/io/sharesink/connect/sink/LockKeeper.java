@@ -55,6 +55,15 @@ final class LockKeeper {
   /** When the task thread last finished a cycle (or the keeper was made). */
   private volatile long lastCycleAtMs;
 
+  /** When the task was asked to stop, -1 before. */
+  private volatile long stopRequestedAtMs = -1;
+
+  /**
+   * How long a call may keep its records once the task is asked to stop: the worker gives a task 5
+   * s to stop; past that, the records go to the task's successor rather than wait for the call.
+   */
+  static final long STOP_GRACE_MS = 5_000;
+
   LockKeeper(
       AckLedger ledger,
       Acknowledger acknowledger,
@@ -94,6 +103,16 @@ final class LockKeeper {
     return () -> callStartedAtMs = -1;
   }
 
+  /**
+   * The task is asked to stop (from any thread): a call still running {@link #STOP_GRACE_MS} later
+   * no longer keeps its records.
+   */
+  void stopRequested() {
+    if (stopRequestedAtMs < 0) {
+      stopRequestedAtMs = time.milliseconds();
+    }
+  }
+
   /** The task thread finished a cycle: it makes progress. */
   void cycled() {
     lastCycleAtMs = time.milliseconds();
@@ -108,8 +127,10 @@ final class LockKeeper {
       long now = time.milliseconds();
       long callStarted = callStartedAtMs;
       long since = callStarted >= 0 ? callStarted : lastCycleAtMs;
-      if (now - since >= stuckTimeoutMs) {
-        releaseStuck(now - since, callStarted >= 0);
+      long stopAt = stopRequestedAtMs;
+      if (now - since >= stuckTimeoutMs
+          || (callStarted >= 0 && stopAt >= 0 && now - stopAt >= STOP_GRACE_MS)) {
+        releaseStuck(now - since, callStarted >= 0, stopAt >= 0);
         return;
       }
       long margin = renewMarginMs();
@@ -119,23 +140,24 @@ final class LockKeeper {
     }
   }
 
-  private void releaseStuck(long stuckMs, boolean inCall) {
+  private void releaseStuck(long stuckMs, boolean inCall, boolean stopping) {
     Acknowledgements released = acknowledger.settle(l -> l.takeAll(e -> true, AckType.RELEASE));
     if (released.isEmpty()) {
       return;
     }
     metrics.recordsReleasedStuck.addAndGet(released.recordCount());
     log.warn(
-        "{}: {} for {} ms, beyond {}={} ms: releasing the {} records it holds so that other members"
-            + " deliver them (each costs one delivery attempt); they are no longer renewed",
+        "{}: {} for {} ms{}: releasing the {} records it holds so that other members deliver them"
+            + " (each costs one delivery attempt); they are no longer renewed",
         taskName,
         inCall
             ? "the legacy task has been inside " + callName
             : "no share cycle has run (the connector is paused, or the worker no longer polls"
                 + " the task)",
         stuckMs,
-        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
-        stuckTimeoutMs,
+        stopping
+            ? ", and the task was asked to stop"
+            : ", beyond " + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS + "=" + stuckTimeoutMs + " ms",
         released.recordCount());
   }
 }

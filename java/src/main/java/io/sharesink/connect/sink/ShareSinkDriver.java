@@ -263,9 +263,14 @@ public final class ShareSinkDriver {
     }
   }
 
-  /** Makes a blocked {@link #runCycle} return soon; callable from any thread. */
+  /**
+   * Makes a blocked {@link #runCycle} return soon, for a stop; callable from any thread. A call
+   * into the legacy task that does not return within {@link LockKeeper#STOP_GRACE_MS} no longer
+   * keeps the records held.
+   */
   public void wakeup() {
     stopping = true;
+    keeper.stopRequested();
     engine.wakeup();
   }
 

@@ -829,6 +829,29 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void aStopRequestedDuringAStuckPutReleasesTheRecordsAfterTheGrace() {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 10, 3);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    List<Long> heldAt = new ArrayList<>();
+    DriverFixture[] self = new DriverFixture[1];
+    task.onPut =
+        records -> {
+          if (!records.isEmpty() && heldAt.isEmpty()) {
+            self[0].driver.wakeup(); // the worker stops the task; put does not return
+            time.sleep(LockKeeper.STOP_GRACE_MS - 500);
+            heldAt.add(group.count(State.ACQUIRED));
+            time.sleep(1_000);
+            heldAt.add(group.count(State.ACQUIRED));
+          }
+        };
+    self[0] = start(task, props(), group);
+    self[0].driver.runCycle(Duration.ofMillis(10));
+    assertEquals(List.of(3L, 0L), heldAt, "held through the grace, then released");
+    assertEquals(3, group.count(State.AVAILABLE), "for the task's successor");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
   void aPutFailingRetriablyBeyondTheStuckTimeoutReleasesItsRecords() {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 10, 3);
     ScriptedSinkTask task = new ScriptedSinkTask();
