@@ -43,25 +43,29 @@ final class Acknowledger {
   }
 
   /**
-   * As {@link #settle}, then waits up to {@code timeout} for the broker's result of each range and
-   * logs the failures (used at stop, where nothing else follows).
+   * Takes a decision from the ledger and sends it now, waiting up to {@code timeout} for the
+   * broker's result of each range, and logs the failures (used at stop). The wait happens outside
+   * the ledger's monitor, so the keeper's thread (which serves every task of the worker) is not
+   * held up: the records decided on have left the ledger, so no later RENEW can name them, and
+   * every RENEW made before was queued on the engine before the monitor was let go.
    */
   void settleAndWait(Function<AckLedger, Acknowledgements> decision, Duration timeout) {
+    Acknowledgements acks;
     synchronized (ledger) {
-      Acknowledgements acks = decision.apply(ledger);
+      acks = decision.apply(ledger);
       if (acks.isEmpty()) {
         return;
       }
       count(acks);
-      for (AckResult result : engine.acknowledgeSync(acks, timeout)) {
-        if (!result.ok()) {
-          log.warn(
-              "{}: acknowledgement {} failed: {} {}",
-              taskName,
-              result.range(),
-              result.errorCode(),
-              result.errorMessage());
-        }
+    }
+    for (AckResult result : engine.acknowledgeSync(acks, timeout)) {
+      if (!result.ok()) {
+        log.warn(
+            "{}: acknowledgement {} failed: {} {}",
+            taskName,
+            result.range(),
+            result.errorCode(),
+            result.errorMessage());
       }
     }
   }

@@ -55,6 +55,9 @@ final class LockKeeper {
   /** When the task thread last finished a cycle (or the keeper was made). */
   private volatile long lastCycleAtMs;
 
+  /** Stuck releases so far: the task thread then drops what it queued for them. */
+  private volatile int releases;
+
   /** When the task was asked to stop, -1 before. */
   private volatile long stopRequestedAtMs = -1;
 
@@ -113,6 +116,11 @@ final class LockKeeper {
     }
   }
 
+  /** How many times the held records were released for a stuck task (only ever grows). */
+  int releases() {
+    return releases;
+  }
+
   /** The task thread finished a cycle: it makes progress. */
   void cycled() {
     lastCycleAtMs = time.milliseconds();
@@ -146,6 +154,7 @@ final class LockKeeper {
       return;
     }
     metrics.recordsReleasedStuck.addAndGet(released.recordCount());
+    releases++;
     log.warn(
         "{}: {} for {} ms{}: releasing the {} records it holds so that other members deliver them"
             + " (each costs one delivery attempt); they are no longer renewed",

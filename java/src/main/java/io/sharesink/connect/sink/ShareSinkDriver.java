@@ -107,6 +107,9 @@ public final class ShareSinkDriver {
   private RetryBatch retry;
   private long putSequence;
 
+  /** The keeper's stuck releases already pruned from the put queue, see {@link #deliver}. */
+  private int releasesSeen;
+
   /** A commit covered records of the last put: poll without waiting, so a put confirms them. */
   private boolean confirmSoon;
 
@@ -476,6 +479,10 @@ public final class ShareSinkDriver {
   }
 
   private void deliver() {
+    if (keeper.releases() != releasesSeen) {
+      releasesSeen = keeper.releases();
+      pruneUnheld(); // released for a stuck call: not to be put (again)
+    }
     if (retry != null) {
       long now = time.milliseconds();
       if (now < retry.retryAtMs) {
