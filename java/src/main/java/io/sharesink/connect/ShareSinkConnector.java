@@ -31,8 +31,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Runs an unmodified sink connector on a KIP-932 share group. It is a source connector on purpose:
  * its task's {@code poll()} drives the legacy {@code SinkTask} on the Connect task thread (see
- * docs/architecture.md, "Decisions, and why"). Keys starting with {@code share.} are ours; all others are handed
- * to the legacy connector as if the runtime had started it.
+ * docs/architecture.md, "Decisions, and why"). Keys starting with {@code share.} are ours; all
+ * others are handed to the legacy connector as if the runtime had started it.
  *
  * <p>{@code start()} also prepares the share group, once per connector start and before any task
  * joins: group configs (start position, lock duration, delivery limit, broker DLQ) and, on the

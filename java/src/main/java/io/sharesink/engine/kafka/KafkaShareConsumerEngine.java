@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -34,6 +34,7 @@ import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,7 +50,14 @@ import org.slf4j.LoggerFactory;
  * a later poll, is recognised as still held and not handed out again, and is renewed again or gets
  * the driver's decision then. A decision the driver makes while its record is away (renewed, not
  * yet returned) is kept and applied when the record comes back. RENEWs requested by the driver are
- * therefore redundant here and ignored. The cost: every held record is renewed on every poll.
+ * therefore redundant on the polling thread. The cost: every held record is renewed on every poll.
+ *
+ * <p>Threading: the Connect task thread polls and decides; the driver's lock keeper asks for RENEWs
+ * from its own thread while the task thread is busy elsewhere (a put that blocks). The Java client
+ * may be used from several threads one at a time, so every use of it holds {@link #lock}, and a
+ * RENEW from another thread, when the consumer is free, renews every held record at once: it brings
+ * back the records away being renewed with a zero-wait poll and renews them, and everything of the
+ * last poll, again (new records met meanwhile wait for the next {@link #poll}).
  */
 public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
@@ -59,6 +67,10 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private static final int DEFAULT_LOCK_MS = 30_000;
 
   private record Key(String topic, int partition, long offset) {}
+
+  private static int deliveryCount(ConsumerRecord<?, ?> record) {
+    return record.deliveryCount().map(Short::intValue).orElse(1);
+  }
 
   /** A decision made while its record was away being renewed. */
   private record Deferred(AckType type, long decidedAtMs) {}
@@ -74,8 +86,20 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private final Map<Key, ConsumerRecord<byte[], byte[]>> lastPollUnacknowledged =
       new LinkedHashMap<>();
 
-  /** Records handed to the driver and not decided on by it. */
-  private final Set<Key> heldByDriver = new HashSet<>();
+  /**
+   * Records handed to the driver and not decided on by it, with the delivery count they were handed
+   * out with: a record coming back with the same count is a renewal, one with a higher count a new
+   * delivery (the driver forgot the old one when its lock ran out).
+   */
+  private final Map<Key, Integer> heldByDriver = new HashMap<>();
+
+  /** Guards every use of the consumer, see the class comment. */
+  private final ReentrantLock lock = new ReentrantLock();
+
+  private final Time time;
+
+  /** The thread of the latest poll: a RENEW it asks for is redundant (it renews at each poll). */
+  private volatile Thread pollThread;
 
   private final Map<Key, Deferred> deferred = new LinkedHashMap<>();
 
@@ -102,6 +126,12 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    *     deserializers and the acknowledgement mode are set here
    */
   public KafkaShareConsumerEngine(Map<String, Object> consumerConfig, Collection<String> topics) {
+    this(consumerConfig, topics, Time.SYSTEM);
+  }
+
+  KafkaShareConsumerEngine(
+      Map<String, Object> consumerConfig, Collection<String> topics, Time time) {
+    this.time = time;
     Map<String, Object> config = new HashMap<>(consumerConfig);
     config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
@@ -130,26 +160,32 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   @Override
   public ShareBatch poll(Duration timeout) {
     ensureOpen();
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>(undelivered);
-    List<Long> deadlines = new ArrayList<>();
-    long lockMs = lockDurationMs();
-    long now = System.currentTimeMillis();
-    for (int i = 0; i < out.size(); i++) {
-      deadlines.add(now + lockMs); // renewed at the poll that moved them here
-    }
-    undelivered.clear();
-    if (out.isEmpty()) {
-      ConsumerRecords<byte[], byte[]> records = pollConsumer(timeout);
-      now = System.currentTimeMillis();
-      lockMs = lockDurationMs();
-      for (ConsumerRecord<byte[], byte[]> record : records) {
-        if (takeIn(record)) {
-          out.add(record);
-          deadlines.add(now + lockMs);
+    pollThread = Thread.currentThread();
+    lock.lock();
+    try {
+      List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>(undelivered);
+      List<Long> deadlines = new ArrayList<>();
+      long lockMs = lockDurationMs();
+      long now = time.milliseconds();
+      for (int i = 0; i < out.size(); i++) {
+        deadlines.add(now + lockMs); // renewed at the poll that moved them here
+      }
+      undelivered.clear();
+      if (out.isEmpty()) {
+        ConsumerRecords<byte[], byte[]> records = pollConsumer(timeout);
+        now = time.milliseconds();
+        lockMs = lockDurationMs();
+        for (ConsumerRecord<byte[], byte[]> record : records) {
+          if (takeIn(record)) {
+            out.add(record);
+            deadlines.add(now + lockMs);
+          }
         }
       }
+      return new RecordListBatch(out, deadlines);
+    } finally {
+      lock.unlock();
     }
-    return new RecordListBatch(out, deadlines);
   }
 
   /**
@@ -158,6 +194,14 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    */
   private boolean takeIn(ConsumerRecord<byte[], byte[]> record) {
     Key key = new Key(record.topic(), record.partition(), record.offset());
+    Integer held = heldByDriver.get(key);
+    if (held != null && deliveryCount(record) > held) {
+      // Delivered again: the lock of the copy the driver had ran out, and the driver forgot it
+      // (it acknowledges nothing whose lock it lost). A decision made for that copy is void.
+      heldByDriver.remove(key);
+      deferred.remove(key);
+      held = null;
+    }
     Deferred decision = deferred.remove(key);
     if (decision != null) {
       heldByDriver.remove(key);
@@ -165,10 +209,10 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       acknowledgeNow(record, decision.type);
       return false;
     }
-    if (heldByDriver.contains(key)) {
+    if (held != null) {
       return false; // renewed and returned: the driver already has it
     }
-    heldByDriver.add(key);
+    heldByDriver.put(key, deliveryCount(record));
     recordsFetched.incrementAndGet();
     bytesFetched.addAndGet(
         Math.max(0, record.serializedKeySize()) + Math.max(0, record.serializedValueSize()));
@@ -183,7 +227,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     }
     lastPollUnacknowledged.clear();
     pruneDeferred();
-    long start = System.nanoTime();
+    long start = time.nanoseconds();
     ConsumerRecords<byte[], byte[]> records;
     try {
       records = consumer.poll(timeout);
@@ -193,7 +237,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       throw translate("poll", e);
     } finally {
       polls.incrementAndGet();
-      pollNanos.addAndGet(System.nanoTime() - start);
+      pollNanos.addAndGet(time.nanoseconds() - start);
     }
     for (ConsumerRecord<byte[], byte[]> record : records) {
       lastPollUnacknowledged.put(
@@ -204,7 +248,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
   /** Forgets decisions whose record has not come back for two lock durations: it never will. */
   private void pruneDeferred() {
-    long cutoff = System.currentTimeMillis() - 2L * lockDurationMs();
+    long cutoff = time.milliseconds() - 2L * lockDurationMs();
     for (Iterator<Deferred> it = deferred.values().iterator(); it.hasNext(); ) {
       if (it.next().decidedAtMs < cutoff) {
         it.remove();
@@ -223,9 +267,35 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   @Override
   public void acknowledge(Acknowledgements acks) {
     ensureOpen();
+    boolean renews = false;
+    boolean settles = false;
+    for (Acknowledgements.Range range : acks.ranges()) {
+      renews |= range.type() == AckType.RENEW;
+      settles |= range.type() != AckType.RENEW;
+    }
+    // A RENEW from the polling thread is redundant (it renews everything at each poll); from
+    // another thread it means the polling thread is busy elsewhere: renew now if the consumer is
+    // free (if it is not, the polling thread is inside a poll, which renews).
+    boolean renewNow = renews && Thread.currentThread() != pollThread;
+    if (settles) {
+      lock.lock();
+    } else if (!renewNow || !lock.tryLock()) {
+      return;
+    }
+    try {
+      settle(acks);
+      if (renewNow && !closed) {
+        renewHeld();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void settle(Acknowledgements acks) {
     for (Acknowledgements.Range range : acks.ranges()) {
       if (range.type() == AckType.RENEW) {
-        continue; // every undecided record is renewed at each poll anyway
+        continue;
       }
       for (long offset = range.firstOffset(); offset <= range.lastOffset(); offset++) {
         Key key = new Key(range.topic(), range.partition(), offset);
@@ -234,9 +304,32 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
         if (record != null) {
           acknowledgeNow(record, range.type());
         } else {
-          deferred.put(key, new Deferred(range.type(), System.currentTimeMillis()));
+          deferred.put(key, new Deferred(range.type(), time.milliseconds()));
         }
       }
+    }
+  }
+
+  /**
+   * Renews every record the driver holds, off the polling thread: what the last poll returned is
+   * renewed by the zero-wait poll that also brings back the records whose renewal completed, and
+   * those are renewed at once too and sent without waiting for the next poll. New records met are
+   * kept for the next {@link #poll}, renewed like the rest meanwhile.
+   */
+  private void renewHeld() {
+    for (ConsumerRecord<byte[], byte[]> record : pollConsumer(Duration.ZERO)) {
+      if (takeIn(record)) {
+        undelivered.add(record);
+      }
+    }
+    for (ConsumerRecord<byte[], byte[]> record : lastPollUnacknowledged.values()) {
+      acknowledgeNow(record, AckType.RENEW);
+    }
+    lastPollUnacknowledged.clear();
+    try {
+      consumer.commitAsync();
+    } catch (KafkaException e) {
+      log.debug("{}: sending renewals failed", name, e);
     }
   }
 
@@ -276,6 +369,15 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   @Override
   public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
     ensureOpen();
+    lock.lock();
+    try {
+      return acknowledgeSyncLocked(acks, timeout);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private List<AckResult> acknowledgeSyncLocked(Acknowledgements acks, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
     acknowledge(acks);
     drainDeferred(deadline);
@@ -382,6 +484,15 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    */
   @Override
   public void close() {
+    lock.lock();
+    try {
+      closeLocked();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void closeLocked() {
     if (closed) {
       return;
     }

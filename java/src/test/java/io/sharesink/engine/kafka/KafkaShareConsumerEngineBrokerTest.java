@@ -48,6 +48,22 @@ class KafkaShareConsumerEngineBrokerTest {
     return seen;
   }
 
+  /**
+   * A one-partition topic holding {@code values} and a fresh share group on it with the shortest
+   * lock Kafka allows by default (15 s), starting from the earliest offset; returns the group.
+   */
+  private static String shortLockGroup(String bootstrap, String topic, List<String> values)
+      throws Exception {
+    String group = unique(topic + "-group");
+    createTopic(bootstrap, topic, 1);
+    configureGroup(
+        bootstrap,
+        group,
+        Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "15000"));
+    produce(bootstrap, topic, values);
+    return group;
+  }
+
   private static Acknowledgements all(String topic, int count, AckType type) {
     return new Acknowledgements().add(topic, 0, 0, count - 1, type);
   }
@@ -81,13 +97,7 @@ class KafkaShareConsumerEngineBrokerTest {
   void recordsHeldPastTheirLockAreRenewedNeverRepeatedAndNotGivenToAPeer() throws Exception {
     String bootstrap = bootstrap();
     String topic = unique("engine-renew");
-    String group = unique("engine-renew-group");
-    createTopic(bootstrap, topic, 1);
-    configureGroup(
-        bootstrap,
-        group,
-        Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "15000"));
-    produce(bootstrap, topic, List.of("a", "b", "c"));
+    String group = shortLockGroup(bootstrap, topic, List.of("a", "b", "c"));
 
     try (KafkaShareConsumerEngine engine =
             new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
@@ -150,6 +160,75 @@ class KafkaShareConsumerEngineBrokerTest {
       assertEquals(List.of(2, 2), deliveries);
       assertTrue(System.nanoTime() - start < Duration.ofSeconds(25).toNanos());
       peer.acknowledgeSync(all(topic, 4, AckType.ACCEPT), Duration.ofSeconds(5));
+    }
+  }
+
+  @Test
+  void aRecordDeliveredAgainAfterItsLockRanOutIsHandedOutAgain() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("engine-expired");
+    String group = shortLockGroup(bootstrap, topic, List.of("a"));
+
+    try (KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      assertEquals(1, pollUntil(engine, 1, Duration.ofSeconds(30)).size());
+      // The driver is stuck elsewhere past the lock: the record expires, the driver forgets it
+      // (it acknowledges nothing whose lock it lost), and the broker delivers it again.
+      Thread.sleep(16_000);
+      List<Integer> deliveries = new ArrayList<>();
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (deliveries.isEmpty() && System.nanoTime() < deadline) {
+        ShareBatch batch = engine.poll(Duration.ofMillis(500));
+        for (int i = 0; i < batch.size(); i++) {
+          deliveries.add(batch.deliveryCount(i));
+        }
+      }
+      assertEquals(List.of(2), deliveries, "the new delivery is handed out, not swallowed");
+      List<AckResult> results =
+          engine.acknowledgeSync(all(topic, 1, AckType.ACCEPT), Duration.ofSeconds(10));
+      assertTrue(results.stream().allMatch(AckResult::ok), results.toString());
+    }
+  }
+
+  @Test
+  void renewalsFromAnotherThreadKeepTheRecordsWhileThePollingThreadIsBusy() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("engine-keeper");
+    String group = shortLockGroup(bootstrap, topic, List.of("a", "b", "c"));
+
+    try (KafkaShareConsumerEngine engine =
+            new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
+        KafkaShareConsumerEngine peer =
+            new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      assertEquals(3, pollUntil(engine, 3, Duration.ofSeconds(30)).size());
+      // The polling thread is inside a put that blocks for over two locks; the driver's lock
+      // keeper asks for RENEWs from its own thread meanwhile.
+      Thread keeper =
+          new Thread(
+              () -> {
+                long until = System.nanoTime() + Duration.ofSeconds(35).toNanos();
+                while (System.nanoTime() < until) {
+                  engine.acknowledge(all(topic, 3, AckType.RENEW));
+                  try {
+                    Thread.sleep(3_000);
+                  } catch (InterruptedException e) {
+                    return;
+                  }
+                }
+              },
+              "test-lock-keeper");
+      keeper.start();
+      int peerGot = 0;
+      while (keeper.isAlive()) {
+        peerGot += peer.poll(Duration.ofMillis(500)).size();
+      }
+      keeper.join();
+      assertEquals(0, peerGot, "renewed from the keeper's thread: nothing went to the peer");
+      assertTrue(engine.metrics().renewedRecords() >= 3 * 10, "" + engine.metrics());
+      List<AckResult> results =
+          engine.acknowledgeSync(all(topic, 3, AckType.ACCEPT), Duration.ofSeconds(10));
+      assertTrue(results.stream().allMatch(AckResult::ok), results.toString());
+      assertEquals(3, engine.metrics().acceptedRecords());
     }
   }
 }
