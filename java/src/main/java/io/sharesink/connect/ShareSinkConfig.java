@@ -505,6 +505,18 @@ public class ShareSinkConfig extends AbstractConfig {
     return getString(WORKER_CONFIG_CONFIG);
   }
 
+  /**
+   * The worker configuration file's defaults ({@link #workerConfigPath}); a file that cannot be
+   * read is a configuration error naming {@code share.worker.config}.
+   */
+  WorkerDefaults workerDefaults() {
+    try {
+      return WorkerDefaults.load(workerConfigPath());
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(WORKER_CONFIG_CONFIG, workerConfigPath(), e.getMessage());
+    }
+  }
+
   /** Connect's {@code errors.deadletterqueue.topic.name}, or the empty string. */
   public String dlqTopic() {
     Object topic = originals().get(DLQ_TOPIC_CONFIG);

@@ -246,13 +246,7 @@ public class ShareSinkConnector extends SourceConnector {
     String name = this.props.get("name");
     String groupId = config.groupId(name);
 
-    WorkerDefaults worker;
-    try {
-      worker = WorkerDefaults.load(config.workerConfigPath());
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(
-          ShareSinkConfig.WORKER_CONFIG_CONFIG, config.workerConfigPath(), e.getMessage());
-    }
+    WorkerDefaults worker = config.workerDefaults();
     Map<String, Object> clientSettings = config.clientSettings(worker);
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(

@@ -19,7 +19,6 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -81,13 +80,7 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    WorkerDefaults worker;
-    try {
-      worker = WorkerDefaults.load(config.workerConfigPath());
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(
-          ShareSinkConfig.WORKER_CONFIG_CONFIG, config.workerConfigPath(), e.getMessage());
-    }
+    WorkerDefaults worker = config.workerDefaults();
     Map<String, Object> clientSettings = config.clientSettings(worker);
 
     Class<? extends SinkConnector> connectorClass =

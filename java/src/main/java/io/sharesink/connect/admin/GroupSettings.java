@@ -59,6 +59,10 @@ public record GroupSettings(
   public static final String DLQ_MODE_KEY = "share.dlq.mode";
 
   public static final String BROKER = "broker";
+
+  /** How problems of the broker DLQ mode start: "with share.dlq.mode=broker". */
+  private static final String IN_BROKER_MODE = "with " + DLQ_MODE_KEY + "=" + BROKER;
+
   public static final String CONNECT = "connect";
 
   /** Kafka 4.4 broker defaults, used when the broker does not report a bound. */
@@ -196,21 +200,13 @@ public record GroupSettings(
                     add(
                         problems,
                         DLQ_TOPIC,
-                        "with "
-                            + DLQ_MODE_KEY
-                            + "="
-                            + BROKER
-                            + " the broker writes the DLQ, but "
-                            + problem));
+                        IN_BROKER_MODE + " the broker writes the DLQ, but " + problem));
       }
       if (!dlqTopic.isEmpty() && !dlqTopic.startsWith(prefix)) {
         add(
             problems,
             DLQ_TOPIC,
-            "with "
-                + DLQ_MODE_KEY
-                + "="
-                + BROKER
+            IN_BROKER_MODE
                 + " the DLQ topic must start with the broker's "
                 + ClusterFacts.DLQ_PREFIX
                 + " '"

@@ -56,6 +56,18 @@ public final class ConnectPlugins {
     if (className == null || className.isBlank()) {
       throw new ConfigException(key, className, "No converter set and no default known");
     }
+    return instantiate(key, className, loader, base);
+  }
+
+  /**
+   * Loads {@code className} (the value of setting {@code key}) through {@code loader} and makes an
+   * instance under the class's own loader, as the runtime's {@code Plugins.newPlugin} does (static
+   * initialisers read the context loader). Failures name the key.
+   */
+  static <T> T instantiate(String key, String className, ClassLoader loader, Class<T> base) {
+    if (className == null || className.isBlank()) {
+      throw new ConfigException(key, className, "Missing class name");
+    }
     Class<?> cls;
     try {
       cls = loader.loadClass(className.trim());

@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.transforms.Transformation;
 import org.apache.kafka.connect.transforms.predicates.Predicate;
@@ -130,24 +129,7 @@ public final class TransformChain implements AutoCloseable {
   @SuppressWarnings("unchecked")
   private static <T> T newPlugin(
       ClassLoader loader, Map<String, String> props, String typeKey, Class<?> base) {
-    String className = props.get(typeKey);
-    if (className == null || className.isBlank()) {
-      throw new ConfigException(typeKey, className, "Missing class name");
-    }
-    Class<?> cls;
-    try {
-      cls = loader.loadClass(className.trim());
-    } catch (ClassNotFoundException e) {
-      throw new ConfigException(typeKey, className, "Class cannot be found: " + e);
-    }
-    if (!base.isAssignableFrom(cls)) {
-      throw new ConfigException(typeKey, className, "Not a " + base.getSimpleName());
-    }
-    Class<?> pluginClass = cls;
-    ClassLoader pluginLoader =
-        cls.getClassLoader() != null ? cls.getClassLoader() : ClassLoader.getSystemClassLoader();
-    // Instantiated under its own loader, as Plugins.newPlugin does: static initialisers read it.
-    return LoaderSwap.call(pluginLoader, () -> (T) Utils.newInstance(pluginClass));
+    return (T) ConnectPlugins.instantiate(typeKey, props.get(typeKey), loader, base);
   }
 
   private static List<String> list(String value) {
