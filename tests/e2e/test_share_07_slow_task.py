@@ -5,24 +5,17 @@ an open transaction of this test). The record with id 0 is the last record of it
 the task that gets it blocks inside `put()` (Debezium flushes each record, `batch.size=1`, so
 the records it wrote before id 0 are committed).
 
-- the other tasks carry the load: every other record becomes a row while the row is locked;
-- what the slow task held is redelivered when its locks expire: with the group's lock duration
-  at the broker minimum (15 s), a second task picks up record 0 after the first task's lock
-  expired, and blocks on the same row lock: PostgreSQL shows two or more waiting backends.
-  The rules: the driver renews nothing while a put runs, and every record it holds had its
-  lock set (acquired or renewed) before that put began, so record 0 is free again at most one
-  lock duration after the put that blocks on it began. The stuck member's own engine may
-  acquire it again at that moment (it keeps a fetch outstanding while its buffer is empty);
-  its buffer then releases it once the task has not polled it within
-  `share.buffer.max.lock.fraction` (0.5) of that new lock. So the second waiter shows up at
-  most 1.5 lock durations after the first, plus the redelivery latency (fetch, conversion,
-  Debezium writing the batch up to row 0, this test's 1 s sampling). Before, that re-acquired
-  copy sat out its whole lock: 27-39 s;
-- after the row lock is released, record 0 is written, no task failed (the blocked tasks'
-  stale acknowledgements must not fail them: records whose lock ran out during the put are
-  forgotten, never acknowledged), the group's lag is 0.
+- while the put blocks, the records the slow task holds stay with it: sharesink's lock keeper
+  renews them from its own thread, so for `share.task.stuck.timeout.ms` (45 s here, three lock
+  durations) no second task picks record 0 up (one backend waits on the row for over two locks)
+  and no delivery attempt is burnt;
+- past that bound they are released: another task gets record 0 and blocks on the same row
+  (two backends wait), at most the bound plus the redelivery latency after the first blocked;
+  the other tasks write every other record, those the slow task held included;
+- after the row lock is released, record 0 is written, no task failed (the blocked task's put
+  returns after its records were released: it must not acknowledge them), the group's lag is 0.
 
-The lock is released before record 0 reaches the delivery-count limit (5 deliveries = 75 s).
+The lock is released before record 0 reaches the delivery-count limit (5).
 """
 
 from __future__ import annotations
@@ -39,12 +32,15 @@ from helpers import (JDBC_SINK, Progress, connector_trace, delete_connector, fai
 N = 3000
 TASKS = 4
 LOCK_MS = 15000
-# From the first waiter to the second: at most the lock (it ran from before the first waiter was
-# seen), plus BUFFER_LOCK_FRACTION of a lock when the stuck member re-acquired record 0, plus
-# the redelivery latency; 8 s of that latency covers a loaded 2-core CI machine.
-BUFFER_LOCK_FRACTION = 0.5                  # the engine's share.buffer.max.lock.fraction default
-REDELIVERY_SLACK_S = 8
-SECOND_WAITER_WITHIN_S = LOCK_MS / 1000 * (1 + BUFFER_LOCK_FRACTION) + REDELIVERY_SLACK_S
+STUCK_MS = 45000                            # share.task.stuck.timeout.ms for this test
+# Checked for one waiter until this long after the first was seen: over two locks (the put may
+# have begun a few seconds before the first waiter showed), and short of the bound.
+ALONE_S = 35
+# From the first waiter to the second: at most the bound (it runs from the start of the put,
+# before the first waiter was seen), plus the redelivery latency (fetch, conversion, Debezium
+# writing the batch up to row 0, this test's 1 s sampling); 10 s covers a loaded 2-core machine.
+REDELIVERY_SLACK_S = 10
+SECOND_WAITER_WITHIN_S = STUCK_MS / 1000 + REDELIVERY_SLACK_S
 
 
 class RowLock:
@@ -89,7 +85,8 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
 
     cfg = share_config(cluster, name, topic, JDBC_SINK, TASKS)
     cfg.update(jdbc_config(postgres, **{"batch.size": "1"}))
-    cfg.update({"share.record.lock.duration.ms": str(LOCK_MS), "share.commit.interval.ms": "2000"})
+    cfg.update({"share.record.lock.duration.ms": str(LOCK_MS), "share.commit.interval.ms": "2000",
+                "share.task.stuck.timeout.ms": str(STUCK_MS)})
     group = group_of(name)
     max_waiters = 0
     try:
@@ -98,27 +95,28 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
         wait_for("a task blocked on the locked row", lambda: pg_waiting_on_locks(cluster) >= 1,
                  timeout=180, interval=1, on_timeout=lambda: connector_trace(worker, name))
         t_block = time.monotonic()
-        # the others write every other record meanwhile
-        Progress("rows written while row 0 is locked", written).wait(
-            N - 1, stall=50, timeout=55, on_timeout=lambda: connector_trace(worker, name))
-        others_done_s = time.monotonic() - t_block
 
-        # record 0's lock expires (15 s): another task gets it and blocks too
-        def second_waiter():
+        def waiters():
             nonlocal max_waiters
             max_waiters = max(max_waiters, pg_waiting_on_locks(cluster))
-            return max_waiters >= 2
+            return max_waiters
 
+        # two lock durations pass with the put blocked: record 0 stays with the slow task
+        held_alone_until = t_block + ALONE_S
+        while time.monotonic() < held_alone_until and waiters() < 2:
+            time.sleep(1)
+        alone_s = time.monotonic() - t_block
+        waiters_within_bound = max_waiters
+
+        # past the bound it is released: another task gets it and blocks too
         deadline = t_block + SECOND_WAITER_WITHIN_S
-        while not second_waiter() and time.monotonic() < deadline:
+        while waiters() < 2 and time.monotonic() < deadline:
             time.sleep(1)
         held_s = time.monotonic() - t_block
-        if max_waiters < 2:
-            # keep the row locked a while longer, for the figures: when does it come at all?
-            late = t_block + 3 * LOCK_MS / 1000 + 10       # well before the 5th delivery (75 s)
-            while not second_waiter() and time.monotonic() < late:
-                time.sleep(1)
-            held_s = time.monotonic() - t_block
+        # the others write every other record, those the slow task held and released included
+        Progress("rows written while row 0 is locked", written).wait(
+            N - 1, stall=50, timeout=60, on_timeout=lambda: connector_trace(worker, name))
+        others_done_s = time.monotonic() - t_block
         rows_while_locked = written()
         lock.release()
         t_release = time.monotonic()
@@ -135,17 +133,23 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
                        delivered=final, duplicated="n/a (upsert)", lost=N - final,
                        rows_written_while_locked=rows_while_locked,
                        seconds_others_needed=round(others_done_s, 1),
-                       row_lock_held_s=round(held_s, 1), max_backends_waiting_on_the_row=max_waiters,
-                       second_waiter_within_one_lock=held_s <= LOCK_MS / 1000 + REDELIVERY_SLACK_S,
+                       lock_ms=LOCK_MS, stuck_timeout_ms=STUCK_MS,
+                       seconds_record0_stayed_alone=round(alone_s, 1),
+                       backends_waiting_within_the_bound=waiters_within_bound,
+                       seconds_to_second_waiter=round(held_s, 1),
+                       max_backends_waiting_on_the_row=max_waiters,
                        seconds_to_record0_after_release=round(after_release_s, 1),
                        task_failed=bool(failed), group_lag_after_stop=lag)
         assert rows_while_locked == N - 1, "the other tasks did not write everything while one was stuck"
-        assert max_waiters >= 2, ("record 0 was not redelivered to another task after its lock "
-                                  f"expired ({LOCK_MS} ms): at most {max_waiters} backend(s) waited "
-                                  f"on the row in {held_s:.0f}s")
+        assert waiters_within_bound == 1, (
+            f"record 0 reached another task {alone_s:.0f}s after the first blocked on it, within "
+            f"{STUCK_MS} ms: its lock was not renewed during the put")
+        assert max_waiters >= 2, ("record 0 was not released to another task after "
+                                  f"share.task.stuck.timeout.ms ({STUCK_MS} ms): at most "
+                                  f"{max_waiters} backend(s) waited on the row in {held_s:.0f}s")
         assert held_s <= SECOND_WAITER_WITHIN_S, (
             f"record 0 reached a second task {held_s:.0f}s after the first blocked on it: more than "
-            f"{1 + BUFFER_LOCK_FRACTION} lock durations ({LOCK_MS} ms) plus {REDELIVERY_SLACK_S}s")
+            f"the {STUCK_MS} ms bound plus {REDELIVERY_SLACK_S}s")
         assert final == N
         assert failed is None, f"a task failed:\n{failed[:4000]}"
         assert lag == 0, f"share group lag after the run: {offs}"
