@@ -147,7 +147,9 @@ def test_redelivered_below_the_last_commit_survive_kill_9(cluster: Cluster, work
         sink.mark("any", "commit", keep=True)
         cluster.start_worker(0, plugin_archive=default_plugin_archive())
         killed = False
+        fig["seconds_kill_to_worker_up"] = round(time.monotonic() - t_kill, 1)
         worker.wait_connector_running(name, tasks=2, timeout=180)
+        fig["seconds_kill_to_tasks_running"] = round(time.monotonic() - t_kill, 1)
 
         # Drain: until every record is in the sink, or the group has nothing left to deliver
         # (lag 0 twice in a row) once the dead member's locks (LOCK_MS) may have expired.

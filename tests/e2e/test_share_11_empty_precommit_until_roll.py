@@ -87,8 +87,10 @@ def test_empty_precommit_until_roll_survives_kill_9(cluster: Cluster, worker: Re
 
         cluster.start_worker(0, plugin_archive=default_plugin_archive())
         killed = False
-        worker.wait_connector_running(name, tasks=1, timeout=180)
+        fig["seconds_kill_to_worker_up"] = round(time.monotonic() - t_kill, 1)
         produce_values(cluster, tb, second)
+        worker.wait_connector_running(name, tasks=1, timeout=180)
+        fig["seconds_kill_to_tasks_running"] = round(time.monotonic() - t_kill, 1)
 
         # Drain: until every record is in the sink, or the group has nothing left to deliver
         # (lag 0 twice in a row) once the dead member's locks (LOCK_MS) may have expired.
