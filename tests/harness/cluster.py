@@ -354,6 +354,51 @@ def _build_appinfo_shim(plugin_dir: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# Sinks of the tests' own (tests/sinks/<name>/, one Maven module each), e.g. the buffering
+# sink of the durability tests: built here when their sources change, each installed in its own
+# plugin directory on the workers' plugin.path (never into the sharesink plugin directory).
+TEST_SINKS_DIR = REPO_ROOT / "tests" / "sinks"
+TEST_SINKS = ("buffering-sink",)
+
+
+def ensure_test_sink(name: str) -> Path:
+    """Plugin directory holding the jar of test sink `name`, built with Maven into the cache
+    (keyed by a hash of its pom and sources, so it is rebuilt only when they change)."""
+    src = TEST_SINKS_DIR / name
+    files = sorted(p for p in [src / "pom.xml", *(src / "src").rglob("*")] if p.is_file())
+    if not files:
+        raise HarnessError(f"test sink {name}: no sources in {src}")
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(src).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    base = cache_dir() / "test-sinks"
+    target = base / f"{name}-{h.hexdigest()[:16]}"
+    jar = target / f"{name}.jar"
+    if jar.is_file():
+        return target
+    with _file_lock(cache_dir() / ".lock"):
+        if jar.is_file():
+            return target
+        base.mkdir(parents=True, exist_ok=True)
+        build = Path(tempfile.mkdtemp(prefix=f".{name}.build.", dir=base))
+        try:
+            _log(f"building test sink {name} ({src}) into {target}")
+            mvn = shutil.which("mvn")
+            if not mvn:
+                raise HarnessError("mvn not found: install Maven (apt-get install -y maven)")
+            proc = _run([mvn, "-q", "-B", "-f", str(src / "pom.xml"), "package",
+                         f"-Dtest.sink.build.dir={build}"], timeout=600, what=f"building {name}")
+            built = sorted(build.glob("*.jar"))
+            if proc.returncode != 0 or len(built) != 1:
+                raise HarnessError(f"building test sink {name} failed:\n{proc.stdout[-4000:]}")
+            tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=base))
+            shutil.copy2(built[0], tmp / jar.name)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+        return target
+
+
 def plugin_version(name: str) -> Optional[str]:
     try:
         return json.loads((cache_dir() / "plugins" / f".{name}.complete").read_text())["version"]
@@ -1032,6 +1077,7 @@ class Cluster:
             elif link.exists():
                 shutil.rmtree(link)
             link.symlink_to(src, target_is_directory=True)
+        self._prepare_test_sinks(pp)
         if plugin_archive is None:
             plugin_archive = default_plugin_archive()
             if plugin_archive is None:
@@ -1066,6 +1112,19 @@ class Cluster:
                 zf.extractall(dest)
         stamp.write_text(ident or "")
         return archive
+
+    def _prepare_test_sinks(self, pp: Path) -> None:
+        """Links each test sink's plugin directory (ensure_test_sink) into the plugin path."""
+        for name in TEST_SINKS:
+            src = ensure_test_sink(name)
+            link = pp / name
+            if link.is_symlink() and Path(os.readlink(link)) == src:
+                continue
+            if link.is_symlink() or link.is_file():
+                link.unlink()
+            elif link.exists():
+                shutil.rmtree(link)
+            link.symlink_to(src, target_is_directory=True)
 
     def worker_properties(self, index: int, discovery: str = "hybrid_warn",
                           extra: Optional[Mapping[str, Any]] = None) -> Path:
