@@ -279,9 +279,12 @@ public final class ShareSinkDriver {
 
   /**
    * Stops the task as the runtime would: confirm the last put with a {@code put(empty)} (unless the
-   * task failed or a put retry is pending), a final commit cycle, {@code close(opened)}, RELEASE of
-   * everything not ACCEPTed or REJECTed, then {@code task.stop()}. Closes the transforms,
-   * converters and the DLQ producer; leaves the engine to the caller. Idempotent.
+   * task failed or a put retry is pending), a final commit cycle whose ACCEPTs (and REJECTs) are
+   * sent and waited for, {@code close(opened)}, then {@code task.stop()}. Closes the transforms,
+   * converters and the DLQ producer; leaves the engine to the caller, whose {@code close()}
+   * releases everything still held at once. Nothing is RELEASEd here: the engine would fetch
+   * released records straight back until it is closed, and each such round trip costs them a
+   * delivery attempt. Idempotent.
    */
   public void stop() {
     if (stopped) {
@@ -311,11 +314,13 @@ public final class ShareSinkDriver {
       if (live) {
         host.closeOpened();
       }
-      releaseAll();
-      keeperTicks.close();
       if (live) {
         host.stopTask();
       }
+      keeperTicks.close(); // renewed until here: the engine's close releases what is left
+      ready.clear();
+      retry = null;
+      errants.clear();
       pipeline.close();
       errors.close();
       logTotals();
@@ -442,7 +447,10 @@ public final class ShareSinkDriver {
   }
 
   private void warnIfLockTooShort(long lockMs) {
-    if (!lockWarned && lockMs > 0 && config.commitIntervalMs() > lockMs / 2) {
+    // The lock left at acquisition is a little under the granted duration: allow a second.
+    if (!lockWarned
+        && lockMs > 0
+        && config.commitIntervalMs() > (lockMs + AckLedger.EXPIRY_MARGIN_MS) / 2) {
       lockWarned = true;
       log.warn(
           "{}: {}={} ms is not well below the acquisition lock ({} ms): records the sink buffers"
@@ -817,18 +825,5 @@ public final class ShareSinkDriver {
     }
     log.error("{}: task failed", taskName, e);
     return e;
-  }
-
-  private void releaseAll() {
-    forgetExpiredLocks();
-    ready.clear();
-    retry = null;
-    errants.clear();
-    try {
-      acknowledger.settleAndWait(l -> l.takeAll(entry -> true, AckType.RELEASE), STOP_TIMEOUT);
-    } catch (RuntimeException e) {
-      // The engine's close releases them as well.
-      log.warn("{}: could not release the {} records held", taskName, ledger.size(), e);
-    }
   }
 }

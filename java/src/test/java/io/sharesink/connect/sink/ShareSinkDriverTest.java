@@ -265,6 +265,8 @@ class ShareSinkDriverTest {
     assertEquals(0, group.count(State.ACCEPTED), "nothing of the failed put may be accepted");
     assertThrows(ConnectException.class, () -> fixture.driver.runCycle(Duration.ofMillis(10)));
     fixture.driver.stop();
+    assertEquals(List.of(), group.received(AckType.RELEASE), "left to the engine's close");
+    group.close(); // as the hosting task does
     assertEquals(3, group.count(State.AVAILABLE), "released for another attempt");
     assertEquals(List.of(), group.violations);
     assertTrue(task.stopped);
@@ -678,6 +680,8 @@ class ShareSinkDriverTest {
     assertEquals(0, group.count(State.ACCEPTED));
     fixture.driver.stop();
     assertEquals(4, group.count(State.ACCEPTED), "final commit after a confirming put(empty)");
+    assertEquals(List.of(), group.received(AckType.RELEASE), "left to the engine's close");
+    group.close(); // as the hosting task does
     assertEquals(State.AVAILABLE, group.rec("t", 0, 4).state, "never put: released");
     assertEquals(List.of(List.of(tp)), task.closes);
     assertTrue(task.stopped);
