@@ -234,6 +234,20 @@ impl AcksInFlight {
         self.by_partition.keys()
     }
 
+    /// Ranges held.
+    pub fn len(&self) -> usize {
+        self.by_partition.values().map(Vec::len).sum()
+    }
+
+    /// Records (offsets) in the ranges held.
+    pub fn records(&self) -> u64 {
+        self.by_partition
+            .values()
+            .flatten()
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Counts per wire type code (index 0..=4) for the metrics.
     pub fn record_counts(&self) -> [u64; 5] {
         let mut counts = [0u64; 5];

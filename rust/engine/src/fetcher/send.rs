@@ -138,6 +138,7 @@ pub(super) async fn send_next(
             body,
             in_flight,
             session,
+            std::time::Duration::ZERO,
         )?);
     }
     Ok(())
@@ -253,7 +254,9 @@ fn send(
         "ShareFetch"
     );
     let body = request.encode(shared.share_fetch_version)?;
-    let mut in_flight = send_body(shared, conn, kind, body, acks, session)?;
+    // A long poll may be held that long before the broker answers; the deadline adds it.
+    let broker_wait = std::time::Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let mut in_flight = send_body(shared, conn, kind, body, acks, session, broker_wait)?;
     in_flight.asked_records = request.max_records > 0;
     Ok(in_flight)
 }
@@ -265,13 +268,14 @@ fn send_body(
     body: bytes::Bytes,
     acks: AcksInFlight,
     session: &Session,
+    broker_wait: std::time::Duration,
 ) -> Result<InFlight, EngineError> {
     let (api, version) = match kind {
         RequestKind::Fetch => (ApiKey::ShareFetch, shared.share_fetch_version),
         RequestKind::Acknowledge => (ApiKey::ShareAcknowledge, shared.share_acknowledge_version),
     };
     shared.metrics.acks_sent(&acks);
-    let response = conn.send_raw(api, version, &body)?;
+    let response = conn.send_raw_waiting(api, version, &body, broker_wait)?;
     Ok(InFlight {
         kind,
         response,
