@@ -50,6 +50,7 @@ impl Metrics {
         }
         self.records_in_flight
             .fetch_sub(acks.caller_settled() as i64, Relaxed);
+        self.ack_conflicts.fetch_add(acks.conflicts, Relaxed);
     }
 
     /// Acks taken back into the queue unanswered: undoes what `acks_sent` counted, so the
