@@ -19,7 +19,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -35,7 +34,7 @@ const PER_PARTITION_BEFORE: usize = 200;
 const PER_PARTITION_DURING: usize = 200;
 
 /// The tests share one proxy: one at a time.
-static PROXY: Mutex<()> = Mutex::new(());
+static PROXY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -125,7 +124,7 @@ enum End {
 /// record was accepted with a result of "applied"; blackholes the proxy once `blackhole_after`
 /// records were accepted and ends the blackhole as `end` after `blackhole_for()`.
 async fn run(end: End) {
-    let _one = PROXY.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = PROXY.lock().await;
     proxy("forward");
     let (admin, topic, c) = setup(&format!("blackhole-{end:?}").to_lowercase()).await;
     produce(&admin, &topic, "before", PER_PARTITION_BEFORE).await;
@@ -258,7 +257,7 @@ async fn consumption_survives_a_blackhole_whose_connections_stay_dead() {
 /// stays silent (a Connect task must stop within its shutdown grace).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_during_a_blackhole_returns_in_time() {
-    let _one = PROXY.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = PROXY.lock().await;
     proxy("forward");
     let (admin, topic, c) = setup("blackhole-close").await;
     produce(&admin, &topic, "before", 50).await;
