@@ -29,6 +29,9 @@ pub(crate) struct Metrics {
     /// Records of settling acks (accept, release, reject) that contradicted another settling
     /// ack of the same offsets and were refused before sending.
     pub ack_conflicts: AtomicU64,
+    /// Record batches that could not be read (CRC, compression, framing); their acquired
+    /// records were released, the rest of the response delivered.
+    pub corrupt_batches: AtomicU64,
 }
 
 impl Metrics {
@@ -97,6 +100,7 @@ impl Metrics {
             records_released_unpolled: self.records_released_unpolled.load(Relaxed),
             acks_resent: self.acks_resent.load(Relaxed),
             ack_conflicts: self.ack_conflicts.load(Relaxed),
+            corrupt_batches: self.corrupt_batches.load(Relaxed),
         }
     }
 }
@@ -138,4 +142,6 @@ pub struct MetricsSnapshot {
     /// Records of settling acks refused before sending because another settling ack of a
     /// different type covered the same offsets (logged at WARN).
     pub ack_conflicts: u64,
+    /// Record batches that could not be read; their acquired records were released.
+    pub corrupt_batches: u64,
 }

@@ -248,7 +248,15 @@ fn handle_fetch(
                 lock_deadline_ms,
                 &mut batch.records,
             ) {
-                Ok((gaps, unread)) => {
+                Ok(records::Unreadable {
+                    gaps,
+                    unread,
+                    corrupt,
+                }) => {
+                    shared
+                        .metrics
+                        .corrupt_batches
+                        .fetch_add(corrupt.len() as u64, Relaxed);
                     for (first, last) in gaps {
                         me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
                     }
