@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tracing::{debug, trace, warn};
+use tracing::{debug, trace, warn, Instrument};
 
 use crate::error::EngineError;
 use crate::protocol::{response_schema, wire};
@@ -223,9 +223,10 @@ impl Connection {
             shut: watch::Sender::new(false),
         });
         let (frames, frame_rx) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(read_half, wire.clone()));
-        let writer = tokio::spawn(write_loop(write_half, frame_rx, wire.clone()));
-        let watchdog = tokio::spawn(watchdog(wire.clone()));
+        // In the opener's span, so their log lines carry (and are routed to) its member.
+        let reader = tokio::spawn(read_loop(read_half, wire.clone()).in_current_span());
+        let writer = tokio::spawn(write_loop(write_half, frame_rx, wire.clone()).in_current_span());
+        let watchdog = tokio::spawn(watchdog(wire.clone()).in_current_span());
         debug!(addr, "connected");
         Ok(Connection {
             addr: addr.to_string(),
