@@ -29,11 +29,12 @@ export SHARESINK_TRUSTSTORE_JKS="$TRUSTSTORE_JKS" SHARESINK_TRUSTSTORE_P12="$TRU
 export SHARESINK_TRUSTSTORE_PASSWORD="$TRUSTSTORE_PASSWORD"
 export SHARESINK_SCRAM_USER="$SCRAM_USER" SHARESINK_SCRAM_PASSWORD="$SCRAM_PASSWORD"
 export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH"
+export SHARESINK_PROXIED_BOOTSTRAP="$PROXIED_BOOTSTRAP" SHARESINK_PROXY_CONTROL_PORT="$PROXY_CONTROL_PORT"
 # Broker tests fail, never skip, when what they need is missing.
 export SHARESINK_REQUIRE_BROKER=1
 
-log "Engine against the broker (plain, mixed with Java members, SASL_SSL, broker restart)"
-cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java --test broker_sasl_ssl --test broker_restart
+log "Engine against the broker (plain, mixed with Java members, SASL_SSL, broker restart, blackhole)"
+cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java --test broker_sasl_ssl --test broker_restart --test broker_blackhole
 
 log "Java: engine bindings and sink driver against the broker"
 mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1

@@ -50,6 +50,11 @@ import zipfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+try:
+    from harness.proxy import command as _proxy_command
+except ImportError:  # run as a script: tests/harness/ is sys.path[0]
+    from proxy import command as _proxy_command
+
 HARNESS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = HARNESS_DIR.parent.parent
 KAFKA_DEPS_POM = HARNESS_DIR / "kafka-deps" / "pom.xml"
@@ -90,6 +95,12 @@ OFF_CONTROLLER = 93
 OFF_SASL_SSL = 94
 OFF_WORKERS = (83, 84)
 OFF_POSTGRES = 32
+# The broker's PROXIED listener, advertised as the blackhole proxy's port (tests/harness/proxy.py),
+# so that clients bootstrapping there keep going through the proxy; and the proxy's control port.
+OFF_PROXIED = 95
+OFF_PROXY = 96
+OFF_PROXY_CONTROL = 97
+PROXY_SCRIPT = HARNESS_DIR / "proxy.py"
 
 
 class HarnessError(RuntimeError):
@@ -627,7 +638,12 @@ class Cluster:
         self.controller_port = self.port_base + OFF_CONTROLLER
         self.sasl_ssl_port = self.port_base + OFF_SASL_SSL
         self.postgres_port = self.port_base + OFF_POSTGRES
+        self.proxied_port = self.port_base + OFF_PROXIED
+        self.proxy_port = self.port_base + OFF_PROXY
+        self.proxy_control_port = self.port_base + OFF_PROXY_CONTROL
         self.bootstrap = f"127.0.0.1:{self.broker_port}"
+        # Through the blackhole proxy (proxy_blackhole() etc.); the broker advertises the proxy.
+        self.proxied_bootstrap = f"127.0.0.1:{self.proxy_port}"
         self.sasl_ssl_bootstrap = f"127.0.0.1:{self.sasl_ssl_port}"
         self.logs_dir = self.state_dir / "logs"
         self.pids_dir = self.state_dir / "pids"
@@ -884,6 +900,11 @@ class Cluster:
                      f"CONTROLLER://127.0.0.1:{self.controller_port}"]
         advertised = [f"PLAINTEXT://127.0.0.1:{self.broker_port}"]
         protocol_map = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+        # PROXIED: plaintext, reached through the blackhole proxy (clients follow the advertised
+        # address after bootstrap, so it must be the proxy's).
+        listeners.append(f"PROXIED://127.0.0.1:{self.proxied_port}")
+        advertised.append(f"PROXIED://127.0.0.1:{self.proxy_port}")
+        protocol_map += ",PROXIED:PLAINTEXT"
         if sasl_ssl:
             listeners.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
             advertised.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
@@ -944,7 +965,9 @@ class Cluster:
             return self.bootstrap
         lib = self.kafka_lib
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        for port, what in ((self.broker_port, "broker"), (self.controller_port, "controller")) + (
+        for port, what in ((self.broker_port, "broker"), (self.controller_port, "controller"),
+                           (self.proxied_port, "PROXIED listener"), (self.proxy_port, "proxy"),
+                           (self.proxy_control_port, "proxy control")) + (
                 ((self.sasl_ssl_port, "SASL_SSL listener"),) if sasl_ssl else ()):
             self._check_port_free(port, what)
         data = self.state_dir / "kafka-data"
@@ -993,6 +1016,7 @@ class Cluster:
             return "Kafka Server started" in text and _port_open(self.broker_port)
 
         self._wait("broker start", started, timeout, log, name="broker")
+        self.start_proxy()
         self._write_env()
         return self.bootstrap
 
@@ -1005,9 +1029,49 @@ class Cluster:
 
     def stop_broker(self, timeout: float = 60) -> None:
         self._stop("broker", timeout=timeout)
+        self.stop_proxy()
 
     def kill_broker(self) -> None:
         self._stop("broker", kill=True)
+        self.stop_proxy()
+
+    # ---- blackhole proxy in front of the PROXIED listener (tests/harness/proxy.py)
+
+    def start_proxy(self, timeout: float = 30) -> str:
+        """Start the proxy (started with the broker); returns `proxied_bootstrap`."""
+        if self.is_running("proxy"):
+            return self.proxied_bootstrap
+        log = self.logs_dir / "proxy.log"
+        self._spawn("proxy", [sys.executable, str(PROXY_SCRIPT),
+                              "--listen-port", str(self.proxy_port),
+                              "--target-port", str(self.proxied_port),
+                              "--control-port", str(self.proxy_control_port)], log)
+        self._wait("proxy start", lambda: self.proxy_status(), timeout, log, name="proxy")
+        return self.proxied_bootstrap
+
+    def stop_proxy(self) -> None:
+        self._stop("proxy", timeout=10)
+
+    def proxy_command(self, command: str) -> Dict[str, Any]:
+        return _proxy_command(self.proxy_control_port, command)
+
+    def proxy_status(self) -> Dict[str, Any]:
+        return self.proxy_command("status")
+
+    def proxy_forward(self) -> Dict[str, Any]:
+        return self.proxy_command("forward")
+
+    def proxy_blackhole(self) -> Dict[str, Any]:
+        """Stop forwarding on every proxied connection, closing none (a silent partition)."""
+        return self.proxy_command("blackhole")
+
+    def proxy_resume(self) -> Dict[str, Any]:
+        """End a blackhole: the held bytes flow on the old connections."""
+        return self.proxy_command("resume")
+
+    def proxy_dead(self) -> Dict[str, Any]:
+        """Old connections stay silent forever; new ones forward."""
+        return self.proxy_command("dead")
 
     def restart_broker(self, timeout: float = 120) -> str:
         sasl = self.sasl_ssl
@@ -1560,6 +1624,8 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
             "SHARESINK_CLUSTER_DIR": str(self.state_dir),
             "SHARESINK_PORT_BASE": str(self.port_base),
             "BOOTSTRAP": self.bootstrap,
+            "PROXIED_BOOTSTRAP": self.proxied_bootstrap,
+            "PROXY_CONTROL_PORT": str(self.proxy_control_port),
             "CONNECT_URL": self.worker_url(0),
             "CONNECT_URL_0": self.worker_url(0),
             "CONNECT_URL_1": self.worker_url(1),
@@ -1584,7 +1650,7 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         _write_atomic(self.state_dir / "env", text)
 
     def components(self) -> List[str]:
-        names = ["broker"] + [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
+        names = ["broker", "proxy"] + [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
         extra = sorted(p.stem for p in self.pids_dir.glob("*.pid")) if self.pids_dir.exists() else []
         return names + [n for n in extra if n not in names]
 
@@ -1598,7 +1664,7 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
 
     def down(self) -> None:
         """Stop every process this state dir recorded (workers first, then broker, postgres)."""
-        order = [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["broker", "postgres"]
+        order = [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["broker", "proxy", "postgres"]
         order += [n for n in self.components() if n not in order]
         errors = []
         for n in order:

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tracing::warn;
 use uuid::Uuid;
 
 use crate::protocol::error_codes;
@@ -144,6 +145,10 @@ pub(crate) struct AckQueue {
 #[derive(Debug, Default)]
 pub(crate) struct AcksInFlight {
     by_partition: BTreeMap<PartitionKey, Vec<PendingAck>>,
+    /// Records sent per wire type code (after overlaps were reconciled).
+    sent: [u64; 5],
+    /// Records of acks refused because they contradicted an earlier one (see `AckQueue::take`).
+    pub conflicts: u64,
 }
 
 impl AckQueue {
@@ -168,41 +173,44 @@ impl AckQueue {
     }
 
     /// Takes everything queued: wire batches (ascending, non-overlapping) plus the in-flight
-    /// record. Overlapping acks are failed locally with INVALID_REQUEST.
+    /// record. Acks of the same offsets are reconciled, whatever order they were queued in:
+    ///
+    /// - a settling ack (accept, release, reject) wins over a gap or a renew of the same
+    ///   offsets: those are trimmed to the offsets nothing settles (a renew is moot for a record
+    ///   being settled; a gap offset a caller's range covers takes the caller's type), and a gap
+    ///   wins over a renew likewise;
+    /// - acks of one type that overlap are merged;
+    /// - two settling acks of different types over the same offsets are a true conflict: the
+    ///   one queued first is sent, the later one is refused whole (INVALID_REQUEST to its
+    ///   waiter), counted in `AcksInFlight::conflicts` and logged at WARN. Its records are not
+    ///   lost: unsettled, they are redelivered once their lock ends.
+    ///
+    /// An empty range (first > last) is refused with INVALID_REQUEST.
     pub fn take(&mut self) -> (Vec<TopicAcks>, AcksInFlight) {
         self.urgent = false;
         let mut topics: Vec<TopicAcks> = Vec::new();
         let mut in_flight = AcksInFlight::default();
-        for ((topic_id, partition), mut acks) in std::mem::take(&mut self.by_partition) {
-            acks.sort_by_key(|a| a.first);
-            let mut kept: Vec<PendingAck> = Vec::with_capacity(acks.len());
-            let mut batches: Vec<AckBatch> = Vec::new();
-            for ack in acks {
-                if ack.first > ack.last || kept.last().is_some_and(|prev| ack.first <= prev.last) {
-                    ack.resolve((
-                        error_codes::INVALID_REQUEST,
-                        Some("acknowledgement overlaps another one or is empty".into()),
-                    ));
-                    continue;
-                }
-                match batches.last_mut() {
-                    // Contiguous and of the same type: one batch with one type entry.
-                    Some(b)
-                        if b.last_offset.checked_add(1) == Some(ack.first)
-                            && b.types == [ack.code] =>
-                    {
-                        b.last_offset = ack.last;
-                    }
-                    _ => batches.push(AckBatch {
-                        first_offset: ack.first,
-                        last_offset: ack.last,
-                        types: vec![ack.code],
-                    }),
-                }
-                kept.push(ack);
-            }
+        for ((topic_id, partition), acks) in std::mem::take(&mut self.by_partition) {
+            let (kept, segments, conflicts) = reconcile(acks, (topic_id, partition));
+            in_flight.conflicts = in_flight.conflicts.saturating_add(conflicts);
             if kept.is_empty() {
                 continue;
+            }
+            let mut batches: Vec<AckBatch> = Vec::new();
+            for (first, last, code) in segments {
+                in_flight.sent[code as usize] =
+                    in_flight.sent[code as usize].saturating_add(range_len(first, last));
+                match batches.last_mut() {
+                    // Contiguous and of the same type: one batch with one type entry.
+                    Some(b) if b.last_offset.checked_add(1) == Some(first) && b.types == [code] => {
+                        b.last_offset = last;
+                    }
+                    _ => batches.push(AckBatch {
+                        first_offset: first,
+                        last_offset: last,
+                        types: vec![code],
+                    }),
+                }
             }
             match topics.last_mut() {
                 Some(t) if t.topic_id == topic_id => {}
@@ -224,9 +232,126 @@ impl AckQueue {
     /// Puts acks back (e.g. after a session reset) ahead of newer ones.
     pub fn requeue(&mut self, in_flight: AcksInFlight) {
         for (key, acks) in in_flight.by_partition {
-            self.by_partition.entry(key).or_default().extend(acks);
+            // Ahead: when acks of the same offsets conflict, the one queued first wins.
+            let queued = self.by_partition.entry(key).or_default();
+            queued.splice(0..0, acks);
         }
     }
+}
+
+/// How strongly an ack type claims its offsets when acks overlap: settling types beat a gap,
+/// a gap beats a renew.
+fn tier(code: i8) -> u8 {
+    match code {
+        1..=3 => 2,
+        GAP => 1,
+        _ => 0, // renew
+    }
+}
+
+/// Disjoint inclusive intervals with their ack type, ordered by first offset.
+type Claims = BTreeMap<i64, (i64, i8)>;
+
+fn overlapping(claims: &Claims, first: i64, last: i64) -> Vec<(i64, i64, i8)> {
+    let mut out: Vec<(i64, i64, i8)> = claims
+        .range(..=last)
+        .rev()
+        .take_while(|(_, (l, _))| *l >= first)
+        .map(|(f, (l, c))| (*f, *l, *c))
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Adds [first, last] of `code` to `claims`, merging with the overlapping ones (all of `code`).
+fn claim(claims: &mut Claims, first: i64, last: i64, code: i8) {
+    let (mut lo, mut hi) = (first, last);
+    for (f, l, _) in overlapping(claims, first, last) {
+        claims.remove(&f);
+        lo = lo.min(f);
+        hi = hi.max(l);
+    }
+    claims.insert(lo, (hi, code));
+}
+
+/// The parts of [first, last] that no interval of `stronger` covers.
+fn uncovered(stronger: &Claims, first: i64, last: i64) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut from = Some(first);
+    for (f, l, _) in overlapping(stronger, first, last) {
+        let Some(start) = from else { break };
+        if f > start {
+            out.push((start, f - 1));
+        }
+        from = l.checked_add(1).filter(|n| *n <= last);
+    }
+    if let Some(start) = from {
+        if start <= last {
+            out.push((start, last));
+        }
+    }
+    out
+}
+
+/// Reconciles one partition's acks (see [`AckQueue::take`]): the acks kept (with their
+/// waiters), the wire segments (first, last, type) ascending and disjoint, and the records of
+/// refused conflicting acks.
+fn reconcile(
+    acks: Vec<PendingAck>,
+    (topic_id, partition): PartitionKey,
+) -> (Vec<PendingAck>, Vec<(i64, i64, i8)>, u64) {
+    let mut kept = Vec::with_capacity(acks.len());
+    let mut tiers: [Claims; 3] = Default::default();
+    let mut conflicts = 0u64;
+    for ack in acks {
+        if ack.first > ack.last {
+            ack.resolve((
+                error_codes::INVALID_REQUEST,
+                Some("acknowledgement of an empty range".into()),
+            ));
+            continue;
+        }
+        let claims = &mut tiers[tier(ack.code) as usize];
+        // Only settling types can differ within a tier (gap and renew are one type each).
+        if let Some((f, l, c)) = overlapping(claims, ack.first, ack.last)
+            .into_iter()
+            .find(|(_, _, c)| *c != ack.code)
+        {
+            let records = range_len(ack.first, ack.last);
+            conflicts = conflicts.saturating_add(records);
+            warn!(%topic_id, partition, first = ack.first, last = ack.last, kind = ack.code,
+                  earlier_first = f, earlier_last = l, earlier_kind = c,
+                  "conflicting acknowledgements of the same records; the later one is refused");
+            ack.resolve((
+                error_codes::INVALID_REQUEST,
+                Some(format!(
+                    "conflicts with an acknowledgement of type {c} queued earlier for [{f}, {l}]"
+                )),
+            ));
+            continue;
+        }
+        claim(claims, ack.first, ack.last, ack.code);
+        kept.push(ack);
+    }
+    let [renews, gaps, settling] = tiers;
+    let mut segments: Vec<(i64, i64, i8)> =
+        settling.iter().map(|(f, (l, c))| (*f, *l, *c)).collect();
+    let mut stronger = settling;
+    for (f, (l, c)) in &gaps {
+        for (a, b) in uncovered(&stronger, *f, *l) {
+            segments.push((a, b, *c));
+        }
+    }
+    for (f, (l, c)) in gaps {
+        claim(&mut stronger, f, l, c);
+    }
+    for (f, (l, c)) in &renews {
+        for (a, b) in uncovered(&stronger, *f, *l) {
+            segments.push((a, b, *c));
+        }
+    }
+    segments.sort_unstable_by_key(|s| s.0);
+    (kept, segments, conflicts)
 }
 
 impl AcksInFlight {
@@ -234,14 +359,23 @@ impl AcksInFlight {
         self.by_partition.keys()
     }
 
-    /// Counts per wire type code (index 0..=4) for the metrics.
+    /// Ranges held.
+    pub fn len(&self) -> usize {
+        self.by_partition.values().map(Vec::len).sum()
+    }
+
+    /// Records (offsets) in the ranges held.
+    pub fn records(&self) -> u64 {
+        self.by_partition
+            .values()
+            .flatten()
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Records sent per wire type code (index 0..=4) for the metrics.
     pub fn record_counts(&self) -> [u64; 5] {
-        let mut counts = [0u64; 5];
-        for a in self.by_partition.values().flatten() {
-            counts[a.code as usize] =
-                counts[a.code as usize].saturating_add(range_len(a.first, a.last));
-        }
-        counts
+        self.sent
     }
 
     /// Records the caller settled for good (accept, release, reject) in these acks.
@@ -335,5 +469,116 @@ mod tests {
         let (topics, _) = q.take();
         assert_eq!(topics[0].partitions[0].batches.len(), 2);
         assert_eq!(rx.try_recv().unwrap().0, error_codes::INVALID_REQUEST);
+    }
+
+    fn batches(topics: &[TopicAcks]) -> Vec<(i64, i64, Vec<i8>)> {
+        topics[0].partitions[0]
+            .batches
+            .iter()
+            .map(|b| (b.first_offset, b.last_offset, b.types.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_settling_ack_wins_over_a_renew_queued_before_it() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        let (renew_tx, mut renew_rx) = oneshot::channel();
+        let (accept_tx, mut accept_rx) = oneshot::channel();
+        q.push(key, PendingAck::from_caller(0, 9, 4, Some(renew_tx)), true);
+        q.push(
+            key,
+            PendingAck::from_caller(0, 9, 1, Some(accept_tx)),
+            false,
+        );
+        let (topics, mut in_flight) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        assert_eq!(in_flight.record_counts(), [0, 10, 0, 0, 0]);
+        assert_eq!(in_flight.conflicts, 0);
+        // Nothing was failed locally: both wait for the broker's answer.
+        assert!(accept_rx.try_recv().is_err() && renew_rx.try_recv().is_err());
+        in_flight.resolve_partition(&key, (error_codes::NONE, None));
+        assert_eq!(accept_rx.try_recv().unwrap().0, error_codes::NONE);
+        assert_eq!(renew_rx.try_recv().unwrap().0, error_codes::NONE);
+    }
+
+    #[test]
+    fn a_renew_is_trimmed_to_the_offsets_nothing_settles() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.push(key, pending(5, 9, 2), false);
+        q.push(key, pending(0, 14, 4), true);
+        let (topics, in_flight) = q.take();
+        assert_eq!(
+            batches(&topics),
+            vec![(0, 4, vec![4]), (5, 9, vec![2]), (10, 14, vec![4])]
+        );
+        assert_eq!(in_flight.record_counts(), [0, 0, 5, 0, 10]);
+    }
+
+    #[test]
+    fn a_callers_range_over_a_gap_takes_the_gap_offsets() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.push(key, PendingAck::from_engine(2, 2, GAP), false);
+        q.push(key, PendingAck::from_engine(4, 6, GAP), false);
+        q.push(key, pending(0, 5, 1), false);
+        let (topics, in_flight) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 5, vec![1]), (6, 6, vec![0])]);
+        assert_eq!(in_flight.conflicts, 0);
+    }
+
+    #[test]
+    fn same_type_overlaps_merge() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.push(key, pending(3, 9, 1), false);
+        q.push(key, pending(0, 5, 1), false);
+        q.push(key, pending(2, 4, 4), true);
+        let (topics, in_flight) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        assert_eq!(in_flight.conflicts, 0);
+    }
+
+    #[test]
+    fn settling_conflicts_are_counted_and_the_first_wins() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        let (tx, mut rx) = oneshot::channel();
+        q.push(key, pending(0, 9, 1), false);
+        q.push(key, PendingAck::from_caller(5, 14, 2, Some(tx)), false);
+        let (topics, in_flight) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        assert_eq!(in_flight.conflicts, 10);
+        let (code, message) = rx.try_recv().unwrap();
+        assert_eq!(code, error_codes::INVALID_REQUEST);
+        assert!(message.unwrap().contains("conflicts"));
+        let m = crate::metrics::Metrics::default();
+        m.acks_sent(&in_flight);
+        assert_eq!(m.snapshot().ack_conflicts, 10);
+    }
+
+    #[test]
+    fn an_accept_queued_while_a_renew_is_in_flight_still_goes_out() {
+        let key = (Uuid::from_u128(1), 0);
+        // The renew is answered: the accept goes on the next request.
+        let mut q = AckQueue::default();
+        q.push(key, pending(0, 9, 4), true);
+        let (_, mut renew) = q.take();
+        q.push(key, pending(0, 9, 1), false);
+        renew.resolve_partition(&key, (error_codes::NONE, None));
+        let (topics, _) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        // The renew is lost with its session and put back: the accept still wins.
+        let mut q = AckQueue::default();
+        q.push(key, pending(0, 9, 4), true);
+        let (_, renew) = q.take();
+        let (tx, mut rx) = oneshot::channel();
+        q.push(key, PendingAck::from_caller(0, 9, 1, Some(tx)), false);
+        q.requeue(renew);
+        let (topics, mut in_flight) = q.take();
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        in_flight.resolve_partition(&key, (error_codes::NONE, None));
+        assert_eq!(rx.try_recv().unwrap().0, error_codes::NONE);
     }
 }

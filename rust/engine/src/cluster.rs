@@ -78,16 +78,6 @@ impl Cluster {
         Ok(conn)
     }
 
-    async fn with_timeout<T>(
-        &self,
-        what: &str,
-        fut: impl std::future::Future<Output = Result<T, EngineError>>,
-    ) -> Result<T, EngineError> {
-        tokio::time::timeout(self.timeout, fut)
-            .await
-            .map_err(|_| EngineError::timeout(self.timeout, what.to_string()))?
-    }
-
     /// Metadata v12 for `topics` (names).
     pub async fn metadata(&self, topics: &[String]) -> Result<ClusterView, EngineError> {
         let conn = self.control().await?;
@@ -102,9 +92,8 @@ impl Cluster {
                     .collect(),
             ))
             .with_allow_auto_topic_creation(false);
-        let response: MetadataResponse = self
-            .with_timeout("Metadata", conn.request(&request, 12))
-            .await?;
+        // The connection's deadline bounds it, and closes a connection that stopped answering.
+        let response: MetadataResponse = conn.request(&request, 12).await?;
         let mut view = ClusterView::default();
         for b in &response.brokers {
             view.brokers
@@ -148,9 +137,7 @@ impl Cluster {
         let request = FindCoordinatorRequest::default()
             .with_key_type(0)
             .with_coordinator_keys(vec![StrBytes::from_string(group_id.to_string())]);
-        let response: FindCoordinatorResponse = self
-            .with_timeout("FindCoordinator", conn.request(&request, 4))
-            .await?;
+        let response: FindCoordinatorResponse = conn.request(&request, 4).await?;
         let c = response
             .coordinators
             .first()

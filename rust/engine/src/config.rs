@@ -48,6 +48,13 @@ pub struct ConsumerConfig {
     /// then is released, so a member whose caller is stuck does not sit on records until
     /// their locks expire.
     pub max_buffered_lock_fraction: f64,
+    /// How long `close` (and the stop of a failed member) may take in all: closing the share
+    /// sessions, then the leave heartbeat (engine setting `share.close.timeout.ms`, default
+    /// 3000). Past it the connections are dropped; the broker then releases the records, or
+    /// their locks expire if it cannot be reached. Kept below Connect's task shutdown grace
+    /// (`task.shutdown.graceful.timeout.ms`, 5 s) so a task stops in time when a broker does
+    /// not answer.
+    pub close_timeout: Duration,
     /// TLS and SASL (`security.protocol`, `sasl.*`, `ssl.*`).
     pub security: Security,
 }
@@ -111,6 +118,8 @@ impl ConsumerConfig {
             parse_num(props, "share.fetch.wait.initial.ms", 5, 0, i32::MAX as u64)?;
         let request_timeout_ms: u64 =
             parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
+        let close_timeout_ms: u64 =
+            parse_num(props, "share.close.timeout.ms", 3_000, 0, i32::MAX as u64)?;
         let acquire_mode = match props.get("share.acquire.mode").map(|s| s.trim()) {
             None | Some("batch_optimized") => AcquireMode::BatchOptimized,
             Some("record_limit") => AcquireMode::RecordLimit,
@@ -156,6 +165,7 @@ impl ConsumerConfig {
             max_buffered_records,
             max_buffered_bytes,
             max_buffered_lock_fraction,
+            close_timeout: Duration::from_millis(close_timeout_ms),
             security,
         })
     }
@@ -190,6 +200,8 @@ mod tests {
         assert_eq!(c.max_buffered_records, 1000);
         assert_eq!(c.max_buffered_lock_fraction, 0.5);
         assert_eq!(c.client_id, "sharesink-g");
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        assert_eq!(c.close_timeout, Duration::from_secs(3));
     }
 
     #[test]
@@ -206,6 +218,8 @@ mod tests {
             ("fetch.max.wait.ms", "-1"),
             ("share.fetch.max.wait.held.ms", "soon"),
             ("share.fetch.wait.initial.ms", "-1"),
+            ("share.close.timeout.ms", "-1"),
+            ("request.timeout.ms", "0"),
             ("share.buffer.max.lock.fraction", "0"),
             ("share.buffer.max.lock.fraction", "1.5"),
             ("share.acquire.mode", "greedy"),

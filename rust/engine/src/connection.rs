@@ -1,10 +1,17 @@
-//! One TCP connection to one broker: length-prefixed framing, request headers, correlation ids.
+//! One TCP connection to one broker: length-prefixed framing, request headers, correlation ids,
+//! and a deadline on every request.
 //!
 //! Requests may be pipelined: each caller registers its correlation id before its frame is
 //! queued, a writer task sends frames in order, and a reader task routes each response to its
 //! caller. Frames go through a channel so that a caller dropping its future mid-request can
 //! never leave half a frame on the wire. Dropping the connection closes the socket, which is
 //! what ends the broker-side share sessions bound to it.
+//!
+//! Every request has a deadline (`request.timeout.ms`, plus the long poll of a ShareFetch). A
+//! watchdog task closes the connection when one passes: a broker that silently stopped
+//! answering (a partition without RST) must not hold later requests on the same socket, so
+//! every request still waiting fails at once and the connection is never used again, as Kafka's
+//! `NetworkClient` does (`handleTimedOutRequests`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -16,9 +23,10 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
-use tracing::{debug, trace};
+use tokio::time::Instant;
+use tracing::{debug, trace, warn, Instrument};
 
 use crate::error::EngineError;
 use crate::protocol::{response_schema, wire};
@@ -30,10 +38,22 @@ type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 /// Largest response frame accepted; the broker caps fetches at about 55 MiB.
 const MAX_FRAME_BYTES: usize = 512 * 1024 * 1024;
 
+/// TCP keepalive on broker sockets: an idle connection (a control or coordinator connection
+/// between requests) whose peer vanished is noticed by the kernel after about
+/// `KEEPALIVE_IDLE + KEEPALIVE_RETRIES × KEEPALIVE_INTERVAL` (90 s), instead of the system
+/// default of over two hours. Requests in flight have their own deadline.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 6;
+
 type Reply = oneshot::Sender<Result<Bytes, EngineError>>;
 
 struct Waiting {
+    api_key: ApiKey,
     response_header_version: i16,
+    deadline: Instant,
+    /// The request's own timeout, for the error message.
+    timeout: Duration,
     reply: Reply,
 }
 
@@ -42,19 +62,48 @@ struct PendingTable {
     /// Set once the connection is unusable; later requests fail with this reason.
     closed: Option<String>,
     waiting: HashMap<i32, Waiting>,
+    /// When the watchdog wakes next; a request due earlier must wake it.
+    armed: Option<Instant>,
 }
 
-impl PendingTable {
-    fn fail_all(&mut self, addr: &str, reason: &str) {
-        if self.closed.is_none() {
-            self.closed = Some(reason.to_string());
+/// What the connection's tasks share.
+struct Wire {
+    addr: String,
+    pending: Mutex<PendingTable>,
+    /// Wakes the watchdog: an earlier deadline was registered.
+    deadline_changed: Notify,
+    /// Set when the connection is closed; ends the reader and writer, which drops the socket.
+    shut: watch::Sender<bool>,
+}
+
+impl Wire {
+    fn lost(&self, reason: &str) -> EngineError {
+        EngineError::ConnectionLost {
+            addr: self.addr.clone(),
+            reason: reason.to_string(),
         }
-        for (_, w) in self.waiting.drain() {
-            let _ = w.reply.send(Err(EngineError::ConnectionLost {
-                addr: addr.to_string(),
-                reason: reason.to_string(),
-            }));
+    }
+
+    /// Marks the connection unusable, fails every waiting request and closes the socket.
+    /// `timed_out` names the request whose deadline passed: it fails with a timeout, the others
+    /// as lost.
+    fn close(&self, reason: &str, timed_out: Option<i32>) {
+        let waiting: Vec<(i32, Waiting)> = {
+            let mut p = self.pending.lock().expect("pending table");
+            if p.closed.is_none() {
+                p.closed = Some(reason.to_string());
+            }
+            p.waiting.drain().collect()
+        };
+        for (correlation_id, w) in waiting {
+            let error = if Some(correlation_id) == timed_out {
+                EngineError::timeout(w.timeout, format!("{:?} to {}", w.api_key, self.addr))
+            } else {
+                self.lost(reason)
+            };
+            let _ = w.reply.send(Err(error));
         }
+        self.shut.send_replace(true);
     }
 }
 
@@ -63,15 +112,18 @@ pub struct Connection {
     client_id: Option<StrBytes>,
     next_correlation_id: AtomicI32,
     frames: mpsc::UnboundedSender<Bytes>,
-    pending: Arc<Mutex<PendingTable>>,
+    wire: Arc<Wire>,
+    request_timeout: Duration,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
+    watchdog: JoinHandle<()>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
         self.reader.abort();
         self.writer.abort();
+        self.watchdog.abort();
     }
 }
 
@@ -83,8 +135,30 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// Connects a TCP socket to `addr` with the options every broker connection gets: no Nagle
+/// delay (requests are small and latency-bound) and TCP keepalive.
+pub(crate) async fn tcp_connect(addr: &str) -> Result<TcpStream, EngineError> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|source| EngineError::Connect {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let _ = stream.set_nodelay(true);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    if let Err(e) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
+        // Not fatal: request deadlines still bound every request.
+        warn!(addr, error = %e, "cannot enable TCP keepalive");
+    }
+    Ok(stream)
+}
+
 impl Connection {
-    /// Opens a plaintext TCP connection to `addr` ("host:port").
+    /// Opens a plaintext TCP connection to `addr` ("host:port"). `timeout` bounds the connect
+    /// and is the deadline of every request on the connection.
     pub async fn connect(
         addr: &str,
         client_id: &str,
@@ -94,6 +168,8 @@ impl Connection {
     }
 
     /// Opens a connection to `addr` ("host:port"): TCP, then TLS and SASL as `security` says.
+    /// `timeout` bounds the whole setup and is the deadline of every request (Kafka's
+    /// `request.timeout.ms`).
     pub async fn connect_with(
         addr: &str,
         client_id: &str,
@@ -101,7 +177,7 @@ impl Connection {
         security: &Security,
     ) -> Result<Connection, EngineError> {
         let work = async {
-            let conn = Self::open(addr, client_id, security).await?;
+            let conn = Self::open(addr, client_id, timeout, security).await?;
             if let Some(creds) = &security.sasl {
                 crate::sasl::authenticate(&conn, creds).await?;
                 debug!(addr, mechanism = creds.mechanism.name(), "authenticated");
@@ -116,15 +192,10 @@ impl Connection {
     async fn open(
         addr: &str,
         client_id: &str,
+        request_timeout: Duration,
         security: &Security,
     ) -> Result<Connection, EngineError> {
-        let stream = TcpStream::connect(addr)
-            .await
-            .map_err(|source| EngineError::Connect {
-                addr: addr.to_string(),
-                source,
-            })?;
-        let _ = stream.set_nodelay(true);
+        let stream = tcp_connect(addr).await?;
         let (read_half, write_half): (ReadHalf, WriteHalf) = match &security.tls {
             None => {
                 let (r, w) = stream.into_split();
@@ -145,24 +216,28 @@ impl Connection {
                 (Box::new(r), Box::new(w))
             }
         };
-        let pending = Arc::new(Mutex::new(PendingTable::default()));
+        let wire = Arc::new(Wire {
+            addr: addr.to_string(),
+            pending: Mutex::new(PendingTable::default()),
+            deadline_changed: Notify::new(),
+            shut: watch::Sender::new(false),
+        });
         let (frames, frame_rx) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(addr.to_string(), read_half, pending.clone()));
-        let writer = tokio::spawn(write_loop(
-            addr.to_string(),
-            write_half,
-            frame_rx,
-            pending.clone(),
-        ));
+        // In the opener's span, so their log lines carry (and are routed to) its member.
+        let reader = tokio::spawn(read_loop(read_half, wire.clone()).in_current_span());
+        let writer = tokio::spawn(write_loop(write_half, frame_rx, wire.clone()).in_current_span());
+        let watchdog = tokio::spawn(watchdog(wire.clone()).in_current_span());
         debug!(addr, "connected");
         Ok(Connection {
             addr: addr.to_string(),
             client_id: Some(StrBytes::from_string(client_id.to_string())),
             next_correlation_id: AtomicI32::new(1),
             frames,
-            pending,
+            wire,
+            request_timeout,
             reader,
             writer,
+            watchdog,
         })
     }
 
@@ -171,7 +246,22 @@ impl Connection {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.pending.lock().expect("pending table").closed.is_some()
+        self.wire
+            .pending
+            .lock()
+            .expect("pending table")
+            .closed
+            .is_some()
+    }
+
+    /// The deadline of each request on this connection (`request.timeout.ms`).
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Closes the connection now: waiting requests fail, the socket is closed.
+    pub fn close(&self, reason: &str) {
+        self.wire.close(reason, None);
     }
 
     /// Sends a request encoded by kafka-protocol and decodes its response (only for the
@@ -203,12 +293,26 @@ impl Connection {
     }
 
     /// Queues a request frame now (so requests leave in call order, which share-session
-    /// epochs rely on) and returns a future of the response body after its header.
+    /// epochs rely on) and returns a future of the response body after its header. The request
+    /// times out after `request.timeout.ms`.
     pub fn send_raw(
         &self,
         api_key: ApiKey,
         version: i16,
         body: &[u8],
+    ) -> Result<ResponseFuture, EngineError> {
+        self.send_raw_waiting(api_key, version, body, Duration::ZERO)
+    }
+
+    /// [`Connection::send_raw`] for a request the broker may hold for `broker_wait` before it
+    /// answers (a long-polling ShareFetch's MaxWaitMs): its deadline is that wait plus
+    /// `request.timeout.ms`, as Kafka's client gives a fetch.
+    pub fn send_raw_waiting(
+        &self,
+        api_key: ApiKey,
+        version: i16,
+        body: &[u8],
+        broker_wait: Duration,
     ) -> Result<ResponseFuture, EngineError> {
         let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
@@ -225,27 +329,33 @@ impl Connection {
         let length = (frame.len() - 4) as i32;
         frame[0..4].copy_from_slice(&length.to_be_bytes());
 
+        let timeout = self.request_timeout.saturating_add(broker_wait);
+        let deadline = Instant::now() + timeout;
         let (reply, response) = oneshot::channel();
         {
-            let mut pending = self.pending.lock().expect("pending table");
+            let mut pending = self.wire.pending.lock().expect("pending table");
             if let Some(reason) = &pending.closed {
-                return Err(EngineError::ConnectionLost {
-                    addr: self.addr.clone(),
-                    reason: reason.clone(),
-                });
+                return Err(self.wire.lost(reason));
             }
             pending.waiting.insert(
                 correlation_id,
                 Waiting {
+                    api_key,
                     response_header_version: api_key.response_header_version(version),
+                    deadline,
+                    timeout,
                     reply,
                 },
             );
+            if pending.armed.is_none_or(|armed| deadline < armed) {
+                pending.armed = Some(deadline);
+                self.wire.deadline_changed.notify_one();
+            }
             trace!(addr = %self.addr, ?api_key, version, correlation_id, bytes = frame.len(), "send");
             // Queued under the table lock so that frame order equals call order.
             if self.frames.send(frame.freeze()).is_err() {
                 pending.waiting.remove(&correlation_id);
-                return Err(self.lost("writer stopped"));
+                return Err(self.wire.lost("writer stopped"));
             }
         }
         Ok(ResponseFuture {
@@ -253,34 +363,75 @@ impl Connection {
             response,
         })
     }
+}
 
-    fn lost(&self, reason: &str) -> EngineError {
-        EngineError::ConnectionLost {
-            addr: self.addr.clone(),
-            reason: reason.to_string(),
+/// Closes the connection when a request's deadline passes.
+async fn watchdog(wire: Arc<Wire>) {
+    loop {
+        let next = {
+            let mut p = wire.pending.lock().expect("pending table");
+            if p.closed.is_some() {
+                return;
+            }
+            let next = p.waiting.values().map(|w| w.deadline).min();
+            p.armed = next;
+            next
+        };
+        let Some(next) = next else {
+            wire.deadline_changed.notified().await;
+            continue;
+        };
+        tokio::select! {
+            _ = wire.deadline_changed.notified() => continue,
+            _ = tokio::time::sleep_until(next) => {}
+        }
+        let now = Instant::now();
+        let expired = {
+            let p = wire.pending.lock().expect("pending table");
+            p.waiting
+                .iter()
+                .filter(|(_, w)| w.deadline <= now)
+                .min_by_key(|(_, w)| w.deadline)
+                .map(|(id, w)| (*id, w.api_key, w.timeout))
+        };
+        if let Some((correlation_id, api_key, timeout)) = expired {
+            warn!(addr = %wire.addr, ?api_key, correlation_id, ?timeout,
+                  "request timed out; closing the connection");
+            wire.close(
+                &format!("{api_key:?} request timed out after {timeout:?}"),
+                Some(correlation_id),
+            );
+            return;
         }
     }
 }
 
 async fn write_loop(
-    addr: String,
     mut socket: WriteHalf,
     mut frames: mpsc::UnboundedReceiver<Bytes>,
-    pending: Arc<Mutex<PendingTable>>,
+    wire: Arc<Wire>,
 ) {
-    while let Some(frame) = frames.recv().await {
+    let mut shut = wire.shut.subscribe();
+    loop {
+        let frame = tokio::select! {
+            _ = shut.wait_for(|s| *s) => return,
+            frame = frames.recv() => match frame {
+                Some(frame) => frame,
+                None => return,
+            },
+        };
         // TLS buffers records inside the session: flush so that each frame leaves now.
-        if let Err(e) = async {
-            socket.write_all(&frame).await?;
-            socket.flush().await
-        }
-        .await
-        {
-            debug!(%addr, error = %e, "write failed");
-            pending
-                .lock()
-                .expect("pending table")
-                .fail_all(&addr, &format!("write failed: {e}"));
+        let written = tokio::select! {
+            // A write blocked on a peer that stopped reading ends with the connection.
+            _ = shut.wait_for(|s| *s) => return,
+            r = async {
+                socket.write_all(&frame).await?;
+                socket.flush().await
+            } => r,
+        };
+        if let Err(e) = written {
+            debug!(addr = %wire.addr, error = %e, "write failed");
+            wire.close(&format!("write failed: {e}"), None);
             return;
         }
     }
@@ -339,34 +490,37 @@ pub(crate) fn split_response(
     Ok((correlation_id, frame))
 }
 
-async fn read_loop(addr: String, socket: ReadHalf, pending: Arc<Mutex<PendingTable>>) {
+async fn read_loop(socket: ReadHalf, wire: Arc<Wire>) {
     let mut socket = BufReader::with_capacity(64 * 1024, socket);
+    let mut shut = wire.shut.subscribe();
     let reason = loop {
-        let frame = match read_frame(&mut socket).await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break "closed by broker".to_string(),
-            Err(reason) => break reason,
+        let frame = tokio::select! {
+            // Closed elsewhere (a timeout, the owner): a half-read frame does not matter then.
+            _ = shut.wait_for(|s| *s) => return,
+            frame = read_frame(&mut socket) => match frame {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break "closed by broker".to_string(),
+                Err(reason) => break reason,
+            },
         };
         // read_frame guarantees at least the 4 bytes of the correlation id.
         let correlation_id = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
-        let waiting = pending
+        let waiting = wire
+            .pending
             .lock()
             .expect("pending table")
             .waiting
             .remove(&correlation_id);
         let Some(waiting) = waiting else {
-            // The caller gave up (timeout or dropped future): nothing to deliver.
-            trace!(%addr, correlation_id, "response without a waiting caller");
+            // The caller gave up (dropped future): nothing to deliver.
+            trace!(addr = %wire.addr, correlation_id, "response without a waiting caller");
             continue;
         };
         let result = split_response(frame, waiting.response_header_version).map(|(_, body)| body);
         let _ = waiting.reply.send(result);
     };
-    debug!(%addr, %reason, "connection ended");
-    pending
-        .lock()
-        .expect("pending table")
-        .fail_all(&addr, &reason);
+    debug!(addr = %wire.addr, %reason, "connection ended");
+    wire.close(&reason, None);
 }
 
 /// The response to a request queued by [`Connection::send_raw`].
@@ -390,5 +544,124 @@ impl std::future::Future for ResponseFuture {
                 })
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A broker that accepts connections and never answers (a blackholed peer): each accepted
+    /// socket is handed back so the test can see when the client closes it.
+    async fn silent_broker() -> (String, mpsc::UnboundedReceiver<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                if tx.send(socket).is_err() {
+                    return;
+                }
+            }
+        });
+        (addr, rx)
+    }
+
+    /// Reads (and discards) what the client sends until it closes the socket.
+    async fn until_closed(mut socket: TcpStream) {
+        let mut buf = [0u8; 1024];
+        while socket.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    }
+
+    #[tokio::test]
+    async fn a_request_without_answer_times_out_and_closes_the_connection() {
+        let (addr, mut accepted) = silent_broker().await;
+        let timeout = Duration::from_millis(300);
+        let conn = Connection::connect(&addr, "t", timeout).await.unwrap();
+        let peer = accepted.recv().await.unwrap();
+        let started = Instant::now();
+        let first = conn.send_raw(ApiKey::Metadata, 12, b"x").unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Pipelined behind the first: it fails with it, before its own deadline.
+        let second = conn.send_raw(ApiKey::Metadata, 12, b"y").unwrap();
+        let err = first.await.unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert!(
+            took >= timeout && took < timeout * 5,
+            "timed out after {took:?}"
+        );
+        let err = second.await.unwrap_err();
+        assert!(
+            matches!(err, EngineError::ConnectionLost { .. }),
+            "the other waiting request: {err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(100) + timeout,
+            "the second request waited for its own deadline"
+        );
+        // Never reused, and the socket is really closed: the peer reads EOF.
+        assert!(conn.is_closed());
+        assert!(conn.send_raw(ApiKey::Metadata, 12, b"z").is_err());
+        tokio::time::timeout(Duration::from_secs(5), until_closed(peer))
+            .await
+            .expect("the timed-out connection's socket was not closed");
+    }
+
+    #[tokio::test]
+    async fn a_long_poll_gets_its_wait_on_top_of_the_request_timeout() {
+        let (addr, mut accepted) = silent_broker().await;
+        let timeout = Duration::from_millis(200);
+        let conn = Connection::connect(&addr, "t", timeout).await.unwrap();
+        let _peer = accepted.recv().await.unwrap();
+        let started = Instant::now();
+        let fetch = conn
+            .send_raw_waiting(ApiKey::ShareFetch, 1, b"x", Duration::from_millis(400))
+            .unwrap();
+        let err = fetch.await.unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+        assert!(
+            took >= Duration::from_millis(600),
+            "a ShareFetch waiting 400 ms timed out after {took:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answered_request_does_not_close_the_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            // Answers each request with an empty body after its correlation id.
+            while let Ok(Some(frame)) = read_frame(&mut socket).await {
+                // header v1: api key, version, correlation id, ...
+                let correlation = &frame[4..8];
+                let mut out = BytesMut::new();
+                out.put_i32(5);
+                out.put_slice(correlation);
+                out.put_u8(0); // no tagged fields (response header v1)
+                socket.write_all(&out).await.unwrap();
+            }
+        });
+        let timeout = Duration::from_millis(300);
+        let conn = Connection::connect(&addr, "t", timeout).await.unwrap();
+        for _ in 0..3 {
+            conn.request_raw(ApiKey::Metadata, 12, b"x").await.unwrap();
+        }
+        // Past every deadline: nothing left to time out.
+        tokio::time::sleep(timeout * 2).await;
+        assert!(!conn.is_closed());
+        conn.request_raw(ApiKey::Metadata, 12, b"x").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn broker_sockets_have_tcp_keepalive() {
+        let (addr, _accepted) = silent_broker().await;
+        let stream = tcp_connect(&addr).await.unwrap();
+        let sock = socket2::SockRef::from(&stream);
+        assert!(sock.keepalive().unwrap(), "SO_KEEPALIVE is off");
+        assert!(stream.nodelay().unwrap());
     }
 }

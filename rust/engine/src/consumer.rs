@@ -6,11 +6,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
 use tracing::{info, info_span, warn, Instrument};
 
 use crate::acks::{Ack, AckKind, AckOutcome, AckResult, PendingAck};
@@ -23,16 +23,15 @@ use crate::membership::{self, Assignment, Subscription};
 use crate::metrics::MetricsSnapshot;
 use crate::probe::api_versions;
 use crate::protocol::error_codes;
+use crate::tasks::{self, Role};
 
 pub struct ShareConsumer {
     shared: Arc<Shared>,
     assignment: watch::Receiver<Arc<Assignment>>,
-    /// Tells the router and fetchers to close their share sessions.
-    closing: watch::Sender<bool>,
-    /// Tells the membership task to send its leave heartbeat.
-    leaving: watch::Sender<bool>,
+    /// `close` was called: polls and acknowledgements answer `Closed`. (The member's tasks
+    /// stop on `shared.lifecycle`, which a failed task also sets.)
+    closed: AtomicBool,
     subscription: watch::Sender<Subscription>,
-    tasks: Mutex<Option<(JoinHandle<()>, JoinHandle<()>)>>,
 }
 
 impl ShareConsumer {
@@ -88,12 +87,14 @@ impl ShareConsumer {
             share_acknowledge_version,
         ));
         let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
-        let (closing, closing_rx) = watch::channel(false);
-        let (leaving, leaving_rx) = watch::channel(false);
+        let closing_rx = shared.lifecycle.closing.subscribe();
+        let leaving_rx = shared.lifecycle.leaving.subscribe();
         let (subscription, subscription_rx) = watch::channel(Arc::new(topics.clone()));
         // Every event of this member's tasks carries the group and member id.
         let span = info_span!("share_consumer", group = %shared.config.group_id, member = %shared.member_id);
-        let membership_task = tokio::spawn(
+        tasks::spawn(
+            &shared,
+            Role::Membership,
             membership::run(
                 shared.clone(),
                 subscription_rx.clone(),
@@ -102,7 +103,9 @@ impl ShareConsumer {
             )
             .instrument(info_span!(parent: &span, "membership")),
         );
-        let router_task = tokio::spawn(
+        tasks::spawn(
+            &shared,
+            Role::Router,
             run_router(
                 shared.clone(),
                 subscription_rx,
@@ -114,10 +117,8 @@ impl ShareConsumer {
         Ok(ShareConsumer {
             shared,
             assignment,
-            closing,
-            leaving,
+            closed: AtomicBool::new(false),
             subscription,
-            tasks: Mutex::new(Some((router_task, membership_task))),
         })
     }
 
@@ -170,7 +171,7 @@ impl ShareConsumer {
     }
 
     fn is_closing(&self) -> bool {
-        *self.closing.borrow()
+        self.closed.load(SeqCst)
     }
 
     /// Waits up to `max_wait` for records. `None` on timeout or after `wakeup`.
@@ -327,25 +328,27 @@ impl ShareConsumer {
         self.shared.metrics.snapshot()
     }
 
+    /// Tests only: the next fetcher to run its loop panics with `message`, so a test can watch
+    /// the member fail and leave the group.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn inject_fetcher_panic_for_tests(&self, message: &str) {
+        *self
+            .shared
+            .injected_fetcher_panic
+            .lock()
+            .expect("injected panic") = Some(message.to_string());
+    }
+
     /// Closes every share session with epoch −1 (applying queued acks and releasing all other
-    /// records at once), then leaves the group. Idempotent.
+    /// records at once), then leaves the group, within `share.close.timeout.ms` (past it the
+    /// connections are dropped). Idempotent.
     pub async fn close(&self) -> Result<(), EngineError> {
-        let Some((router, membership)) = self.tasks.lock().expect("tasks").take() else {
+        if self.closed.swap(true, SeqCst) {
             return Ok(());
-        };
-        self.closing.send_replace(true);
+        }
         self.shared.buffer.wakeup_for_error();
-        let limit = self.shared.config.request_timeout + self.shared.config.fetch_max_wait;
-        if tokio::time::timeout(limit, router).await.is_err() {
-            warn!("share sessions did not close in time");
-        }
-        self.leaving.send_replace(true);
-        if tokio::time::timeout(self.shared.config.request_timeout, membership)
-            .await
-            .is_err()
-        {
-            warn!("leave heartbeat did not complete in time");
-        }
+        tasks::stop_member(&self.shared, self.shared.config.close_timeout).await;
         let dropped = self.shared.buffer.clear();
         // The member's totals in one line: what an operator (or a benchmark) needs to tell a
         // starved member (few records per fetch, long fetches) from a busy one.
@@ -359,6 +362,8 @@ impl ShareConsumer {
             share_acknowledges = m.ack_requests,
             share_acknowledge_avg_ms = format!("{:.1}", m.ack_latency_avg_ms),
             accepted = m.accepted,
+            acks_resent = m.acks_resent,
+            session_resets = m.session_resets,
             "share consumer closed"
         );
         Ok(())
@@ -385,9 +390,9 @@ fn wall_ms() -> i64 {
 impl Drop for ShareConsumer {
     fn drop(&mut self) {
         // Without close(): ask the tasks to close sessions and leave on their own.
-        if self.tasks.lock().map(|t| t.is_some()).unwrap_or(false) {
-            self.closing.send_replace(true);
-            self.leaving.send_replace(true);
+        if !self.closed.load(SeqCst) {
+            self.shared.lifecycle.closing.send_replace(true);
+            self.shared.lifecycle.leaving.send_replace(true);
         }
     }
 }

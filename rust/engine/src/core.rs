@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::tasks::{self, Lifecycle, Role};
 use uuid::Uuid;
 
 use crate::acks::PartitionKey;
@@ -39,6 +41,11 @@ pub(crate) struct Shared {
     /// Tests only: the membership task sends no heartbeats while set, so the coordinator
     /// fences the member after `share.session.timeout.ms`.
     pub heartbeats_paused: AtomicBool,
+    /// Stop signals and the member's supervised tasks.
+    pub lifecycle: Lifecycle,
+    /// Tests only: the next fetcher to look panics with this message.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub injected_fetcher_panic: Mutex<Option<String>>,
     fatal: Mutex<Option<EngineError>>,
     topic_names: RwLock<HashMap<Uuid, Arc<str>>>,
     /// (topic, partition) → (topic id, fetcher of its leader), for routing acks. Entries stay
@@ -66,6 +73,9 @@ impl Shared {
             lock_timeout_ms: AtomicI32::new(0),
             refresh_metadata: Notify::new(),
             heartbeats_paused: AtomicBool::new(false),
+            lifecycle: Lifecycle::default(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            injected_fetcher_panic: Mutex::new(None),
             fatal: Mutex::new(None),
             topic_names: RwLock::new(HashMap::new()),
             routes: RwLock::new(HashMap::new()),
@@ -140,7 +150,7 @@ pub(crate) async fn run_router(
     mut closing: watch::Receiver<bool>,
 ) {
     let mut fetchers: HashMap<i32, RunningFetcher> = HashMap::new();
-    let sweeper = tokio::spawn(sweep_buffer(shared.clone()).in_current_span());
+    let sweeper = tasks::spawn(&shared, Role::Sweeper, sweep_buffer(shared.clone()));
     loop {
         if *closing.borrow() {
             break;
@@ -259,7 +269,9 @@ async fn apply(
                 let fetcher = fetchers.entry(leader).or_insert_with(|| {
                     let handle = Arc::new(FetcherHandle::new(leader, addr.clone()));
                     // Child of the router's span (the current one), so it carries the member.
-                    let task = tokio::spawn(
+                    let task = tasks::spawn(
+                        shared,
+                        Role::Fetcher,
                         fetcher::run(shared.clone(), handle.clone(), closing.clone())
                             .instrument(info_span!("share_session", node = leader)),
                     );

@@ -76,6 +76,11 @@ pub enum EngineError {
     #[error("consumer is closed")]
     Closed,
 
+    /// One of the member's own tasks (router, membership, a fetcher, the buffer sweeper)
+    /// panicked or ended while the member was running; the member has stopped.
+    #[error("engine task `{task}` failed: {message}")]
+    TaskFailed { task: &'static str, message: String },
+
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -115,7 +120,7 @@ impl EngineError {
             EngineError::Protocol(_) => ErrorKind::Protocol,
             EngineError::Timeout { .. } => ErrorKind::Timeout,
             EngineError::Closed => ErrorKind::Closed,
-            EngineError::Internal(_) => ErrorKind::Internal,
+            EngineError::Internal(_) | EngineError::TaskFailed { .. } => ErrorKind::Internal,
         }
     }
 
@@ -153,6 +158,10 @@ impl EngineError {
             EngineError::Timeout { after, what } => EngineError::timeout(*after, what.clone()),
             EngineError::Closed => EngineError::Closed,
             EngineError::Internal(m) => EngineError::Internal(m.clone()),
+            EngineError::TaskFailed { task, message } => EngineError::TaskFailed {
+                task,
+                message: message.clone(),
+            },
         }
     }
 

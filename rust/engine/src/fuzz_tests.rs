@@ -527,15 +527,17 @@ mod regressions {
     #[test]
     fn batch_offsets_near_i64_max() {
         let t: Arc<str> = Arc::from("t");
-        let e = records::extract(
+        // Each time only that batch is lost: its acquired offsets are released.
+        let out = records::extract(
             &t,
             0,
             Some(patched_batch(i64::MAX - 1, 5, 0)),
             &[acquired(0, 10, 1)],
             0,
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("out of range"), "{e}");
+        .unwrap();
+        assert!(out.corrupt[0].contains("out of range"), "{:?}", out.corrupt);
+        assert_eq!((out.records.len(), out.unread), (0, vec![(0, 10)]));
         // The header is fine (last offset delta patched to 0), a record's offset delta (5)
         // pushes its offset past i64::MAX.
         let mut data = BytesMut::new();
@@ -548,25 +550,31 @@ mod regressions {
         data[0..8].copy_from_slice(&(i64::MAX - 1).to_be_bytes());
         data[23..27].copy_from_slice(&0i32.to_be_bytes());
         fix_crcs(&mut data);
-        let e = records::extract(
+        let out = records::extract(
             &t,
             0,
             Some(data.freeze()),
             &[acquired(0, i64::MAX - 1, 1)],
             0,
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("offset out of range"), "{e}");
+        .unwrap();
+        assert!(
+            out.corrupt[0].contains("offset out of range"),
+            "{:?}",
+            out.corrupt
+        );
+        assert!(out.records.is_empty());
         // Timestamp base + delta overflowing.
-        let e = records::extract(
+        let out = records::extract(
             &t,
             0,
             Some(patched_batch(0, 1, i64::MAX)),
             &[acquired(0, 1, 1)],
             0,
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("timestamp"), "{e}");
+        .unwrap();
+        assert!(out.corrupt[0].contains("timestamp"), "{:?}", out.corrupt);
+        assert_eq!((out.records.len(), out.unread), (0, vec![(0, 1)]));
     }
 
     /// A partition that fails half-way leaves the response's record vector as it was: the
@@ -593,9 +601,10 @@ mod regressions {
         .unwrap();
         assert_eq!(into.len(), 2);
         // Partition 1: the same two records, then a batch whose offsets run past i64::MAX.
+        let good_again = good.clone().freeze();
         let mut data = good;
         data.extend_from_slice(&patched_batch(i64::MAX - 1, 5, 0));
-        let e = records::extract_into(
+        let out = records::extract_into(
             &t,
             1,
             Some(data.freeze()),
@@ -603,10 +612,17 @@ mod regressions {
             0,
             &mut into,
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("out of range"), "{e}");
-        assert_eq!(into.len(), 2);
-        assert!(into.iter().all(|r| r.partition == 0));
+        .unwrap();
+        assert!(out.corrupt[0].contains("out of range"), "{:?}", out.corrupt);
+        // The partition's good records are kept, appended after partition 0's.
+        assert_eq!(into.len(), 4);
+        assert_eq!(out.unread, vec![(2, i64::MAX - 1)]);
+        // An invalid acquired range fails the partition: its records are taken back.
+        let e = records::extract_into(&t, 2, Some(good_again), &[acquired(5, 4, 1)], 0, &mut into)
+            .unwrap_err();
+        assert!(e.to_string().contains("not valid"), "{e}");
+        assert_eq!(into.len(), 4);
+        assert!(into.iter().all(|r| r.partition < 2));
     }
 
     /// Decompression bombs: 8 MiB of zeros (value and header) compresses to a few KiB in gzip / lz4 / zstd; with a
@@ -730,8 +746,8 @@ mod regressions {
                 0,
             )
         });
-        let e = out.unwrap_err().to_string();
-        assert!(e.contains("declares"), "{e}");
+        let out = out.unwrap();
+        assert!(out.corrupt[0].contains("declares"), "{:?}", out.corrupt);
     }
 }
 

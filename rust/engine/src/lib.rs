@@ -18,12 +18,14 @@ mod error;
 mod fetcher;
 mod membership;
 mod metrics;
+pub mod panic_report;
 mod probe;
 pub mod protocol;
 mod record_batch;
 mod records;
 mod sasl;
 pub mod security;
+mod tasks;
 
 pub use acks::{Ack, AckKind, AckResult};
 pub use batch::{Batch, RecordHeader, ShareRecord, TimestampType};

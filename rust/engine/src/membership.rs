@@ -266,14 +266,12 @@ async fn heartbeat(
     request
         .encode(&mut body, 1)
         .map_err(|e| EngineError::Internal(format!("encoding ShareGroupHeartbeat: {e}")))?;
-    let timeout = shared.config.request_timeout;
-    // Decoded by the engine, not kafka-protocol: see protocol::bounded_decode.
-    let response = tokio::time::timeout(
-        timeout,
-        conn.request_raw(ApiKey::ShareGroupHeartbeat, 1, &body),
-    )
-    .await
-    .map_err(|_| EngineError::timeout(timeout, "ShareGroupHeartbeat"))??;
+    // Bounded by the connection's request deadline, which also closes a connection that
+    // stopped answering, so the retry goes out on a new one. Decoded by the engine, not
+    // kafka-protocol: see protocol::bounded_decode.
+    let response = conn
+        .request_raw(ApiKey::ShareGroupHeartbeat, 1, &body)
+        .await?;
     decode_share_group_heartbeat_response(response)
 }
 

@@ -23,6 +23,15 @@ pub(crate) struct Metrics {
     pub session_resets: AtomicU64,
     pub records_expired: AtomicU64,
     pub records_released_unpolled: AtomicU64,
+    /// Records whose acks went out again on a new share session: their request's connection was
+    /// lost or timed out, or the broker lost the session, before an answer came.
+    pub acks_resent: AtomicU64,
+    /// Records of settling acks (accept, release, reject) that contradicted another settling
+    /// ack of the same offsets and were refused before sending.
+    pub ack_conflicts: AtomicU64,
+    /// Record batches that could not be read (CRC, compression, framing); their acquired
+    /// records were released, the rest of the response delivered.
+    pub corrupt_batches: AtomicU64,
 }
 
 impl Metrics {
@@ -44,6 +53,20 @@ impl Metrics {
         }
         self.records_in_flight
             .fetch_sub(acks.caller_settled() as i64, Relaxed);
+        self.ack_conflicts.fetch_add(acks.conflicts, Relaxed);
+    }
+
+    /// Acks taken back into the queue unanswered: undoes what `acks_sent` counted, so the
+    /// counts stay those of acks sent once more, and counts the records as resent.
+    pub fn acks_requeued(&self, acks: &AcksInFlight) {
+        let counts = acks.record_counts();
+        for (slot, n) in self.acked.iter().zip(counts) {
+            slot.fetch_sub(n, Relaxed);
+        }
+        self.records_in_flight
+            .fetch_add(acks.caller_settled() as i64, Relaxed);
+        self.acks_resent
+            .fetch_add(counts.iter().fold(0, |a, n| a.saturating_add(*n)), Relaxed);
     }
 
     pub fn snapshot(&self) -> MetricsSnapshot {
@@ -75,6 +98,9 @@ impl Metrics {
             session_resets: self.session_resets.load(Relaxed),
             records_expired: self.records_expired.load(Relaxed),
             records_released_unpolled: self.records_released_unpolled.load(Relaxed),
+            acks_resent: self.acks_resent.load(Relaxed),
+            ack_conflicts: self.ack_conflicts.load(Relaxed),
+            corrupt_batches: self.corrupt_batches.load(Relaxed),
         }
     }
 }
@@ -109,4 +135,13 @@ pub struct MetricsSnapshot {
     /// Buffered records released because the caller did not poll them within
     /// `share.buffer.max.lock.fraction` of their lock (another member can take them).
     pub records_released_unpolled: u64,
+    /// Records whose acknowledgements were sent again on a new share session after their
+    /// request went unanswered (connection lost or timed out, session lost). The broker refuses
+    /// those it released meanwhile (counted in `ack_errors`); they are redelivered.
+    pub acks_resent: u64,
+    /// Records of settling acks refused before sending because another settling ack of a
+    /// different type covered the same offsets (logged at WARN).
+    pub ack_conflicts: u64,
+    /// Record batches that could not be read; their acquired records were released.
+    pub corrupt_batches: u64,
 }

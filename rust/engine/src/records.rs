@@ -10,6 +10,7 @@ use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
 use crate::batch::ShareRecord;
 use crate::error::EngineError;
 use crate::record_batch::{complete_batch_len, decode_records, BatchHeader};
+use tracing::warn;
 
 /// What [`extract`] finds in one partition (the tests' view of [`extract_into`]).
 #[cfg(test)]
@@ -20,6 +21,8 @@ pub struct PartitionRecords {
     pub gaps: Vec<(i64, i64)>,
     /// Acquired offsets past the readable data (truncated response): release, never Gap.
     pub unread: Vec<(i64, i64)>,
+    /// Why batches could not be read (their acquired offsets are in `unread`).
+    pub corrupt: Vec<String>,
 }
 
 /// The smallest record a v2 batch can hold (attributes, timestamp and offset deltas, key and
@@ -47,7 +50,11 @@ pub fn extract(
     lock_deadline_ms: i64,
 ) -> Result<PartitionRecords, EngineError> {
     let mut out = PartitionRecords::default();
-    let (gaps, unread) = extract_into(
+    let Unreadable {
+        gaps,
+        unread,
+        corrupt,
+    } = extract_into(
         topic,
         partition,
         records,
@@ -57,11 +64,20 @@ pub fn extract(
     )?;
     out.gaps = gaps;
     out.unread = unread;
+    out.corrupt = corrupt;
     Ok(out)
 }
 
-/// Acquired offsets without a data record (Gap) and those past the readable data (release).
-pub type Unreadable = (Vec<(i64, i64)>, Vec<(i64, i64)>);
+/// What of a partition's acquired offsets cannot be delivered.
+#[derive(Debug, Default)]
+pub struct Unreadable {
+    /// Acquired offsets without a data record: acknowledge as Gap.
+    pub gaps: Vec<(i64, i64)>,
+    /// Acquired offsets past the readable data or in a batch that could not be read: release.
+    pub unread: Vec<(i64, i64)>,
+    /// Why batches could not be read (logged at WARN too).
+    pub corrupt: Vec<String>,
+}
 
 /// [`extract`] appending the records to `into` (the fetch response's batch, reserved once for
 /// all partitions, so records are not copied from one vector to the next). On error `into` is
@@ -93,7 +109,7 @@ fn extract_records(
     let mut gaps: Vec<(i64, i64)> = Vec::new();
     let mut unread: Vec<(i64, i64)> = Vec::new();
     if acquired.is_empty() {
-        return Ok((gaps, unread));
+        return Ok(Unreadable::default());
     }
     // A broker never sends these; refusing them keeps the offset arithmetic below in range.
     if let Some(bad) = acquired
@@ -116,11 +132,25 @@ fn extract_records(
     let mut data = records.unwrap_or_default();
     let first_new = into.len();
 
+    // Acquired offsets released because their batch could not be read: a record's acquired
+    // range (see `acquired_last_offset`) never spans one.
+    let mut splits: Vec<i64> = Vec::new();
+    let mut corrupt: Vec<String> = Vec::new();
+
     // A partial trailing batch (possible when the broker cut at MaxBytes) ends the loop:
     // its acquired offsets count as unread, not as gaps.
     while let Some(len) = complete_batch_len(&data) {
         let batch = data.split_to(len);
-        let header = BatchHeader::parse(&batch)?;
+        let header = match BatchHeader::parse(&batch) {
+            Ok(header) => header,
+            Err(e) => {
+                // Without a readable header its offsets are unknown: the rest is unread.
+                warn!(%topic, partition, error = %e,
+                      "unreadable record batch header; releasing the acquired records from here on");
+                corrupt.push(e.to_string());
+                break;
+            }
+        };
         readable_end = readable_end.max(header.last_offset);
         let overlaps = ranges
             .iter()
@@ -128,7 +158,9 @@ fn extract_records(
         if header.is_control() || !overlaps {
             continue; // not deliverable; acquired offsets in it become gaps below
         }
-        decode_records(batch, &header, |record| {
+        let (cursor_before, records_before, gaps_before) = (cursor, into.len(), gaps.len());
+        let next_before = next_expected[cursor_before.min(ranges.len() - 1)];
+        let decoded = decode_records(batch, &header, |record| {
             let offset = record.offset;
             while cursor < ranges.len() && ranges[cursor].1 < offset {
                 cursor += 1;
@@ -153,16 +185,53 @@ fn extract_records(
                 value: record.value,
                 headers: record.headers,
             });
-        })?;
+        });
+        if let Err(e) = decoded {
+            // Only this batch is lost (CRC, compression or record framing): undo what it
+            // delivered, release its acquired offsets and go on with the next batch. Released,
+            // not rejected as Java's client does: the corruption may have happened in transit,
+            // and the broker archives a record anyway once share.delivery.count.limit is reached.
+            into.truncate(records_before);
+            gaps.truncate(gaps_before);
+            let last_range = ranges.len() - 1;
+            for i in cursor_before + 1..=cursor.min(last_range) {
+                next_expected[i] = ranges[i].0; // no record of these ranges came before
+            }
+            next_expected[cursor_before.min(last_range)] = next_before;
+            cursor = cursor_before;
+            let released = release_batch(
+                &ranges,
+                &mut next_expected,
+                cursor,
+                (header.base_offset, header.last_offset),
+                &mut gaps,
+                &mut unread,
+            );
+            splits.extend(released.iter().map(|r| r.0));
+            warn!(%topic, partition, base_offset = header.base_offset,
+                  last_offset = header.last_offset, error = %e, released = ?released,
+                  "corrupt record batch: releasing its acquired records, delivering the others");
+            corrupt.push(e.to_string());
+        }
     }
 
-    // next_expected is now one past the last record delivered from each range.
-    let mut range = 0usize;
-    for record in &mut into[first_new..] {
-        while ranges[range].1 < record.offset {
-            range += 1;
+    // A record's acquired range ends at the last record of its run: the records of one
+    // acquired range with no released offsets between them.
+    let mut range = ranges.len() - 1;
+    let mut run_end = i64::MIN;
+    let mut next_record: Option<(i64, usize)> = None;
+    for record in into[first_new..].iter_mut().rev() {
+        while ranges[range].0 > record.offset {
+            range -= 1;
         }
-        record.acquired_last_offset = next_expected[range] - 1;
+        let same_run = next_record.is_some_and(|(after, r)| {
+            r == range && !splits.iter().any(|s| record.offset < *s && *s < after)
+        });
+        if !same_run {
+            run_end = record.offset;
+        }
+        record.acquired_last_offset = run_end;
+        next_record = Some((record.offset, range));
     }
 
     for (i, &(_, last, _)) in ranges.iter().enumerate() {
@@ -180,7 +249,47 @@ fn extract_records(
         }
     }
     gaps.sort_unstable();
-    Ok((gaps, unread))
+    Ok(Unreadable {
+        gaps,
+        unread,
+        corrupt,
+    })
+}
+
+/// Releases the acquired offsets of the unreadable batch [base, last]: for each acquired range
+/// it touches (from `cursor` on), the offsets between the range's last record and the batch
+/// are a gap, those inside the batch go to `unread`; the range's next expected offset moves
+/// past the batch. Returns the released ranges.
+fn release_batch(
+    ranges: &[(i64, i64, i16)],
+    next_expected: &mut [i64],
+    cursor: usize,
+    (base, last): (i64, i64),
+    gaps: &mut Vec<(i64, i64)>,
+    unread: &mut Vec<(i64, i64)>,
+) -> Vec<(i64, i64)> {
+    let mut released = Vec::new();
+    for (i, &(first, range_last, _)) in ranges.iter().enumerate().skip(cursor) {
+        if first > last {
+            break;
+        }
+        if range_last < base {
+            continue;
+        }
+        let from = next_expected[i];
+        let start = base.max(first);
+        let end = last.min(range_last);
+        if from < start {
+            gaps.push((from, start - 1));
+        }
+        if from.max(start) <= end {
+            released.push((from.max(start), end));
+        }
+        // end < i64::MAX: acquired ranges never end there (checked above).
+        next_expected[i] = from.max(end + 1);
+    }
+    unread.extend_from_slice(&released);
+    released
 }
 
 #[cfg(test)]
@@ -347,5 +456,83 @@ mod tests {
             data.len() / MIN_RECORD_BYTES
         );
         assert_eq!(deliverable_bound(None, &ranges), 0);
+    }
+
+    /// Flips a byte inside the `index`-th batch's records, so its CRC check fails.
+    fn corrupt_batch(data: Bytes, index: usize) -> Bytes {
+        let mut out = BytesMut::from(&data[..]);
+        let mut at = 0;
+        for _ in 0..index {
+            at += complete_batch_len(&out[at..]).unwrap();
+        }
+        let len = complete_batch_len(&out[at..]).unwrap();
+        out[at + len - 1] ^= 0xff;
+        out.freeze()
+    }
+
+    #[test]
+    fn a_corrupt_batch_releases_only_its_own_records() {
+        let data = encode(&[
+            (
+                (0..3).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+            (
+                (3..6).map(|o| record(o, false)).collect(),
+                Compression::Gzip,
+            ),
+            (
+                (6..9).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+        ]);
+        let out = extract(
+            &topic(),
+            0,
+            Some(corrupt_batch(data, 1)),
+            &[acquired(0, 8, 1)],
+            0,
+        )
+        .expect("one corrupt batch must not fail the partition");
+        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![0, 1, 2, 6, 7, 8]);
+        assert_eq!(out.unread, vec![(3, 5)]);
+        assert!(
+            out.gaps.is_empty(),
+            "corrupt offsets must never be gap-acknowledged"
+        );
+        assert!(out.corrupt[0].contains("CRC"), "{:?}", out.corrupt);
+        // The released offsets split the acquired range: the records before them form a whole
+        // range of their own, so the caller does not wait for records that will not come.
+        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        assert_eq!(range_ends, vec![2, 2, 2, 8, 8, 8]);
+    }
+
+    #[test]
+    fn a_corrupt_batch_after_a_control_batch_keeps_the_gap() {
+        let data = encode(&[
+            (vec![record(0, false), record(1, false)], Compression::None),
+            (vec![record(2, true)], Compression::None),
+            (
+                (3..6).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+            (vec![record(6, false)], Compression::None),
+        ]);
+        let out = extract(
+            &topic(),
+            0,
+            Some(corrupt_batch(data, 2)),
+            &[acquired(0, 3, 1), acquired(5, 7, 2)],
+            0,
+        )
+        .unwrap();
+        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![0, 1, 6]);
+        assert_eq!(out.gaps, vec![(2, 2)]);
+        // Offset 7 is past the data: unread as well.
+        assert_eq!(out.unread, vec![(3, 3), (5, 5), (7, 7)]);
+        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        assert_eq!(range_ends, vec![1, 1, 6]);
     }
 }

@@ -1224,3 +1224,75 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
     assert_eq!(c.metrics().ack_errors, 0);
     c.close().await.unwrap();
 }
+
+/// A panic in a member's fetcher fails the member (poll reports it, with the panic's message)
+/// and makes it leave the group, so another member gets its partitions at once rather than
+/// after the session timeout (45 s), and consumes what was left: nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_fetcher_fails_the_member_and_its_partitions_move() {
+    let f = fixture("panic", 2, 100, &[]).await;
+    let a = f.consumer(&[("max.poll.records", "10")]).await;
+    let mut accepted = BTreeSet::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while accepted.is_empty() && Instant::now() < deadline {
+        if let Some(batch) = a.poll(Duration::from_millis(500)).await.expect("poll") {
+            let results = a
+                .acknowledge_sync(&batch.acks(AckKind::Accept), TIMEOUT)
+                .await
+                .expect("accept");
+            assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+            accepted.extend(batch.records().iter().map(|r| (r.partition, r.offset)));
+        }
+    }
+    assert!(!accepted.is_empty(), "the first member got nothing");
+    let b = f.consumer(&[]).await;
+    let deadline = Instant::now() + TIMEOUT;
+    while b.assignment().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        b.assignment().len(),
+        1,
+        "the second member got no partition"
+    );
+
+    a.inject_fetcher_panic_for_tests("injected fetcher panic");
+    let failed_at = Instant::now();
+    let error = loop {
+        match a.poll(Duration::from_millis(500)).await {
+            Err(e) => break e,
+            Ok(Some(batch)) => a.acknowledge(&batch.acks(AckKind::Release)).unwrap(),
+            Ok(None) => {}
+        }
+        assert!(
+            failed_at.elapsed() < TIMEOUT,
+            "poll never reported the panic"
+        );
+    };
+    println!("poll after the panic: {error}");
+    assert!(
+        matches!(&error, sharesink_engine::EngineError::TaskFailed { task: "fetcher", message }
+            if message.contains("injected fetcher panic")),
+        "{error}"
+    );
+    assert_eq!(error.kind(), sharesink_engine::ErrorKind::Internal);
+    // The failed member left: the other gets both partitions well within the session timeout.
+    while b.assignment().len() < 2 && failed_at.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "second member has {:?} {:?} after the panic",
+        b.assignment(),
+        failed_at.elapsed()
+    );
+    assert_eq!(
+        b.assignment().len(),
+        2,
+        "the failed member kept its partition"
+    );
+    let rest = consume(&b, 200 - accepted.len(), AckKind::Accept, TIMEOUT).await;
+    accepted.extend(rest.keys().copied());
+    assert_eq!(accepted.len(), 200, "records lost with the failed member");
+    b.close().await.expect("close");
+    a.close().await.expect("close after failure");
+}

@@ -87,13 +87,7 @@ impl<T: Default> ErrorPolicy<T, Error> for ThrowNative {
 
 /// The text of a panic payload (`panic!` gives a `&str` or a `String`).
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_string()
-    }
+    sharesink_engine::panic_report::message(payload)
 }
 
 fn throw_native_exception(

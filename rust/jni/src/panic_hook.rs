@@ -1,17 +1,12 @@
 //! A panic hook that records where a panic happened, with a backtrace, so the Java exception
-//! says more than the bare message. The hook only writes a thread-local: the panicking thread is
-//! the one whose `with_env` catches the unwind and throws. Panics on tokio workers surface to the
-//! engine as `JoinError`s; their report is simply overwritten by the next one on that thread.
+//! says more than the bare message. The hook only writes a thread-local (the engine's
+//! `panic_report` slot): the thread that catches the unwind takes it. That is this library's
+//! `with_env` for a panic in an export, and the engine's task supervisor for a panic in an
+//! engine task on a tokio worker, which fails the member with the report.
 
-use std::backtrace::Backtrace;
-use std::cell::RefCell;
 use std::sync::Once;
 
-use crate::error::panic_message;
-
-thread_local! {
-    static LAST_REPORT: RefCell<Option<String>> = const { RefCell::new(None) };
-}
+use sharesink_engine::panic_report;
 
 static INSTALL: Once = Once::new();
 
@@ -20,32 +15,13 @@ static INSTALL: Once = Once::new();
 /// purpose: the worker's stderr is the wrong place, the exception carries the report instead.
 pub(crate) fn install() {
     INSTALL.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
-            let location = info
-                .location()
-                .map(|l| format!(" at {}:{}", l.file(), l.line()))
-                .unwrap_or_default();
-            let report = format!(
-                "Rust panic{location}: {}\n{}",
-                panic_message(info.payload()),
-                Backtrace::force_capture()
-            );
-            // `try_with`: during thread teardown the thread-local may be gone; then drop it.
-            let _ = LAST_REPORT.try_with(|slot| {
-                if let Ok(mut slot) = slot.try_borrow_mut() {
-                    *slot = Some(report);
-                }
-            });
-        }));
+        std::panic::set_hook(Box::new(panic_report::record));
     });
 }
 
 /// The report of the last panic on this thread, if the hook saw one since the last call.
 pub(crate) fn take_last_report() -> Option<String> {
-    LAST_REPORT
-        .try_with(|slot| slot.try_borrow_mut().ok().and_then(|mut s| s.take()))
-        .ok()
-        .flatten()
+    panic_report::take_last()
 }
 
 #[cfg(test)]

@@ -156,6 +156,15 @@ pub(crate) async fn run(
         if is_closing && fetch.is_none() && ack.is_none() {
             break;
         }
+        #[cfg(any(test, feature = "test-hooks"))]
+        if let Some(message) = shared
+            .injected_fetcher_panic
+            .lock()
+            .expect("injected panic")
+            .take()
+        {
+            panic!("{message}");
+        }
         me.fetch_in_flight.store(fetch.is_some(), SeqCst);
         let backing_off = backoff_until.is_some_and(|t| t > tokio::time::Instant::now());
         if !backing_off && !is_closing {

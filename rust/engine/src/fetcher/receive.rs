@@ -42,9 +42,12 @@ pub(super) fn handle_response(
     let body = match result {
         Ok(b) => b,
         Err(e) => {
-            // The connection is gone, and with it the session and its locks.
-            let failed = acks.resolve_all((NETWORK_EXCEPTION, Some(e.to_string())));
-            shared.metrics.ack_errors.fetch_add(failed as u64, Relaxed);
+            // The connection is gone (lost, or closed because a request on it timed out), and
+            // with it the session. Its acks may never have reached the broker: they go again on
+            // the new session. The records stay locked to this member until their lock runs out
+            // or the broker sees the connection close; those it released meanwhile are refused
+            // there (INVALID_RECORD_STATE, counted in ack_errors) and redelivered.
+            resend(shared, me, acks, &e);
             if generation == session.generation {
                 session.reset(true);
                 shared.metrics.session_resets.fetch_add(1, Relaxed);
@@ -78,6 +81,18 @@ pub(super) fn handle_response(
     }
 }
 
+/// Puts the acks of a request that went unanswered back into the queue, for the next request
+/// on the new session.
+fn resend(shared: &Shared, me: &FetcherHandle, acks: AcksInFlight, cause: &EngineError) {
+    let (ranges, records) = (acks.len(), acks.records());
+    if ranges > 0 {
+        warn!(node = me.node_id, error = %cause, ranges, records,
+              "acknowledgements unanswered; resending them on a new share session");
+        shared.metrics.acks_requeued(&acks);
+    }
+    me.acks.lock().expect("acks").requeue(acks);
+}
+
 /// A top-level error of a ShareFetch/ShareAcknowledge response.
 struct TopLevelError {
     api: &'static str,
@@ -106,7 +121,8 @@ fn top_level_error(
             shared.metrics.session_resets.fetch_add(1, Relaxed);
         }
         // Try the acks again on the new session: the records may still be locked to us.
-        me.acks.lock().expect("acks").requeue(acks);
+        let lost = EngineError::broker(api, code, message.clone());
+        resend(shared, me, acks, &lost);
         return if code == SHARE_SESSION_LIMIT_REACHED {
             Err(EngineError::broker(api, code, message))
         } else {
@@ -232,7 +248,15 @@ fn handle_fetch(
                 lock_deadline_ms,
                 &mut batch.records,
             ) {
-                Ok((gaps, unread)) => {
+                Ok(records::Unreadable {
+                    gaps,
+                    unread,
+                    corrupt,
+                }) => {
+                    shared
+                        .metrics
+                        .corrupt_batches
+                        .fetch_add(corrupt.len() as u64, Relaxed);
                     for (first, last) in gaps {
                         me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
                     }

@@ -70,6 +70,10 @@ pub(super) async fn send_next(
             // No partition of this leader is assigned any more and no session is open: the
             // records these acks refer to were released when their session ended.
             let (_, stale) = me.acks.lock().expect("acks").take();
+            shared
+                .metrics
+                .ack_conflicts
+                .fetch_add(stale.conflicts, Relaxed);
             let failed = stale.resolve_all((
                 SHARE_SESSION_NOT_FOUND,
                 Some("the share session holding these records has ended".into()),
@@ -121,13 +125,23 @@ pub(super) async fn send_next(
     if ack.is_none() && ack_due {
         let (topics, in_flight) = me.acks.lock().expect("acks").take();
         if topics.is_empty() {
+            shared
+                .metrics
+                .ack_conflicts
+                .fetch_add(in_flight.conflicts, Relaxed);
             return Ok(());
         }
+        // From what goes out: a renew that settling acks covered is not sent.
+        let is_renew_ack = topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .flat_map(|p| &p.batches)
+            .any(|b| b.types.contains(&(crate::acks::AckKind::Renew as i8)));
         let request = ShareAcknowledgeRequest {
             group_id: shared.config.group_id.clone(),
             member_id: shared.member_id.clone(),
             session_epoch: session.next_epoch(),
-            is_renew_ack: has_renew,
+            is_renew_ack,
             topics,
         };
         let body = request.encode(shared.share_acknowledge_version)?;
@@ -138,6 +152,7 @@ pub(super) async fn send_next(
             body,
             in_flight,
             session,
+            std::time::Duration::ZERO,
         )?);
     }
     Ok(())
@@ -253,7 +268,9 @@ fn send(
         "ShareFetch"
     );
     let body = request.encode(shared.share_fetch_version)?;
-    let mut in_flight = send_body(shared, conn, kind, body, acks, session)?;
+    // A long poll may be held that long before the broker answers; the deadline adds it.
+    let broker_wait = std::time::Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let mut in_flight = send_body(shared, conn, kind, body, acks, session, broker_wait)?;
     in_flight.asked_records = request.max_records > 0;
     Ok(in_flight)
 }
@@ -265,13 +282,14 @@ fn send_body(
     body: bytes::Bytes,
     acks: AcksInFlight,
     session: &Session,
+    broker_wait: std::time::Duration,
 ) -> Result<InFlight, EngineError> {
     let (api, version) = match kind {
         RequestKind::Fetch => (ApiKey::ShareFetch, shared.share_fetch_version),
         RequestKind::Acknowledge => (ApiKey::ShareAcknowledge, shared.share_acknowledge_version),
     };
     shared.metrics.acks_sent(&acks);
-    let response = conn.send_raw(api, version, &body)?;
+    let response = conn.send_raw_waiting(api, version, &body, broker_wait)?;
     Ok(InFlight {
         kind,
         response,
