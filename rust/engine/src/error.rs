@@ -6,20 +6,35 @@ use std::time::Duration;
 use crate::protocol::error_codes;
 
 /// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type
-/// (`EngineException.Kind`, same names). The discriminants are part of the JNI contract: append,
-/// never renumber. Broker error codes map onto these kinds; `is_retriable()` is finer-grained.
+/// (`EngineException.Kind`). What crosses the JNI boundary is the [`ErrorKind::name`], never a
+/// number: renaming a kind breaks the contract, reordering does not. Broker error codes map onto
+/// these kinds; `is_retriable()` is finer-grained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
 pub enum ErrorKind {
-    Config = 1,
-    Connection = 2,
-    Authentication = 3,
-    Authorization = 4,
-    Unsupported = 5,
-    Protocol = 6,
-    Timeout = 7,
-    Closed = 8,
-    Internal = 9,
+    Config,
+    Connection,
+    Authentication,
+    Authorization,
+    Unsupported,
+    Protocol,
+    Timeout,
+    Closed,
+    Internal,
+}
+
+impl ErrorKind {
+    /// Every kind, for the JNI layer's check that Java knows each name.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Config,
+        ErrorKind::Connection,
+        ErrorKind::Authentication,
+        ErrorKind::Authorization,
+        ErrorKind::Unsupported,
+        ErrorKind::Protocol,
+        ErrorKind::Timeout,
+        ErrorKind::Closed,
+        ErrorKind::Internal,
+    ];
 }
 
 impl ErrorKind {

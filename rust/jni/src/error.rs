@@ -16,6 +16,21 @@ const KIND_CONFIG: &str = "CONFIG";
 const KIND_INTERNAL: &str = "INTERNAL";
 const KIND_PANIC: &str = "PANIC";
 
+/// Every kind name a `NativeException` thrown by this library can carry: the engine's kinds and
+/// this layer's own. A JVM test checks each against Java's `EngineException.Kind`, and back.
+pub fn thrown_kind_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = sharesink_engine::ErrorKind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .collect();
+    for own in [KIND_CONFIG, KIND_INTERNAL, KIND_PANIC] {
+        if !names.contains(&own) {
+            names.push(own);
+        }
+    }
+    names
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]

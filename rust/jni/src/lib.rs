@@ -22,7 +22,7 @@ use jni::{Env, EnvUnowned, JavaVM};
 
 use crate::consumer::ConsumerHandle;
 
-pub use error::{Error, ThrowNative};
+pub use error::{thrown_kind_names, Error, ThrowNative};
 
 /// Rust allocations of this library (not the JVM's) go to mimalloc, which keeps freed pages for
 /// reuse: with glibc's malloc every ~1 MiB fetch response was page-faulted in afresh (see the

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use jni::objects::{JClass, JString};
+use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::{jni_sig, jni_str, Env, EnvUnowned, InitArgsBuilder, JNIVersion, JavaVM};
 use sharesink_jni::{
     Java_io_sharesink_engine_NativeEngine_create as create,
@@ -17,6 +17,7 @@ use sharesink_jni::{
     Java_io_sharesink_engine_NativeEngine_poll as poll,
     Java_io_sharesink_engine_NativeEngine_probe as probe,
 };
+use sharesink_jni::thrown_kind_names;
 
 type TestResult = Result<(), jni::errors::Error>;
 
@@ -260,6 +261,67 @@ fn the_layout_self_test_writes_into_a_direct_buffer() {
             let buffer = unsafe { env.new_direct_byte_buffer(small.as_mut_ptr(), small.len())? };
             let needed = layout_self_test(unowned(env), JClass::null(), buffer);
             assert!(needed < -40, "asks for more than 40 bytes: {needed}");
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn every_native_error_kind_is_a_java_kind_and_back() {
+    jvm()
+        .attach_current_thread(|env| -> TestResult {
+            let native = thrown_kind_names();
+            // Each name the library throws comes out of NativeException as that Java kind.
+            let class = env.find_class(jni_str!("io/sharesink/engine/NativeException"))?;
+            for name in &native {
+                let kind = JObject::from(env.new_string(name)?);
+                let message = JObject::from(env.new_string("m")?);
+                let exception = env.new_object(
+                    &class,
+                    jni_sig!((kind: JString, message: JString, retriable: jboolean) -> void),
+                    &[
+                        JValue::Object(&kind),
+                        JValue::Object(&message),
+                        JValue::Bool(false),
+                    ],
+                )?;
+                let java_kind = env
+                    .call_method(
+                        &exception,
+                        jni_str!("kind"),
+                        jni_sig!(() -> io.sharesink.engine.EngineException::Kind),
+                        &[],
+                    )?
+                    .l()?;
+                let java_name = env
+                    .call_method(&java_kind, jni_str!("name"), jni_sig!(() -> java.lang.String), &[])?
+                    .l()?;
+                let java_name = env.cast_local::<JString>(java_name)?.try_to_string(env)?;
+                assert_eq!(&java_name, name, "Java has no kind {name}");
+            }
+            // And every Java kind is one the library can throw.
+            let kind_class = env.find_class(jni_str!("io/sharesink/engine/EngineException$Kind"))?;
+            let values = env
+                .call_static_method(
+                    &kind_class,
+                    jni_str!("values"),
+                    jni_sig!(() -> [io.sharesink.engine.EngineException::Kind]),
+                    &[],
+                )?
+                .l()?;
+            let values = env.cast_local::<JObjectArray>(values)?;
+            let count = values.len(env)?;
+            for i in 0..count {
+                let value = values.get_element(env, i)?;
+                let name = env
+                    .call_method(&value, jni_str!("name"), jni_sig!(() -> java.lang.String), &[])?
+                    .l()?;
+                let name = env.cast_local::<JString>(name)?.try_to_string(env)?;
+                assert!(
+                    native.contains(&name.as_str()),
+                    "Java kind {name} is never thrown by the native library"
+                );
+            }
             Ok(())
         })
         .unwrap();

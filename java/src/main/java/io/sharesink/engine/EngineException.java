@@ -6,7 +6,10 @@ package io.sharesink.engine;
  */
 public class EngineException extends RuntimeException {
 
-  /** Stable error kinds shared with the native engine. */
+  /**
+   * Stable error kinds shared with the native engine, which names them (Rust {@code ErrorKind::name}
+   * and the JNI layer's {@code PANIC}); a JVM test checks that every native name is one of these.
+   */
   public enum Kind {
     CONFIG,
     CONNECTION,
@@ -17,8 +20,7 @@ public class EngineException extends RuntimeException {
     TIMEOUT,
     CLOSED,
     INTERNAL,
-    /** A broker error code that fits none of the kinds above; retriability depends on the code. */
-    BROKER,
+    /** A panic in the native code, caught at the JNI boundary. */
     PANIC;
 
     /** Transient conditions: retrying the same operation later may succeed. */
