@@ -93,7 +93,7 @@ def _blackhole_then(cluster: Cluster, worker: Rest, end: str) -> None:
         assert_no_failed_task(worker, name)
         figs = count_figures(values, file_lines(out))
         bound_s = REQUEST_TIMEOUT_MS / 1000 + RECOVERY_SLACK_S
-        record_figures(f"10-network-blackhole-{end}", tasks=TASKS, partitions=PARTITIONS, **figs,
+        record_figures(f"13-network-blackhole-{end}", tasks=TASKS, partitions=PARTITIONS, **figs,
                        in_sink=len(set(file_lines(out)) & set(values)),
                        blackhole_s=round(blackhole_s, 1), request_timeout_ms=REQUEST_TIMEOUT_MS,
                        lines_written_during_blackhole=lines_at_end - lines_in_hole,
@@ -144,7 +144,7 @@ def test_deleting_the_connector_during_a_blackhole_stops_its_tasks_in_time(proxy
         time.sleep(1)
         failed = mark.lines(r"Graceful stop of task .*failed") + \
             mark.lines(rf"{name}.*did not (return|stop) in time")
-        record_figures("10-network-blackhole-delete", tasks=TASKS, stop_s=round(stop_s, 2),
+        record_figures("13-network-blackhole-delete", tasks=TASKS, stop_s=round(stop_s, 2),
                        task_shutdown_grace_s=CONNECT_TASK_SHUTDOWN_S,
                        failed_graceful_stops=len(failed))
         assert stopped
