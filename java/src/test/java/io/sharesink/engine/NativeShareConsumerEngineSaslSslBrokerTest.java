@@ -11,12 +11,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.engine.kafka.BrokerTestSupport;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.types.Password;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * cluster.py up --sasl-ssl}): {@code SASL_SSL_BOOTSTRAP}, {@code TRUSTSTORE_JKS}, {@code
  * TRUSTSTORE_P12}, {@code TRUSTSTORE_PASSWORD}, {@code SCRAM_USER}, {@code SCRAM_PASSWORD} from
  * {@code build/cluster/env}, as system properties or environment, each prefixed {@code SHARESINK_};
- * skipped when they are missing.
+ * skipped when they are missing, failed when {@code SHARESINK_REQUIRE_BROKER=1}.
  */
 @Tag("broker")
 class NativeShareConsumerEngineSaslSslBrokerTest {
@@ -38,11 +38,7 @@ class NativeShareConsumerEngineSaslSslBrokerTest {
   }
 
   private static String setting(String name) {
-    String key = "SHARESINK_" + name;
-    String value = System.getProperty(key, System.getenv(key));
-    Assumptions.assumeTrue(
-        value != null && !value.isBlank(), key + " not set: no SASL_SSL listener");
-    return value;
+    return BrokerTestSupport.setting(name, "no SASL_SSL listener");
   }
 
   private static Map<String, Object> saslSsl(

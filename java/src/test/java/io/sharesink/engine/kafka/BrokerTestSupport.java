@@ -36,17 +36,26 @@ public final class BrokerTestSupport {
   private BrokerTestSupport() {}
 
   public static String bootstrap() {
-    String bootstrap =
-        System.getProperty("SHARESINK_BOOTSTRAP", System.getenv("SHARESINK_BOOTSTRAP"));
-    if (bootstrap == null || bootstrap.isBlank()) {
+    return setting("BOOTSTRAP", "no broker to test against");
+  }
+
+  /**
+   * The test environment's {@code SHARESINK_<name>} (system property, else environment). When it is
+   * missing the test is skipped ({@code why} says what is missing), or fails when {@code
+   * SHARESINK_REQUIRE_BROKER=1}: a run that must test against a broker never skips silently.
+   */
+  public static String setting(String name, String why) {
+    String key = "SHARESINK_" + name;
+    String value = System.getProperty(key, System.getenv(key));
+    if (value == null || value.isBlank()) {
       String require =
           System.getProperty("SHARESINK_REQUIRE_BROKER", System.getenv("SHARESINK_REQUIRE_BROKER"));
       if ("1".equals(require)) {
-        fail("SHARESINK_BOOTSTRAP is not set but SHARESINK_REQUIRE_BROKER=1");
+        fail(key + " is not set but SHARESINK_REQUIRE_BROKER=1 (" + why + ")");
       }
-      Assumptions.abort("SHARESINK_BOOTSTRAP not set: no broker to test against");
+      Assumptions.abort(key + " not set: " + why);
     }
-    return bootstrap;
+    return value;
   }
 
   public static String unique(String prefix) {
