@@ -144,6 +144,19 @@ pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
 mod tests {
     use super::*;
 
+    /// Threads of this process named like the runtime's workers (Linux: /proc/self/task).
+    fn engine_threads() -> usize {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return 0;
+        };
+        tasks
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.starts_with("sharesink-engin")) // comm is cut at 15 bytes
+            .count()
+    }
+
+    // No other test of this crate's unit tests takes a lease, so the runtime's life is this
+    // test's to observe.
     #[test]
     fn runs_futures_on_named_workers_and_stops_with_the_last_lease() {
         let lease = RuntimeLease::acquire().unwrap();
@@ -153,13 +166,20 @@ mod tests {
                 .unwrap()
         });
         assert!(name.unwrap().starts_with("sharesink-engine-"));
+        assert!(engine_threads() >= 1, "the workers run");
         let second = RuntimeLease::acquire().unwrap();
         drop(lease);
         assert!(is_running(), "a lease is still held");
         drop(second);
-        // Other tests in this binary may hold leases of their own; only check ours went away
-        // when nobody else runs one.
-        let again = block_on(async { 7 }).unwrap();
-        assert_eq!(again, 7);
+        assert!(!is_running(), "the last lease stops the runtime");
+        // shutdown_timeout has joined the workers; their /proc entries go as they are reaped.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while engine_threads() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(engine_threads(), 0, "no worker thread is left behind");
+        // And a later user gets a fresh runtime.
+        assert_eq!(block_on(async { 7 }).unwrap(), 7);
+        assert!(!is_running(), "a one-shot call's lease ends with it");
     }
 }
