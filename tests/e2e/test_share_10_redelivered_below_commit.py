@@ -1,4 +1,4 @@
-"""Durability 1: records redelivered below the last commit, then kill -9 of the worker.
+"""Scenario 10 (durability): records redelivered below the last commit, then kill -9 of the worker.
 
 Two tasks share one partition; the sink is the tests' own buffering sink (tests/sinks/
 buffering-sink, flush mode: put only buffers, preCommit writes + fsyncs, then returns the offsets
@@ -29,7 +29,7 @@ import time
 
 from buffering_sink import BUFFERING_SINK, BufferingSink, LiveProducer, describe_records, wait_until
 from harness.cluster import Cluster, Rest, default_plugin_archive
-from helpers import (LogMark, connector_trace, delete_connector, group_of, record_figures,
+from helpers import (LogMark, delete_connector, group_of, record_figures,
                      share_config, share_group_offsets, start_connector, task_states, total_lag,
                      uniq, wait_for)
 

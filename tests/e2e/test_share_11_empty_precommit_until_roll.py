@@ -1,4 +1,4 @@
-"""Durability 2: a sink whose preCommit returns {} until it rolls a file, then kill -9.
+"""Scenario 11 (durability): a sink whose preCommit returns {} until it rolls a file, then kill -9.
 
 The tests' own buffering sink (tests/sinks/buffering-sink) in roll mode, as an S3-style file
 committer: put only buffers; preCommit returns {} until ROLL records are buffered, then writes +

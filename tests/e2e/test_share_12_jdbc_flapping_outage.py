@@ -1,4 +1,4 @@
-"""Durability 3: a long downstream outage with puts that block inside the sink.
+"""Scenario 12 (durability): a long downstream outage with puts that block inside the sink.
 
 Debezium's JDBC sink (its own plugin directory) into PostgreSQL; PostgreSQL stops and flaps
 (down, up for a few seconds, down again, ...), down for longer in total than the group's lock

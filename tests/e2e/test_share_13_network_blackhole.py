@@ -1,4 +1,4 @@
-"""Scenario 10: the broker goes silent under a running connector (a network partition without RST).
+"""Scenario 13: the broker goes silent under a running connector (a network partition without RST).
 
 Kafka's FileStream sink runs through sharesink with its share consumer on the broker's PROXIED
 listener (`share.consumer.bootstrap.servers` = the harness's blackhole proxy; the worker itself

@@ -21,28 +21,9 @@ import uuid
 
 import pytest
 
-from harness.cluster import Cluster, Rest, RestError
-
-SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-STRING = "org.apache.kafka.connect.storage.StringConverter"
-SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
-
-
-def _wait_for(what: str, check, timeout: float = 60, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not seen within {timeout}s", pytrace=False)
-        time.sleep(interval)
-
-
-def _log_text(cluster: Cluster, index: int = 0) -> str:
-    path = cluster.logs_dir / f"worker-{index}.log"
-    return path.read_text(errors="replace") if path.exists() else ""
+from harness.cluster import SHARE_GROUP_COMMAND, Cluster, Rest, RestError
+from helpers import FILE_SINK, SHARE_SINK, wait_for, worker_log
+from helpers import STRING_CONVERTER as STRING
 
 
 def _group_members(cluster: Cluster, group: str) -> int:
@@ -64,7 +45,7 @@ def test_file_sink_through_share_group(cluster: Cluster, worker: Rest, engine: s
     cluster.create_topic(topic, partitions=3)
     values = [f"record-{i:04d}" for i in range(1000)]
     cluster.produce(topic, values, keys=[f"k{i}" for i in range(1000)])
-    log_before = len(_log_text(cluster))
+    log_before = len(worker_log(cluster))
 
     worker.put_connector(name, {
         "connector.class": SHARE_SINK,
@@ -87,7 +68,7 @@ def test_file_sink_through_share_group(cluster: Cluster, worker: Rest, engine: s
             lines = out_file.read_text().splitlines()
             return lines if len(set(lines)) >= len(values) else None
 
-        lines = _wait_for(f"{len(values)} records in {out_file}", all_lines, timeout=90)
+        lines = wait_for(f"{len(values)} records in {out_file}", all_lines, timeout=90)
         assert set(lines) == set(values)
         duplicates = len(lines) - len(set(lines))
         print(f"\n{engine}: {len(values)} produced, {len(set(lines))} delivered, "
@@ -96,7 +77,7 @@ def test_file_sink_through_share_group(cluster: Cluster, worker: Rest, engine: s
         configs = cluster.describe_configs("groups", group)
         assert configs.get("share.auto.offset.reset") == "earliest", configs
 
-        log = _log_text(cluster)[log_before:]
+        log = worker_log(cluster)[log_before:]
         # Task lines carry the connector context the worker puts in the MDC: "[name|task-N] ".
         task_lines = re.findall(rf"\[{re.escape(name)}\|task-\d\] .*runs on share group {group}",
                                 log)
@@ -105,9 +86,9 @@ def test_file_sink_through_share_group(cluster: Cluster, worker: Rest, engine: s
     finally:
         worker.delete_connector(name)
     # Stop closes the sessions and leaves the group: no member waits for a session timeout.
-    _wait_for(f"{group} without members", lambda: _group_members(cluster, group) == 0,
+    wait_for(f"{group} without members", lambda: _group_members(cluster, group) == 0,
               timeout=20)
-    log = _log_text(cluster)[log_before:]
+    log = worker_log(cluster)[log_before:]
     assert len(re.findall(rf"\[{re.escape(name)}\|task-\d\] .*share member stopped", log)) == 4
 
 
@@ -176,31 +157,31 @@ def test_pause_resume_restart_and_stop(cluster: Cluster, worker: Rest):
     try:
         worker.wait_connector_running(name, tasks=2, timeout=120)
         produce(200)
-        _wait_for("first 200 records", has_all, timeout=60)
+        wait_for("first 200 records", has_all, timeout=60)
 
         worker.put(f"/connectors/{name}/pause")
-        _wait_for("PAUSED", lambda: worker.connector_status(name)["connector"]["state"] == "PAUSED")
+        wait_for("PAUSED", lambda: worker.connector_status(name)["connector"]["state"] == "PAUSED")
         time.sleep(3)  # a cycle in progress finishes
         before = len(_connector_lines(out_file))
         produce(200)
         time.sleep(5)
         assert len(_connector_lines(out_file)) == before, "a paused connector wrote records"
         worker.put(f"/connectors/{name}/resume")
-        _wait_for("records produced while paused", has_all, timeout=60)
+        wait_for("records produced while paused", has_all, timeout=60)
 
         worker.post(f"/connectors/{name}/restart?includeTasks=true")
         worker.wait_connector_running(name, tasks=2, timeout=120)
         produce(200)
-        _wait_for("records after the restart", has_all, timeout=60)
+        wait_for("records after the restart", has_all, timeout=60)
 
         worker.put(f"/connectors/{name}/stop")
-        _wait_for("STOPPED", lambda: worker.connector_status(name)["connector"]["state"] == "STOPPED")
-        _wait_for(f"{group} without members after STOP",
+        wait_for("STOPPED", lambda: worker.connector_status(name)["connector"]["state"] == "STOPPED")
+        wait_for(f"{group} without members after STOP",
                   lambda: _group_members(cluster, group) == 0, timeout=20)
         produce(200)
         worker.put(f"/connectors/{name}/resume")
         worker.wait_connector_running(name, tasks=2, timeout=120)
-        _wait_for("records produced while stopped", has_all, timeout=60)
+        wait_for("records produced while stopped", has_all, timeout=60)
         lines = _connector_lines(out_file)
         print(f"\nlifecycle: {len(produced)} produced, {len(set(lines))} delivered, "
               f"{len(lines) - len(set(lines))} duplicates")
@@ -228,7 +209,7 @@ def test_migration_from_the_classic_runtime(cluster: Cluster, worker: Rest):
                                                "file": str(classic_file)}))
     try:
         worker.wait_connector_running(name, tasks=2, timeout=120)
-        _wait_for("the classic connector's first half",
+        wait_for("the classic connector's first half",
                   lambda: set(_connector_lines(classic_file)) >= set(first), timeout=60)
     finally:
         worker.delete_connector(name)  # its tasks commit their offsets when they close
@@ -240,14 +221,14 @@ def test_migration_from_the_classic_runtime(cluster: Cluster, worker: Rest):
         lags = [l.split() for l in out.splitlines() if l.startswith(f"connect-{name} ")]
         return len(lags) == 3 and all(row[5] == "0" for row in lags)  # LAG column
 
-    _wait_for("the classic group's commits", committed, timeout=60)
+    wait_for("the classic group's commits", committed, timeout=60)
     cluster.produce(topic, second, keys=[f"k{i}" for i in range(300)])
     worker.put_connector(name, dict(common, **{"connector.class": SHARE_SINK,
                                                "share.sink.connector.class": FILE_SINK,
                                                "file": str(share_file)}))
     try:
         worker.wait_connector_running(name, tasks=2, timeout=120)
-        _wait_for("the second half through the share group",
+        wait_for("the second half through the share group",
                   lambda: set(_connector_lines(share_file)) >= set(second), timeout=60)
         time.sleep(3)  # anything replayed from the first half would show up by now
         lines = _connector_lines(share_file)
@@ -328,7 +309,7 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
             "value.converter": STRING,
         })
         rest.wait_connector_running(name, tasks=2, timeout=120)
-        _wait_for("all records in the file",
+        wait_for("all records in the file",
                   lambda: set(_connector_lines(out_file)) >= set(values), timeout=60)
 
         def query():
@@ -346,7 +327,7 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
             lag = [l for l in lines if " share-group-lag=" in l]
             return (lines, accepted, lag) if accepted >= len(values) and len(lag) == 3 else None
 
-        lines, accepted, lag = _wait_for("metrics in JMX", accepted_and_lag, timeout=60,
+        lines, accepted, lag = wait_for("metrics in JMX", accepted_and_lag, timeout=60,
                                          interval=3)
         print(f"\nJMX: share-records-accepted-total over tasks = {accepted:.0f}; "
               + "; ".join(l.split(",", 2)[-1] for l in lag))
@@ -392,9 +373,9 @@ def test_dead_letters_and_worker_converter_defaults(cluster: Cluster, worker: Re
     try:
         worker.wait_connector_running(name, tasks=2, timeout=120)
         expected = {f"good-{i:03d}" for i in range(50)}
-        _wait_for("the good records", lambda: set(_connector_lines(out_file)) >= expected,
+        wait_for("the good records", lambda: set(_connector_lines(out_file)) >= expected,
                   timeout=60)
-        records = _wait_for(f"the poison record in {dlq}",
+        records = wait_for(f"the poison record in {dlq}",
                             lambda: cluster.consume(dlq, 1, timeout_ms=5000, print_headers=True),
                             timeout=60, interval=1)
         # One record; Connect's stack-trace header spans lines in the console consumer's output.
@@ -456,7 +437,7 @@ def test_sasl_ssl_settings_on_the_connector(cluster: Cluster, worker: Rest, pass
     worker.put_connector(name, config)
     try:
         worker.wait_connector_running(name, tasks=2, timeout=120)
-        _wait_for("records over SASL_SSL",
+        wait_for("records over SASL_SSL",
                   lambda: set(_connector_lines(out_file)) >= set(values), timeout=60)
     finally:
         worker.delete_connector(name)

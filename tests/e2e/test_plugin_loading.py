@@ -15,16 +15,12 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
-import time
 import uuid
-from pathlib import Path
 
-import pytest
 
 from harness.cluster import CONNECT_DISTRIBUTED, Cluster, Rest, default_plugin_archive
+from helpers import FILE_SINK, SHARE_SINK, wait_for, worker_log
 
-SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 
 # A second, separate Connect cluster for worker 1: it must not join worker 0's group, or the
 # connectors of worker 0 could be rebalanced onto a worker started with a broken library.
@@ -50,22 +46,6 @@ def _plugin_version() -> str:
     m = re.match(r"sharesink-(.+)-plugin\.zip$", archive.name) if archive else None
     assert m, f"cannot tell the plugin version from {archive}"
     return m.group(1)
-
-
-def _wait_for(what: str, check, timeout: float = 60, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not seen within {timeout}s", pytrace=False)
-        time.sleep(interval)
-
-
-def _log_text(cluster: Cluster, index: int) -> str:
-    path = cluster.logs_dir / f"worker-{index}.log"
-    return path.read_text(errors="replace") if path.exists() else ""
 
 
 @contextlib.contextmanager
@@ -107,7 +87,7 @@ def test_share_sink_runs_file_sink_and_reaches_the_broker(cluster: Cluster, work
     name = f"skeleton-{suffix}"
     out_file = cluster.state_dir / f"skeleton-{suffix}.out"
     cluster.create_topic(topic, partitions=3)
-    log_before = len(_log_text(cluster, 0))
+    log_before = len(worker_log(cluster, 0))
 
     worker.put_connector(name, {
         "connector.class": SHARE_SINK,
@@ -123,12 +103,12 @@ def test_share_sink_runs_file_sink_and_reaches_the_broker(cluster: Cluster, work
 
         # Each task started a share member through the Rust engine and logged it.
         def started_lines():
-            log = _log_text(cluster, 0)[log_before:]
+            log = worker_log(cluster, 0)[log_before:]
             found = list(STARTED_LINE.finditer(log))
             engine = list(ENGINE_LINE.finditer(log))
             return (found, engine) if len(found) >= 2 and len(engine) >= 2 else None
 
-        lines, engine_lines = _wait_for("the native engine's start lines in worker-0.log",
+        lines, engine_lines = wait_for("the native engine's start lines in worker-0.log",
                                         started_lines)
         for line in lines:
             assert line.group("version") == version
