@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use kafka_protocol::error::ResponseError;
+
 use crate::protocol::error_codes;
 
 /// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type
@@ -129,7 +131,7 @@ impl EngineError {
             EngineError::Connect { .. } | EngineError::ConnectionLost { .. } => {
                 ErrorKind::Connection
             }
-            EngineError::Broker { code, .. } => error_codes::kind(*code),
+            EngineError::Broker { code, .. } => broker_error_kind(*code),
             EngineError::Authentication(_) => ErrorKind::Authentication,
             EngineError::Unsupported(_) => ErrorKind::Unsupported,
             EngineError::Protocol(_) => ErrorKind::Protocol,
@@ -145,7 +147,7 @@ impl EngineError {
             EngineError::Connect { .. }
             | EngineError::ConnectionLost { .. }
             | EngineError::Timeout { .. } => true,
-            EngineError::Broker { code, .. } => error_codes::is_retriable(*code),
+            EngineError::Broker { code, .. } => broker_error_is_retriable(*code),
             _ => false,
         }
     }
@@ -187,6 +189,55 @@ impl EngineError {
             _ => None,
         }
     }
+}
+
+/// The kind of a broker error code.
+pub(crate) fn broker_error_kind(code: i16) -> ErrorKind {
+    use ResponseError as E;
+    match ResponseError::try_from_code(code) {
+        Some(E::TopicAuthorizationFailed)
+        | Some(E::GroupAuthorizationFailed)
+        | Some(E::ClusterAuthorizationFailed) => ErrorKind::Authorization,
+        Some(E::SaslAuthenticationFailed)
+        | Some(E::UnsupportedSaslMechanism)
+        | Some(E::IllegalSaslState) => ErrorKind::Authentication,
+        Some(E::UnsupportedVersion) => ErrorKind::Unsupported,
+        Some(E::InvalidRequest) | Some(E::CorruptMessage) => ErrorKind::Protocol,
+        Some(E::InvalidConfig) | Some(E::InvalidGroupId) => ErrorKind::Config,
+        // Transient cluster conditions (leader moves, coordinator loading, ...).
+        _ if broker_error_is_retriable(code) => ErrorKind::Connection,
+        _ => ErrorKind::Protocol,
+    }
+}
+
+/// Whether retrying the operation can succeed after a broker error code: possibly after a
+/// rediscovery (a leader or coordinator moved), a rejoin (the member was fenced) or a new share
+/// session. Wider than the protocol's own retriable flag, which knows nothing of rejoins.
+pub(crate) fn broker_error_is_retriable(code: i16) -> bool {
+    use ResponseError as E;
+    matches!(
+        ResponseError::try_from_code(code),
+        Some(
+            E::UnknownServerError
+                | E::CorruptMessage
+                | E::UnknownTopicOrPartition
+                | E::LeaderNotAvailable
+                | E::NotLeaderOrFollower
+                | E::RequestTimedOut
+                | E::NetworkException
+                | E::CoordinatorLoadInProgress
+                | E::CoordinatorNotAvailable
+                | E::NotCoordinator
+                | E::UnknownMemberId
+                | E::KafkaStorageError
+                | E::FencedLeaderEpoch
+                | E::UnknownTopicId
+                | E::FencedMemberEpoch
+                | E::ShareSessionNotFound
+                | E::InvalidShareSessionEpoch
+                | E::ShareSessionLimitReached
+        )
+    )
 }
 
 #[cfg(test)]

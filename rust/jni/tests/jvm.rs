@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::{jni_sig, jni_str, Env, EnvUnowned, InitArgsBuilder, JNIVersion, JavaVM};
+use sharesink_jni::thrown_kind_names;
 use sharesink_jni::{
     Java_io_sharesink_engine_NativeEngine_create as create,
     Java_io_sharesink_engine_NativeEngine_layoutSelfTest as layout_self_test,
@@ -17,7 +18,6 @@ use sharesink_jni::{
     Java_io_sharesink_engine_NativeEngine_poll as poll,
     Java_io_sharesink_engine_NativeEngine_probe as probe,
 };
-use sharesink_jni::thrown_kind_names;
 
 type TestResult = Result<(), jni::errors::Error>;
 
@@ -294,13 +294,19 @@ fn every_native_error_kind_is_a_java_kind_and_back() {
                     )?
                     .l()?;
                 let java_name = env
-                    .call_method(&java_kind, jni_str!("name"), jni_sig!(() -> java.lang.String), &[])?
+                    .call_method(
+                        &java_kind,
+                        jni_str!("name"),
+                        jni_sig!(() -> java.lang.String),
+                        &[],
+                    )?
                     .l()?;
                 let java_name = env.cast_local::<JString>(java_name)?.try_to_string(env)?;
                 assert_eq!(&java_name, name, "Java has no kind {name}");
             }
             // And every Java kind is one the library can throw.
-            let kind_class = env.find_class(jni_str!("io/sharesink/engine/EngineException$Kind"))?;
+            let kind_class =
+                env.find_class(jni_str!("io/sharesink/engine/EngineException$Kind"))?;
             let values = env
                 .call_static_method(
                     &kind_class,
@@ -314,7 +320,12 @@ fn every_native_error_kind_is_a_java_kind_and_back() {
             for i in 0..count {
                 let value = values.get_element(env, i)?;
                 let name = env
-                    .call_method(&value, jni_str!("name"), jni_sig!(() -> java.lang.String), &[])?
+                    .call_method(
+                        &value,
+                        jni_str!("name"),
+                        jni_sig!(() -> java.lang.String),
+                        &[],
+                    )?
                     .l()?;
                 let name = env.cast_local::<JString>(name)?.try_to_string(env)?;
                 assert!(
