@@ -40,6 +40,26 @@ pub(crate) const METRICS_FIELDS: usize = 17;
 /// What `poll` returns when the consumer is closed.
 pub(crate) const POLL_CLOSED: i32 = -1;
 
+/// Writes a create blob as Java's `NativeShareConsumerEngine.configBlob` does (see
+/// [`parse_config_blob`]): for the tests of this crate, which stand in for Java.
+#[doc(hidden)]
+pub fn encode_config_blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
+    fn put(b: &mut Vec<u8>, s: &str) {
+        b.extend((s.len() as i32).to_le_bytes());
+        b.extend(s.as_bytes());
+    }
+    let mut b = (props.len() as i32).to_le_bytes().to_vec();
+    for (k, v) in props {
+        put(&mut b, k);
+        put(&mut b, v);
+    }
+    b.extend((topics.len() as i32).to_le_bytes());
+    for t in topics {
+        put(&mut b, t);
+    }
+    b
+}
+
 /// Reads the create blob: little-endian `i32 n, n × (key, value), i32 t, t × topic`, each
 /// string as `i32 length, UTF-8 bytes` (written by NativeShareConsumerEngine.configBlob).
 pub(crate) fn parse_config_blob(
@@ -227,21 +247,7 @@ mod tests {
     use super::*;
 
     fn blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
-        let mut b = Vec::new();
-        let s = |b: &mut Vec<u8>, v: &str| {
-            b.extend((v.len() as i32).to_le_bytes());
-            b.extend(v.as_bytes());
-        };
-        b.extend((props.len() as i32).to_le_bytes());
-        for (k, v) in props {
-            s(&mut b, k);
-            s(&mut b, v);
-        }
-        b.extend((topics.len() as i32).to_le_bytes());
-        for t in topics {
-            s(&mut b, t);
-        }
-        b
+        encode_config_blob(props, topics)
     }
 
     #[test]

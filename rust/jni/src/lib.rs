@@ -22,6 +22,7 @@ use jni::{Env, EnvUnowned, JavaVM};
 
 use crate::consumer::ConsumerHandle;
 
+pub use consumer::encode_config_blob;
 pub use error::{thrown_kind_names, Error, ThrowNative};
 
 /// Rust allocations of this library (not the JVM's) go to mimalloc, which keeps freed pages for

@@ -197,20 +197,7 @@ fn engine_errors_keep_their_kind_and_retriability() {
 
 /// A create blob (see NativeEngine.create): properties, then topics.
 fn config_blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
-    fn put(b: &mut Vec<u8>, s: &str) {
-        b.extend((s.len() as i32).to_le_bytes());
-        b.extend(s.as_bytes());
-    }
-    let mut b = (props.len() as i32).to_le_bytes().to_vec();
-    for (k, v) in props {
-        put(&mut b, k);
-        put(&mut b, v);
-    }
-    b.extend((topics.len() as i32).to_le_bytes());
-    for t in topics {
-        put(&mut b, t);
-    }
-    b
+    sharesink_jni::encode_config_blob(props, topics)
 }
 
 #[test]
