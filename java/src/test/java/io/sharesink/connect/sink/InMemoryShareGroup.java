@@ -108,6 +108,9 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
 
   Consumer<Rec> onAccept = rec -> {};
 
+  /** When set, every poll throws it (an engine whose member failed: a panic, a fatal error). */
+  volatile RuntimeException pollFailure;
+
   /**
    * When above 0, offsets are acquired in ranges of this many (0-9, 10-19, ... for 10), which a
    * poll may hand out over several batches, as the engine does with a broker's acquired range.
@@ -252,6 +255,9 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
       synchronized (InMemoryShareGroup.this) {
         if (closed) {
           throw new IllegalStateException(name + " is closed");
+        }
+        if (pollFailure != null) {
+          throw pollFailure;
         }
         long now = time.milliseconds();
         expireLocks(now);

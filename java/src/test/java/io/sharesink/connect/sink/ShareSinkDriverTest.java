@@ -705,6 +705,34 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void aFailedEngineFailsTheTaskWithItsMessageAndTheRecordsAreReleasedAtClose() {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 10, 3);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of();
+    DriverFixture fixture = start(task, props(), group);
+    fixture.driver.runCycle(Duration.ofMillis(10));
+    assertEquals(3, fixture.driver.inFlight());
+    // The native engine's member failed (a panicking fetcher): every poll reports it.
+    group.pollFailure =
+        new io.sharesink.engine.EngineException(
+            io.sharesink.engine.EngineException.Kind.INTERNAL,
+            "engine task fetcher-1 panicked: index out of bounds");
+    ConnectException failure =
+        assertThrows(ConnectException.class, () -> fixture.driver.runCycle(Duration.ofMillis(10)));
+    assertTrue(
+        String.valueOf(failure.getCause()).contains("fetcher-1 panicked: index out of bounds"),
+        "the panic's message reaches the task's failure: " + failure);
+    assertSame(
+        failure,
+        assertThrows(ConnectException.class, () -> fixture.driver.runCycle(Duration.ofMillis(10))),
+        "the task stays failed");
+    fixture.driver.stop();
+    group.close();
+    assertEquals(3, group.count(State.AVAILABLE), "released at close for other members");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
   void aRecordRedeliveredBelowAnEarlierCommitIsAcceptedOnlyAfterAFlushThatFollowsItsPut() {
     InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 5, 10);
     InMemoryShareGroup.Member peer = group.member("peer");
