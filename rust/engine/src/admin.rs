@@ -11,16 +11,21 @@ use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_share_group_offsets_request::{
+    DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+};
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, EndTxnRequest, EndTxnResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest,
-    ProduceResponse, ProducerId, TopicName, TransactionalId,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, EndTxnRequest,
+    EndTxnResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName,
+    TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -275,6 +280,45 @@ impl Admin {
         Ok(())
     }
 
+    /// The share-partition start offset of each of `partitions` of `topic` in share group
+    /// `group_id` (DescribeShareGroupOffsets v0, from the group's coordinator): every record
+    /// below it has been acknowledged (or archived). -1 for a partition the group has no state of.
+    pub async fn share_partition_start_offsets(
+        &self,
+        group_id: &str,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<HashMap<i32, i64>, EngineError> {
+        let (_, addr) = self.cluster.find_group_coordinator(group_id).await?;
+        let conn = self.connection(&addr).await?;
+        let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+            DescribeShareGroupOffsetsRequestGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(group_id.to_string())))
+                .with_topics(Some(vec![DescribeShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partitions(partitions.to_vec())])),
+        ]);
+        let response: DescribeShareGroupOffsetsResponse = self
+            .call("DescribeShareGroupOffsets", conn.request(&request, 0))
+            .await?;
+        let mut offsets = HashMap::new();
+        for group in response.groups {
+            if group.error_code != error_codes::NONE {
+                return Err(EngineError::broker(
+                    "DescribeShareGroupOffsets",
+                    group.error_code,
+                    group.error_message.map(|m| m.to_string()),
+                ));
+            }
+            for t in group.topics {
+                for p in t.partitions {
+                    offsets.insert(p.partition_index, p.start_offset);
+                }
+            }
+        }
+        Ok(offsets)
+    }
+
     async fn leader(&self, topic: &str, partition: i32) -> Result<Arc<Connection>, EngineError> {
         let view = self.cluster.metadata(&[topic.to_string()]).await?;
         let info = view
@@ -290,15 +334,19 @@ impl Admin {
                 EngineError::broker("Metadata", 5, Some(format!("{topic}-{partition}")))
             })?
             .clone();
+        self.connection(&addr).await
+    }
+
+    /// A connection to the broker at `addr`, opened once and kept.
+    async fn connection(&self, addr: &str) -> Result<Arc<Connection>, EngineError> {
         let mut leaders = self.leaders.lock().await;
-        if let Some(conn) = leaders.get(&addr).filter(|c| !c.is_closed()) {
+        if let Some(conn) = leaders.get(addr).filter(|c| !c.is_closed()) {
             return Ok(conn.clone());
         }
         let conn = Arc::new(
-            Connection::connect_with(&addr, "sharesink-admin", self.timeout, &self.security)
-                .await?,
+            Connection::connect_with(addr, "sharesink-admin", self.timeout, &self.security).await?,
         );
-        leaders.insert(addr, conn.clone());
+        leaders.insert(addr.to_string(), conn.clone());
         Ok(conn)
     }
 

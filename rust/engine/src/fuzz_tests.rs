@@ -1058,7 +1058,43 @@ fn response_samples(n: usize, unknown_tags: bool) -> Vec<ResponseSample> {
                     .collect(),
             ),
         ));
-    heartbeat.unknown_tagged_fields = unknown;
+    heartbeat.unknown_tagged_fields = unknown.clone();
+
+    use describe_share_group_offsets_response as dsgo;
+    let mut share_offsets = DescribeShareGroupOffsetsResponse::default()
+        .with_throttle_time_ms(2)
+        .with_groups(
+            (0..n)
+                .map(|g| {
+                    dsgo::DescribeShareGroupOffsetsResponseGroup::default()
+                        .with_group_id(GroupId(s(&format!("g{g}"))))
+                        .with_topics(
+                            (0..n)
+                                .map(|t| {
+                                    dsgo::DescribeShareGroupOffsetsResponseTopic::default()
+                                        .with_topic_name(TopicName(s(&format!("t{t}"))))
+                                        .with_topic_id(uuid::Uuid::from_u128(t as u128 + 3))
+                                        .with_partitions(
+                                            (0..n32)
+                                                .map(|p| {
+                                                    dsgo::DescribeShareGroupOffsetsResponsePartition::default()
+                                                        .with_partition_index(p)
+                                                        .with_start_offset(100 + p as i64)
+                                                        .with_leader_epoch(4)
+                                                        .with_error_code(3)
+                                                        .with_error_message(Some(s("unknown")))
+                                                })
+                                                .collect(),
+                                        )
+                                })
+                                .collect(),
+                        )
+                        .with_error_code(69)
+                        .with_error_message(Some(s("no group")))
+                })
+                .collect(),
+        );
+    share_offsets.unknown_tagged_fields = unknown;
 
     vec![
         sample(ApiKey::ApiVersions, 3, api_versions),
@@ -1074,6 +1110,7 @@ fn response_samples(n: usize, unknown_tags: bool) -> Vec<ResponseSample> {
         sample(ApiKey::EndTxn, 3, end_txn),
         sample(ApiKey::Produce, 9, produce),
         sample(ApiKey::ShareGroupHeartbeat, 1, heartbeat),
+        sample(ApiKey::DescribeShareGroupOffsets, 0, share_offsets),
     ]
 }
 

@@ -200,6 +200,7 @@ fn handle_fetch(
             .fold(0, usize::saturating_add),
     );
     let mut refresh = false;
+    let mut missing = Vec::new();
     for topic in response.responses {
         let topic_name = shared.topic_name(&topic.topic_id);
         for p in topic.partitions {
@@ -209,6 +210,11 @@ fn handle_fetch(
                 warn!(topic = ?topic_name, partition = p.partition_index, code = p.acknowledge_error_code,
                       name = name(p.acknowledge_error_code), message = ?ack_message, "acknowledgement failed");
                 shared.metrics.ack_errors.fetch_add(1, Relaxed);
+            }
+            if not_in_broker_session(session, key, p.acknowledge_error_code)
+                || not_in_broker_session(session, key, p.error_code)
+            {
+                missing.push(key);
             }
             acks.resolve_partition(&key, (p.acknowledge_error_code, ack_message));
             if p.error_code != NONE {
@@ -290,7 +296,8 @@ fn handle_fetch(
     } else {
         None
     };
-    if refresh {
+    resync_if_missing(shared, me, session, generation, &missing);
+    if refresh || !missing.is_empty() {
         shared.refresh_metadata.notify_one();
     }
     if !batch.is_empty() {
@@ -348,6 +355,7 @@ fn handle_acknowledge(
         shared.lock_timeout_ms.store(ms, Relaxed);
     }
     let mut refresh = false;
+    let mut missing = Vec::new();
     for (topic_id, partitions) in response.responses {
         for p in partitions {
             if p.error_code != NONE {
@@ -355,13 +363,154 @@ fn handle_acknowledge(
                       name = name(p.error_code), message = ?p.error_message, "acknowledgement failed");
                 shared.metrics.ack_errors.fetch_add(1, Relaxed);
                 refresh |= matches!(p.error_code, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH);
+                if not_in_broker_session(session, (topic_id, p.partition), p.error_code) {
+                    missing.push((topic_id, p.partition));
+                }
             }
             acks.resolve_partition(&(topic_id, p.partition), (p.error_code, p.error_message));
         }
     }
     acks.resolve_all((NONE, None));
-    if refresh {
+    resync_if_missing(shared, me, session, generation, &missing);
+    if refresh || !missing.is_empty() {
         shared.refresh_metadata.notify_one();
     }
     Ok(())
+}
+
+/// Whether the broker said it does not host `key` although this session holds it: the broker's
+/// session and ours have drifted apart (replayed requests of an old connection after a network
+/// partition can do that).
+fn not_in_broker_session(session: &Session, key: PartitionKey, code: i16) -> bool {
+    matches!(code, UNKNOWN_TOPIC_OR_PARTITION | UNKNOWN_TOPIC_ID)
+        && session.partitions.contains(&key)
+}
+
+/// Reopens the share session when the broker's lacks partitions ours holds: otherwise those
+/// partitions are never fetched again (this session thinks they are in, so it never adds them),
+/// and their records, released when their locks run out, never come back to this member.
+fn resync_if_missing(
+    shared: &Shared,
+    me: &FetcherHandle,
+    session: &mut Session,
+    generation: u64,
+    missing: &[PartitionKey],
+) {
+    if missing.is_empty() || generation != session.generation {
+        return;
+    }
+    warn!(
+        node = me.node_id,
+        partitions = ?missing,
+        "the broker's share session lacks partitions this member fetches; reopening the session"
+    );
+    session.reset(false);
+    shared.metrics.session_resets.fetch_add(1, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::share_requests::AckPartitionResult;
+    use std::collections::{BTreeSet, HashMap};
+    use std::time::Duration;
+    use uuid::Uuid;
+
+    fn shared() -> Shared {
+        let props: HashMap<String, String> =
+            [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
+        let cluster = crate::cluster::Cluster::new(
+            vec!["127.0.0.1:9".into()],
+            "c".into(),
+            Duration::from_secs(1),
+            config.security.clone(),
+        );
+        Shared::new(config, "m".into(), cluster, 2, 2)
+    }
+
+    fn session(topic: Uuid) -> Session {
+        Session {
+            conn: None,
+            epoch: 7,
+            generation: 3,
+            partitions: BTreeSet::from([(topic, 0), (topic, 1)]),
+            quiet_until: None,
+            empty_fetches: 0,
+        }
+    }
+
+    fn acknowledged(topic: Uuid, partition: i32, error_code: i16) -> ShareAcknowledgeResponse {
+        ShareAcknowledgeResponse {
+            throttle_time_ms: 0,
+            error_code: NONE,
+            error_message: None,
+            acquisition_lock_timeout_ms: Some(30_000),
+            responses: vec![(
+                topic,
+                vec![AckPartitionResult {
+                    partition,
+                    error_code,
+                    error_message: None,
+                    leader_id: 1,
+                    leader_epoch: 0,
+                }],
+            )],
+            node_endpoints: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_partition_the_brokers_session_lacks_reopens_the_session() {
+        let (shared, me, topic) = (
+            shared(),
+            FetcherHandle::new(1, "b:1".into()),
+            Uuid::new_v4(),
+        );
+        let mut s = session(topic);
+        let response = acknowledged(topic, 1, UNKNOWN_TOPIC_OR_PARTITION);
+        handle_acknowledge(&shared, &me, &mut s, AcksInFlight::default(), 3, response).unwrap();
+        assert_eq!(s.epoch, 0, "a new session is opened");
+        assert!(
+            s.partitions.is_empty(),
+            "and every partition added to it again"
+        );
+        assert_eq!(s.generation, 4);
+        assert_eq!(shared.metrics.snapshot().session_resets, 1);
+    }
+
+    #[test]
+    fn other_ack_errors_and_stale_answers_leave_the_session_alone() {
+        let (shared, me, topic) = (
+            shared(),
+            FetcherHandle::new(1, "b:1".into()),
+            Uuid::new_v4(),
+        );
+        let mut s = session(topic);
+        let refused = acknowledged(topic, 1, INVALID_RECORD_STATE);
+        handle_acknowledge(&shared, &me, &mut s, AcksInFlight::default(), 3, refused).unwrap();
+        assert_eq!(
+            (s.epoch, s.partitions.len()),
+            (7, 2),
+            "a refused ack is no session drift"
+        );
+        let stale = acknowledged(topic, 1, UNKNOWN_TOPIC_OR_PARTITION);
+        handle_acknowledge(&shared, &me, &mut s, AcksInFlight::default(), 2, stale).unwrap();
+        assert_eq!(
+            (s.epoch, s.partitions.len()),
+            (7, 2),
+            "an answer to an older session"
+        );
+        let unknown = acknowledged(topic, 5, UNKNOWN_TOPIC_OR_PARTITION);
+        handle_acknowledge(&shared, &me, &mut s, AcksInFlight::default(), 3, unknown).unwrap();
+        assert_eq!(
+            (s.epoch, s.partitions.len()),
+            (7, 2),
+            "a partition it does not hold"
+        );
+        assert_eq!(shared.metrics.snapshot().session_resets, 0);
+    }
 }

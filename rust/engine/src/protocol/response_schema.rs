@@ -328,6 +328,40 @@ const SHARE_GROUP_HEARTBEAT_V1: &[Field] = &[
     NO_TAGS,
 ];
 
+/// Admin only (tests and tools: share-partition start offsets).
+const DESCRIBE_SHARE_GROUP_OFFSETS_V0: &[Field] = &[
+    Int32("throttle_time_ms"),
+    CompactArray(
+        "groups",
+        &[
+            CompactStr("group_id"),
+            CompactArray(
+                "topics",
+                &[
+                    CompactStr("topic_name"),
+                    Uuid("topic_id"),
+                    CompactArray(
+                        "partitions",
+                        &[
+                            Int32("partition_index"),
+                            Int64("start_offset"),
+                            Int32("leader_epoch"),
+                            Int16("error_code"),
+                            CompactStr("error_message"),
+                            NO_TAGS,
+                        ],
+                    ),
+                    NO_TAGS,
+                ],
+            ),
+            Int16("error_code"),
+            CompactStr("error_message"),
+            NO_TAGS,
+        ],
+    ),
+    NO_TAGS,
+];
+
 /// Every (api, version) whose response kafka-protocol may decode, with its schema.
 pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::ApiVersions, 3, API_VERSIONS_V3),
@@ -347,6 +381,11 @@ pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::EndTxn, 3, END_TXN_V3),
     (ApiKey::Produce, 9, PRODUCE_V9),
     (ApiKey::ShareGroupHeartbeat, 1, SHARE_GROUP_HEARTBEAT_V1),
+    (
+        ApiKey::DescribeShareGroupOffsets,
+        0,
+        DESCRIBE_SHARE_GROUP_OFFSETS_V0,
+    ),
 ];
 
 fn schema(api_key: ApiKey, version: i16) -> Option<&'static [Field]> {
