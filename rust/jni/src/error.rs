@@ -90,7 +90,8 @@ impl<T: Default> ErrorPolicy<T, Error> for ThrowNative {
         _captures: &mut Self::Captures<'unowned_env_local, 'native_method>,
         payload: Box<dyn Any + Send + 'static>,
     ) -> jni::errors::Result<T> {
-        let message = panic_hook::take_last_report().unwrap_or_else(|| panic_message(&*payload));
+        let message =
+            panic_hook::take_last_report().unwrap_or_else(|| panic_hook::message(&*payload));
         // Dropping a payload can itself panic; leaking it is the safer choice.
         std::mem::forget(payload);
         if !env.exception_check() {
@@ -98,11 +99,6 @@ impl<T: Default> ErrorPolicy<T, Error> for ThrowNative {
         }
         Ok(T::default())
     }
-}
-
-/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    sharesink_engine::panic_report::message(payload)
 }
 
 fn throw_native_exception(
@@ -148,13 +144,5 @@ mod tests {
         assert_eq!(config.kind_name(), "CONFIG");
         assert!(!config.is_retriable());
         assert_eq!(Error::Internal("x".into()).kind_name(), "INTERNAL");
-    }
-
-    #[test]
-    fn panic_payloads_become_text() {
-        let payload = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
-        assert_eq!(panic_message(&*payload), "boom 7");
-        let payload = std::panic::catch_unwind(|| panic!("static")).unwrap_err();
-        assert_eq!(panic_message(&*payload), "static");
     }
 }

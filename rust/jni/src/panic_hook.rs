@@ -24,9 +24,23 @@ pub(crate) fn take_last_report() -> Option<String> {
     panic_report::take_last()
 }
 
+/// The text of a panic payload (`panic!` gives a `&str` or a `String`), for a panic the hook
+/// did not report (it is installed late, or another hook replaced it).
+pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    panic_report::message(payload)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panic_payloads_become_text() {
+        let payload = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
+        assert_eq!(message(&*payload), "boom 7");
+        let payload = std::panic::catch_unwind(|| panic!("static")).unwrap_err();
+        assert_eq!(message(&*payload), "static");
+    }
 
     #[test]
     fn records_location_and_message() {
