@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use tokio::sync::{watch, Notify};
@@ -123,13 +123,6 @@ impl Session {
             self.conn = None;
         }
     }
-}
-
-pub(crate) fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 pub(crate) async fn run(
