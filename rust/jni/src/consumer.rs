@@ -15,6 +15,7 @@ use crate::ack_layout;
 use crate::batch_layout::{self, Written};
 use crate::error::Error;
 use crate::logs::{self, ConsumerLogs};
+use crate::metrics_layout;
 use crate::runtime::RuntimeLease;
 
 pub(crate) struct ConsumerHandle {
@@ -25,9 +26,6 @@ pub(crate) struct ConsumerHandle {
     /// Declared last so it is dropped last: the runtime outlives the consumer.
     lease: RuntimeLease,
 }
-
-/// Values written by `metrics`, in this order (NativeShareConsumerEngine reads them).
-pub(crate) const METRICS_FIELDS: usize = 17;
 
 /// What `poll` returns when the consumer is closed.
 pub(crate) const POLL_CLOSED: i32 = -1;
@@ -175,28 +173,9 @@ impl ConsumerHandle {
         Ok(ack_layout::write_results(&results, buf) as i32)
     }
 
-    pub(crate) fn metrics(&self) -> [i64; METRICS_FIELDS] {
-        let m = self.consumer.metrics();
-        let n = |v: u64| v.min(i64::MAX as u64) as i64;
-        [
-            n(m.records_fetched),
-            n(m.bytes_fetched),
-            n(m.gap_acked),
-            n(m.accepted),
-            n(m.released),
-            n(m.rejected),
-            n(m.renewed),
-            n(m.ack_errors),
-            n(m.fetch_requests),
-            m.fetch_latency_avg_ms.to_bits() as i64,
-            n(m.ack_requests),
-            m.ack_latency_avg_ms.to_bits() as i64,
-            n(m.records_in_flight),
-            n(m.records_buffered),
-            n(m.rejoins),
-            n(m.session_resets),
-            n(m.records_expired),
-        ]
+    /// The member's counters in the metrics layout.
+    pub(crate) fn metrics(&self) -> [i64; metrics_layout::FIELDS] {
+        metrics_layout::write(&self.consumer.metrics())
     }
 
     /// May run while a poll blocks on another thread: this call is what wakes it.

@@ -211,6 +211,9 @@ class NativeShareConsumerEngineBrokerTest {
           engine.acknowledgeSync(
               new Acknowledgements().add(topic, 0, 2, 4, AckType.ACCEPT), Duration.ofSeconds(10));
       assertTrue(results.stream().allMatch(AckResult::ok), results.toString());
+      EngineMetrics metrics = engine.metrics();
+      assertTrue(metrics.recordsRenewedUnpolled() >= 3 * 4, metrics.toString());
+      assertEquals(0, metrics.recordsExpired(), metrics.toString());
     }
   }
 
