@@ -118,6 +118,19 @@ impl PendingAck {
         }
     }
 
+    /// The engine's own ack whose outcome it waits for (a renewal of buffered records).
+    pub fn from_engine_waiting(
+        first: i64,
+        last: i64,
+        code: i8,
+        waiter: oneshot::Sender<AckOutcome>,
+    ) -> Self {
+        PendingAck {
+            waiter: Some(waiter),
+            ..PendingAck::from_engine(first, last, code)
+        }
+    }
+
     fn resolve(self, outcome: AckOutcome) {
         if let Some(w) = self.waiter {
             let _ = w.send(outcome);

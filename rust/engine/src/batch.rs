@@ -80,6 +80,9 @@ impl ShareRecord {
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
     pub(crate) records: Vec<ShareRecord>,
+    /// Set by the delivery buffer when the batch enters it; kept when the batch is split or
+    /// given back, so the sweeper's answer to a renewal finds the records it renewed.
+    pub(crate) id: u64,
     /// (payload bytes, earliest lock deadline), computed once when the batch is complete: the
     /// buffer and `poll` ask for both, and the polling thread should not walk every record.
     totals: Option<(usize, Option<i64>)>,
@@ -119,6 +122,39 @@ impl Batch {
         self.totals = Some((self.payload_bytes(), self.lock_deadline_ms()));
     }
 
+    /// Splits the batch at `at`: `self` keeps the first `at` records, the rest is returned with
+    /// the same id.
+    pub fn split_off(&mut self, at: usize) -> Batch {
+        let mut rest = Batch {
+            records: self.records.split_off(at),
+            id: self.id,
+            totals: None,
+        };
+        self.seal();
+        rest.seal();
+        rest
+    }
+
+    /// Moves the lock deadline of the records inside `range` on to `deadline_ms` (never back);
+    /// returns how many records the range holds.
+    pub(crate) fn extend_lock(&mut self, range: &Ack, deadline_ms: i64) -> usize {
+        let mut n = 0;
+        for r in self.records.iter_mut().filter(|r| in_range(r, range)) {
+            r.lock_deadline_ms = r.lock_deadline_ms.max(deadline_ms);
+            n += 1;
+        }
+        self.seal();
+        n
+    }
+
+    /// Removes the records inside `range`; returns how many.
+    pub(crate) fn remove_range(&mut self, range: &Ack) -> usize {
+        let before = self.records.len();
+        self.records.retain(|r| !in_range(r, range));
+        self.seal();
+        before - self.records.len()
+    }
+
     /// Acknowledgements settling every record of the batch one way, as few ranges as
     /// possible (consecutive offsets of one partition become one range).
     pub fn acks(&self, kind: AckKind) -> Vec<Ack> {
@@ -143,6 +179,12 @@ impl Batch {
         }
         out
     }
+}
+
+fn in_range(r: &ShareRecord, range: &Ack) -> bool {
+    r.partition == range.partition
+        && (range.first_offset..=range.last_offset).contains(&r.offset)
+        && *r.topic == *range.topic
 }
 
 impl IntoIterator for Batch {

@@ -1,8 +1,9 @@
 //! Fetched batches waiting for `poll`, bounded in records and bytes, with a wakeup flag.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
@@ -20,11 +21,14 @@ pub(crate) struct DeliveryBuffer {
     /// Set when batches were released because the caller did not poll them in time; no
     /// fetch is sent until the caller polls again (it would only acquire more to release).
     stalled: AtomicBool,
-    /// Calls to `poll` running now, and when the last one returned (ms since the epoch):
-    /// a caller that has not polled for a while is busy elsewhere (or stuck), and what a
-    /// fetch would acquire now would only wait out its lock here.
+    /// Calls to `poll` running now, and when the last one returned (ms after `started`, on
+    /// tokio's monotonic clock): a caller that has not polled for a while is busy elsewhere (or
+    /// stuck), and what a fetch would acquire now would only wait here.
     polls_running: AtomicUsize,
     last_poll_end_ms: AtomicI64,
+    started: tokio::time::Instant,
+    /// The id the next batch pushed gets.
+    next_id: AtomicU64,
     /// Bumped each time `poll` takes a batch, so fetchers blocked on a full buffer resume.
     space: watch::Sender<u64>,
 }
@@ -41,7 +45,9 @@ impl DeliveryBuffer {
             woken: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
             polls_running: AtomicUsize::new(0),
-            last_poll_end_ms: AtomicI64::new(crate::fetcher::wall_ms()),
+            last_poll_end_ms: AtomicI64::new(0),
+            started: tokio::time::Instant::now(),
+            next_id: AtomicU64::new(1),
             space: watch::Sender::new(0),
         }
     }
@@ -66,8 +72,20 @@ impl DeliveryBuffer {
 
     /// No `poll` is running and none has for `idle_after_ms`.
     pub fn caller_idle(&self, idle_after_ms: i64) -> bool {
-        self.polls_running.load(SeqCst) == 0
-            && crate::fetcher::wall_ms() - self.last_poll_end_ms.load(SeqCst) > idle_after_ms
+        self.idle_for().as_millis() as i64 > idle_after_ms
+    }
+
+    /// How long no `poll` has run (zero while one runs).
+    pub fn idle_for(&self) -> Duration {
+        if self.polls_running.load(SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        let idle = self.elapsed_ms() - self.last_poll_end_ms.load(SeqCst);
+        Duration::from_millis(idle.max(0) as u64)
+    }
+
+    fn elapsed_ms(&self) -> i64 {
+        self.started.elapsed().as_millis() as i64
     }
 
     pub fn len_records(&self) -> usize {
@@ -78,10 +96,20 @@ impl DeliveryBuffer {
         self.space.subscribe()
     }
 
-    pub fn push(&self, batch: Batch) {
+    pub fn push(&self, mut batch: Batch) {
+        batch.id = self.next_id.fetch_add(1, SeqCst);
         self.records.fetch_add(batch.len(), SeqCst);
         self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
         self.queue.lock().expect("buffer").push_back(batch);
+        self.ready.notify_one();
+    }
+
+    /// Puts a batch taken by `poll` back at the front (the part of a batch the caller's buffer
+    /// could not take), so it is handed out next and kept alive like any buffered batch.
+    pub fn push_front(&self, batch: Batch) {
+        self.records.fetch_add(batch.len(), SeqCst);
+        self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
+        self.queue.lock().expect("buffer").push_front(batch);
         self.ready.notify_one();
     }
 
@@ -93,24 +121,63 @@ impl DeliveryBuffer {
         Some(batch)
     }
 
-    /// Takes the batches at the front for which `stale` holds (the queue is in fetch order,
-    /// so the oldest locks are at the front).
-    pub fn take_stale(&self, stale: impl Fn(&Batch) -> bool) -> Vec<Batch> {
+    /// Takes every batch for which `which` holds, wherever it sits in the queue.
+    pub fn take_where(&self, which: impl Fn(&Batch) -> bool) -> Vec<Batch> {
         let mut out = Vec::new();
         {
             let mut q = self.queue.lock().expect("buffer");
-            while q.front().is_some_and(&stale) {
-                let batch = q.pop_front().expect("checked");
-                self.records.fetch_sub(batch.len(), SeqCst);
-                self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
-                out.push(batch);
+            let mut kept = VecDeque::with_capacity(q.len());
+            for batch in q.drain(..) {
+                if which(&batch) {
+                    self.records.fetch_sub(batch.len(), SeqCst);
+                    self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
+                    out.push(batch);
+                } else {
+                    kept.push_back(batch);
+                }
             }
+            *q = kept;
         }
         if !out.is_empty() {
-            self.stalled.store(true, SeqCst);
             self.space.send_modify(|n| *n += 1);
         }
         out
+    }
+
+    /// Takes the batches for which `which` holds to release them because the caller did not
+    /// poll them: no fetch is sent until it polls again.
+    pub fn take_unpolled(&self, which: impl Fn(&Batch) -> bool) -> Vec<Batch> {
+        let out = self.take_where(which);
+        if !out.is_empty() {
+            self.stalled.store(true, SeqCst);
+        }
+        out
+    }
+
+    /// `f` of every buffered batch, in queue order.
+    pub fn inspect<R>(&self, f: impl FnMut(&Batch) -> R) -> Vec<R> {
+        self.queue.lock().expect("buffer").iter().map(f).collect()
+    }
+
+    /// Applies `f` to the buffered batch `id`, if it is still buffered, and keeps the counters
+    /// right; a batch `f` leaves empty is removed. Returns what `f` returned.
+    pub fn update<R>(&self, id: u64, f: impl FnOnce(&mut Batch) -> R) -> Option<R> {
+        let mut q = self.queue.lock().expect("buffer");
+        let at = q.iter().position(|b| b.id == id)?;
+        let batch = &mut q[at];
+        let (records, bytes) = (batch.len(), batch.payload_bytes());
+        let out = f(batch);
+        // `f` only removes records or moves deadlines on.
+        self.records
+            .fetch_sub(records.saturating_sub(batch.len()), SeqCst);
+        self.bytes
+            .fetch_sub(bytes.saturating_sub(batch.payload_bytes()), SeqCst);
+        if batch.is_empty() {
+            q.remove(at);
+            drop(q);
+            self.space.send_modify(|n| *n += 1);
+        }
+        Some(out)
     }
 
     /// Drops everything buffered (on close: the session close releases the records).
@@ -149,7 +216,70 @@ impl Drop for PollGuard<'_> {
     fn drop(&mut self) {
         self.buffer
             .last_poll_end_ms
-            .store(crate::fetcher::wall_ms(), SeqCst);
+            .store(self.buffer.elapsed_ms(), SeqCst);
         self.buffer.polls_running.fetch_sub(1, SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{ShareRecord, TimestampType};
+    use std::sync::Arc;
+
+    fn batch(offsets: std::ops::Range<i64>) -> Batch {
+        let topic: Arc<str> = Arc::from("t");
+        let mut b = Batch::default();
+        for offset in offsets {
+            b.records.push(ShareRecord {
+                topic: topic.clone(),
+                partition: 0,
+                offset,
+                timestamp: 0,
+                timestamp_type: TimestampType::CreateTime,
+                delivery_count: 1,
+                lock_deadline_ms: 1_000,
+                acquired_last_offset: offset,
+                key: None,
+                value: Some(bytes::Bytes::from_static(b"vv")),
+                headers: Vec::new(),
+            });
+        }
+        b.seal();
+        b
+    }
+
+    #[tokio::test]
+    async fn a_batch_given_back_goes_first_with_its_id() {
+        let buffer = DeliveryBuffer::new(100, 1 << 20);
+        buffer.push(batch(0..5));
+        buffer.push(batch(5..7));
+        let mut taken = buffer.try_take().unwrap();
+        let id = taken.id;
+        let rest = taken.split_off(2);
+        assert_eq!((rest.id, rest.len(), rest.payload_bytes()), (id, 3, 6));
+        buffer.push_front(rest);
+        assert_eq!(buffer.len_records(), 5);
+        let next = buffer.try_take().unwrap();
+        assert_eq!(next.records()[0].offset, 2);
+        assert_eq!(next.id, id);
+    }
+
+    #[tokio::test]
+    async fn update_keeps_the_counters_and_removes_an_emptied_batch() {
+        let buffer = DeliveryBuffer::new(100, 1 << 20);
+        buffer.push(batch(0..4));
+        let id = buffer.inspect(|b| b.id)[0];
+        let gone = crate::acks::Ack::new("t", 0, 0, 1, crate::acks::AckKind::Renew);
+        assert_eq!(buffer.update(id, |b| b.remove_range(&gone)), Some(2));
+        assert_eq!(buffer.len_records(), 2);
+        let moved = crate::acks::Ack::new("t", 0, 2, 3, crate::acks::AckKind::Renew);
+        assert_eq!(buffer.update(id, |b| b.extend_lock(&moved, 5_000)), Some(2));
+        assert_eq!(buffer.inspect(|b| b.lock_deadline_ms()), vec![Some(5_000)]);
+        let rest = crate::acks::Ack::new("t", 0, 0, 3, crate::acks::AckKind::Renew);
+        assert_eq!(buffer.update(id, |b| b.remove_range(&rest)), Some(2));
+        assert_eq!(buffer.len_records(), 0);
+        assert!(buffer.inspect(|b| b.id).is_empty());
+        assert_eq!(buffer.update(id, |b| b.len()), None);
     }
 }

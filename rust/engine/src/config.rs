@@ -7,6 +7,11 @@ use crate::bootstrap::parse_bootstrap_servers;
 use crate::error::EngineError;
 use crate::protocol::share_requests::AcquireMode;
 use crate::security::Security;
+use tracing::warn;
+
+/// Released buffered batches at a fraction of their lock; `share.buffer.hold.max.ms` replaced it
+/// (a release costs a delivery attempt, so the bound is now time without a poll).
+const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {
@@ -43,11 +48,12 @@ pub struct ConsumerConfig {
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
     pub max_buffered_bytes: usize,
-    /// The largest part of a record's acquisition lock it may wait in the buffer
-    /// (`share.buffer.max.lock.fraction`, default 0.5): a batch the caller has not polled by
-    /// then is released, so a member whose caller is stuck does not sit on records until
-    /// their locks expire.
-    pub max_buffered_lock_fraction: f64,
+    /// How long batches may wait in the buffer while the caller does not poll
+    /// (`share.buffer.hold.max.ms`, default 900000 = the Java driver's
+    /// `share.task.stuck.timeout.ms`). Until then their locks are renewed (each release would
+    /// cost the records a delivery attempt); past it they are released, so a caller stuck for
+    /// good does not keep them from other members.
+    pub buffer_hold_max: Duration,
     /// How long `close` (and the stop of a failed member) may take in all: closing the share
     /// sessions, then the leave heartbeat (engine setting `share.close.timeout.ms`, default
     /// 3000). Past it the connections are dropped; the broker then releases the records, or
@@ -145,8 +151,19 @@ impl ConsumerConfig {
             1,
             usize::MAX,
         )?;
-        let max_buffered_lock_fraction: f64 =
-            parse_num(props, "share.buffer.max.lock.fraction", 0.5, 0.05, 1.0)?;
+        let buffer_hold_max_ms: u64 = parse_num(
+            props,
+            "share.buffer.hold.max.ms",
+            900_000,
+            0,
+            i64::MAX as u64,
+        )?;
+        if props.contains_key(RETIRED_LOCK_FRACTION) {
+            warn!(
+                "`{RETIRED_LOCK_FRACTION}` is no longer read: buffered records are renewed \
+                 while the caller does not poll, and released after `share.buffer.hold.max.ms`"
+            );
+        }
         Ok(ConsumerConfig {
             bootstrap_servers,
             group_id,
@@ -164,7 +181,7 @@ impl ConsumerConfig {
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,
-            max_buffered_lock_fraction,
+            buffer_hold_max: Duration::from_millis(buffer_hold_max_ms),
             close_timeout: Duration::from_millis(close_timeout_ms),
             security,
         })
@@ -198,7 +215,7 @@ mod tests {
         assert_eq!(c.fetch_wait_initial, Duration::from_millis(5));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
-        assert_eq!(c.max_buffered_lock_fraction, 0.5);
+        assert_eq!(c.buffer_hold_max, Duration::from_secs(900));
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));
         assert_eq!(c.close_timeout, Duration::from_secs(3));
@@ -220,8 +237,8 @@ mod tests {
             ("share.fetch.wait.initial.ms", "-1"),
             ("share.close.timeout.ms", "-1"),
             ("request.timeout.ms", "0"),
-            ("share.buffer.max.lock.fraction", "0"),
-            ("share.buffer.max.lock.fraction", "1.5"),
+            ("share.buffer.hold.max.ms", "-1"),
+            ("share.buffer.hold.max.ms", "soon"),
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {
@@ -249,5 +266,17 @@ mod tests {
             .acquire_mode,
             AcquireMode::RecordLimit
         );
+    }
+
+    #[test]
+    fn the_retired_lock_fraction_is_accepted_and_ignored() {
+        let c = ConsumerConfig::from_properties(&props(&[
+            ("bootstrap.servers", "h:1"),
+            ("group.id", "g"),
+            ("share.buffer.max.lock.fraction", "0.3"),
+            ("share.buffer.hold.max.ms", "60000"),
+        ]))
+        .unwrap();
+        assert_eq!(c.buffer_hold_max, Duration::from_secs(60));
     }
 }

@@ -196,7 +196,10 @@ impl ShareConsumer {
                 self.shared.metrics.records_buffered.fetch_sub(n, Relaxed);
                 // Records whose lock already ran out belong to the broker again: handing
                 // them out would only produce duplicates and failing acks.
-                if batch.lock_deadline_ms().is_some_and(|d| d <= wall_ms()) {
+                if batch
+                    .lock_deadline_ms()
+                    .is_some_and(|d| d <= self.shared.clock.now_ms())
+                {
                     warn!(
                         records = n,
                         "dropping buffered records whose acquisition lock expired"
@@ -221,6 +224,19 @@ impl ShareConsumer {
                 _ = tokio::time::sleep_until(deadline) => return Ok(None),
             }
         }
+    }
+
+    /// Puts back the part of a polled batch the caller could not take (its buffer was full,
+    /// say): the next `poll` hands it out first, and until then its locks are kept alive
+    /// like those of any buffered batch, however long the caller takes to poll again.
+    pub fn give_back(&self, batch: Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as i64;
+        self.shared.metrics.records_in_flight.fetch_sub(n, Relaxed);
+        self.shared.metrics.records_buffered.fetch_add(n, Relaxed);
+        self.shared.buffer.push_front(batch);
     }
 
     /// Tests only: stops (`true`) or resumes (`false`) the group heartbeats, so that a test
@@ -378,13 +394,6 @@ fn check_topics(topics: &[String]) -> Result<(), EngineError> {
         ));
     }
     Ok(())
-}
-
-fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Drop for ShareConsumer {

@@ -15,12 +15,14 @@ use uuid::Uuid;
 
 use crate::acks::PartitionKey;
 use crate::buffer::DeliveryBuffer;
+use crate::clock::WallClock;
 use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::fetcher::{self, FetcherHandle};
 use crate::membership::{Assignment, Subscription};
 use crate::metrics::Metrics;
+use crate::sweeper;
 
 const METADATA_RETRY: Duration = Duration::from_millis(500);
 /// Leaders are re-checked this often even without a hint from a fetch error.
@@ -32,6 +34,8 @@ pub(crate) struct Shared {
     pub cluster: Cluster,
     pub metrics: Metrics,
     pub buffer: DeliveryBuffer,
+    /// Wall clock of lock deadlines (a test may make it follow tokio's paused clock).
+    pub clock: WallClock,
     pub share_fetch_version: i16,
     pub share_acknowledge_version: i16,
     /// Last AcquisitionLockTimeoutMs the broker reported (0 before the first fetch).
@@ -68,6 +72,7 @@ impl Shared {
             cluster,
             metrics: Metrics::default(),
             buffer,
+            clock: WallClock::default(),
             share_fetch_version,
             share_acknowledge_version,
             lock_timeout_ms: AtomicI32::new(0),
@@ -131,6 +136,21 @@ impl Shared {
             .get(&(Arc::from(topic), partition))
             .cloned()
     }
+
+    /// Tests only: routes acks for (topic, partition) to `fetcher`, as an assignment would.
+    #[cfg(test)]
+    pub fn add_route(
+        &self,
+        topic: &str,
+        partition: i32,
+        topic_id: Uuid,
+        fetcher: Arc<FetcherHandle>,
+    ) {
+        self.routes
+            .write()
+            .expect("routes")
+            .insert((Arc::from(topic), partition), (topic_id, fetcher));
+    }
 }
 
 /// Where acks for one (topic, partition) go: its topic id and its leader's fetcher.
@@ -150,7 +170,7 @@ pub(crate) async fn run_router(
     mut closing: watch::Receiver<bool>,
 ) {
     let mut fetchers: HashMap<i32, RunningFetcher> = HashMap::new();
-    let sweeper = tasks::spawn(&shared, Role::Sweeper, sweep_buffer(shared.clone()));
+    let sweeping = tasks::spawn(&shared, Role::Sweeper, sweeper::run(shared.clone()));
     loop {
         if *closing.borrow() {
             break;
@@ -178,61 +198,10 @@ pub(crate) async fn run_router(
             }
         }
     }
-    sweeper.abort();
+    sweeping.abort();
     for (_, f) in fetchers.drain() {
         f.handle.wake.notify_one();
         let _ = f.task.await;
-    }
-}
-
-/// How often the buffer is checked for batches the caller left too long.
-const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
-
-/// Releases buffered batches the caller has not polled within `share.buffer.max.lock.fraction`
-/// of their lock: prefetching must not keep records from other members when this member's
-/// caller is stuck (a slow sink, a long pause); released records are redelivered at once.
-async fn sweep_buffer(shared: Arc<Shared>) {
-    let mut tick = tokio::time::interval(SWEEP_INTERVAL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let lock_ms = shared.lock_timeout_ms.load(Relaxed) as i64;
-        if lock_ms <= 0 || shared.buffer.len_records() == 0 {
-            continue;
-        }
-        let fraction = shared.config.max_buffered_lock_fraction;
-        // Release once less than (1 - fraction) of the lock remains.
-        let keep_ms = ((1.0 - fraction) * lock_ms as f64) as i64;
-        let now = crate::fetcher::wall_ms();
-        let stale = shared
-            .buffer
-            .take_stale(|b| b.lock_deadline_ms().is_some_and(|d| d - keep_ms <= now));
-        for batch in stale {
-            let n = batch.len();
-            shared.metrics.records_buffered.fetch_sub(n as i64, Relaxed);
-            shared
-                .metrics
-                .records_released_unpolled
-                .fetch_add(n as u64, Relaxed);
-            warn!(
-                records = n,
-                "releasing buffered records the caller did not poll within {:.0}% of their lock",
-                fraction * 100.0
-            );
-            for ack in batch.acks(crate::acks::AckKind::Release) {
-                if let Some((topic_id, fetcher)) = shared.route(&ack.topic, ack.partition) {
-                    fetcher.push_ack(
-                        (topic_id, ack.partition),
-                        crate::acks::PendingAck::from_engine(
-                            ack.first_offset,
-                            ack.last_offset,
-                            crate::acks::AckKind::Release as i8,
-                        ),
-                        false,
-                    );
-                }
-            }
-        }
     }
 }
 

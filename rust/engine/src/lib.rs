@@ -9,6 +9,7 @@ pub mod admin;
 mod batch;
 pub mod bootstrap;
 mod buffer;
+mod clock;
 mod cluster;
 mod config;
 pub mod connection;
@@ -25,6 +26,7 @@ mod record_batch;
 mod records;
 mod sasl;
 pub mod security;
+mod sweeper;
 mod tasks;
 
 pub use acks::{Ack, AckKind, AckResult};

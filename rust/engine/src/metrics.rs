@@ -23,6 +23,8 @@ pub(crate) struct Metrics {
     pub session_resets: AtomicU64,
     pub records_expired: AtomicU64,
     pub records_released_unpolled: AtomicU64,
+    /// Records of buffered batches whose locks the broker renewed while the caller did not poll.
+    pub records_renewed_unpolled: AtomicU64,
     /// Records whose acks went out again on a new share session: their request's connection was
     /// lost or timed out, or the broker lost the session, before an answer came.
     pub acks_resent: AtomicU64,
@@ -98,6 +100,7 @@ impl Metrics {
             session_resets: self.session_resets.load(Relaxed),
             records_expired: self.records_expired.load(Relaxed),
             records_released_unpolled: self.records_released_unpolled.load(Relaxed),
+            records_renewed_unpolled: self.records_renewed_unpolled.load(Relaxed),
             acks_resent: self.acks_resent.load(Relaxed),
             ack_conflicts: self.ack_conflicts.load(Relaxed),
             corrupt_batches: self.corrupt_batches.load(Relaxed),
@@ -130,11 +133,15 @@ pub struct MetricsSnapshot {
     pub records_buffered: u64,
     pub rejoins: u64,
     pub session_resets: u64,
-    /// Buffered records dropped at `poll` because their lock had already expired.
+    /// Buffered records dropped because their lock had run out, or the broker refused to renew
+    /// it: they are no longer this member's to hand out.
     pub records_expired: u64,
-    /// Buffered records released because the caller did not poll them within
-    /// `share.buffer.max.lock.fraction` of their lock (another member can take them).
+    /// Buffered records released because the caller had not polled for
+    /// `share.buffer.hold.max.ms` (another member can take them; each costs a delivery attempt).
     pub records_released_unpolled: u64,
+    /// Buffered records whose locks were renewed (confirmed by the broker) while they waited for
+    /// the caller to poll.
+    pub records_renewed_unpolled: u64,
     /// Records whose acknowledgements were sent again on a new share session after their
     /// request went unanswered (connection lost or timed out, session lost). The broker refuses
     /// those it released meanwhile (counted in `ack_errors`); they are redelivered.

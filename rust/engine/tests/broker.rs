@@ -1042,14 +1042,23 @@ async fn expired_lock_redelivers_with_delivery_count_2() {
     c.close().await.expect("close");
 }
 
-/// A member whose caller stops polling does not sit on its prefetched records until their
-/// locks expire: at `share.buffer.max.lock.fraction` (0.5) of the 15 s lock the engine releases
-/// them and stops fetching, and another member gets them (delivery count 2) while the first
-/// member's locks would still have been running.
+/// Counts as the caller polling without taking anything from the member's buffer (a wakeup
+/// ends the poll at once): a member whose caller has not polled for a tenth of the lock stops
+/// fetching, and one whose first fetch comes back empty would otherwise never buffer anything.
+async fn touch(c: &ShareConsumer) {
+    c.wakeup();
+    let polled = c.poll(Duration::from_secs(1)).await.expect("poll");
+    assert!(polled.is_none(), "a woken poll took records");
+}
+
+/// A member whose caller stops polling keeps its prefetched records for it: the engine renews
+/// their locks (15 s) while they wait in its buffer, so after more than two lock durations
+/// without a poll the caller gets them with delivery count 1, and a peer member polling all
+/// along got none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unpolled_buffered_records_are_released_before_their_locks_expire() {
+async fn unpolled_buffered_records_stay_held_past_their_locks() {
     let f = fixture(
-        "unpolled",
+        "unpolled-held",
         1,
         5,
         &[("share.record.lock.duration.ms", "15000")],
@@ -1058,15 +1067,124 @@ async fn unpolled_buffered_records_are_released_before_their_locks_expire() {
     let stuck = f.consumer(&[]).await;
     let deadline = Instant::now() + TIMEOUT;
     while stuck.metrics().records_buffered < 5 && Instant::now() < deadline {
+        touch(&stuck).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stuck.metrics().records_buffered, 5, "nothing buffered");
+    let buffered_at = Instant::now();
+    let peer = f.consumer(&[]).await;
+    let stolen = consume(&peer, 1, AckKind::Accept, Duration::from_secs(35)).await;
+    assert!(
+        stolen.is_empty(),
+        "the peer got buffered records: {stolen:?}"
+    );
+    let idle = buffered_at.elapsed();
+    let held = hold(&stuck, 5, TIMEOUT).await;
+    let m = stuck.metrics();
+    println!("polled after {idle:?} without a poll: {m:?}");
+    assert!(idle > Duration::from_secs(30), "{idle:?}");
+    assert_eq!(held.len(), 5);
+    assert!(
+        held.iter().all(|r| r.delivery_count == 1),
+        "delivery counts"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(
+        held.iter().all(|r| r.lock_deadline_ms > now),
+        "handed out with a lock deadline in the past"
+    );
+    let results = stuck
+        .acknowledge_sync(&acks_for_records(&held, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("accept");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    assert!(m.records_renewed_unpolled >= 5 * 4, "{m:?}");
+    assert_eq!((m.records_released_unpolled, m.records_expired), (0, 0));
+    assert_eq!(m.records_fetched, 5);
+    assert_quiet(&peer, Duration::from_secs(2)).await;
+    stuck.close().await.expect("close");
+    peer.close().await.expect("close");
+}
+
+/// The part of a polled batch the caller could not take (the JNI layer's buffer was full) goes
+/// back to the engine's buffer and is kept alive there: more than two lock durations later the
+/// next poll hands it out with delivery count 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_given_back_stays_held_until_polled() {
+    let f = fixture(
+        "given-back",
+        1,
+        5,
+        &[("share.record.lock.duration.ms", "15000")],
+    )
+    .await;
+    let c = f.consumer(&[]).await;
+    let deadline = Instant::now() + TIMEOUT;
+    let mut polled = None;
+    while polled.is_none() && Instant::now() < deadline {
+        polled = c.poll(Duration::from_millis(500)).await.expect("poll");
+    }
+    let mut batch = polled.expect("no records");
+    assert_eq!(batch.len(), 5, "one produce, one fetch, one batch");
+    c.give_back(batch.split_off(2));
+    let results = c
+        .acknowledge_sync(&acks_for(&batch, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("accept");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    let given_back_at = Instant::now();
+    let peer = f.consumer(&[]).await;
+    let stolen = consume(&peer, 1, AckKind::Accept, Duration::from_secs(35)).await;
+    assert!(
+        stolen.is_empty(),
+        "the peer got given-back records: {stolen:?}"
+    );
+    let idle = given_back_at.elapsed();
+    assert!(idle > Duration::from_secs(30), "{idle:?}");
+    let held = hold(&c, 3, TIMEOUT).await;
+    let seen: Vec<(i64, i16)> = held.iter().map(|r| (r.offset, r.delivery_count)).collect();
+    assert_eq!(seen, vec![(2, 1), (3, 1), (4, 1)]);
+    let results = c
+        .acknowledge_sync(&acks_for_records(&held, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("accept");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    let m = c.metrics();
+    println!("polled after {idle:?}: {m:?}");
+    assert!(m.records_renewed_unpolled >= 3 * 4, "{m:?}");
+    assert_eq!((m.records_released_unpolled, m.records_expired), (0, 0));
+    c.close().await.expect("close");
+    peer.close().await.expect("close");
+}
+
+/// With a short `share.buffer.hold.max.ms` a member whose caller stops polling releases its
+/// prefetched records once that time has passed without a poll, and stops fetching; another
+/// member gets them (delivery count 2) while the first member's locks would still have run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpolled_buffered_records_are_released_past_the_hold_bound() {
+    let f = fixture(
+        "unpolled",
+        1,
+        5,
+        &[("share.record.lock.duration.ms", "15000")],
+    )
+    .await;
+    let stuck = f.consumer(&[("share.buffer.hold.max.ms", "3000")]).await;
+    let deadline = Instant::now() + TIMEOUT;
+    while stuck.metrics().records_fetched < 5 && Instant::now() < deadline {
+        touch(&stuck).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Taken after the fetch that acquired them was sent: their locks end before this + 15 s.
-    let buffered_at = Instant::now();
-    assert_eq!(stuck.metrics().records_buffered, 5, "nothing buffered");
+    let fetched_at = Instant::now();
+    assert_eq!(stuck.metrics().records_fetched, 5, "nothing fetched");
     let other = f.consumer(&[]).await;
     let got = consume(&other, 5, AckKind::Accept, Duration::from_secs(40)).await;
-    let after = buffered_at.elapsed();
-    println!("the other member got them {after:?} after they were buffered");
+    let after = fetched_at.elapsed();
+    println!("the other member got them {after:?} after they were fetched");
     assert_eq!(got.len(), 5, "{got:?}");
     assert!(got.values().all(|dc| *dc == 2), "{got:?}");
     assert!(

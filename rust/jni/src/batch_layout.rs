@@ -36,7 +36,8 @@
 //! ```
 //!
 //! Batches larger than the buffer are split: `poll` writes as many whole records as fit and
-//! keeps the rest for the next `poll`, which returns them at once. Only when not even the first
+//! puts the rest back at the front of the engine's buffer (which keeps their locks alive), so
+//! the next `poll` returns them at once. Only when not even the first
 //! record fits does `poll` ask for a bigger buffer (it returns minus the bytes needed).
 
 use sharesink_engine::{ShareRecord, TimestampType};

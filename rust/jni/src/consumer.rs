@@ -6,36 +6,26 @@
 //! while `poll` blocks on another thread: the engine's consumer takes `&self` everywhere.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use sharesink_engine::{Batch, ConsumerConfig, ErrorKind, ShareConsumer};
+use sharesink_engine::{ConsumerConfig, ErrorKind, ShareConsumer};
 use tracing::Instrument;
 
 use crate::ack_layout;
 use crate::batch_layout::{self, Written};
 use crate::error::Error;
 use crate::logs::{self, ConsumerLogs};
+use crate::metrics_layout;
 use crate::runtime::RuntimeLease;
-
-/// A batch the caller's buffer could not take whole: the rest goes out on the next poll.
-struct Pending {
-    batch: Batch,
-    next: usize,
-}
 
 pub(crate) struct ConsumerHandle {
     consumer: ShareConsumer,
     /// Every call into the consumer runs in this span, which routes its log lines.
     span: tracing::Span,
     logs: ConsumerLogs,
-    pending: Mutex<Option<Pending>>,
     /// Declared last so it is dropped last: the runtime outlives the consumer.
     lease: RuntimeLease,
 }
-
-/// Values written by `metrics`, in this order (NativeShareConsumerEngine reads them).
-pub(crate) const METRICS_FIELDS: usize = 17;
 
 /// What `poll` returns when the consumer is closed.
 pub(crate) const POLL_CLOSED: i32 = -1;
@@ -125,7 +115,6 @@ impl ConsumerHandle {
             consumer,
             span,
             logs,
-            pending: Mutex::new(None),
             lease,
         }))
     }
@@ -136,40 +125,39 @@ impl ConsumerHandle {
     }
 
     /// Writes the next batch (or the rest of a split one) into `out`; see `NativeEngine.poll`.
+    /// What does not fit goes back to the front of the engine's buffer, which keeps its locks
+    /// alive until the next poll hands it out: the caller may not poll again for a long time
+    /// (a put blocked inside the sink), and records parked here would see their locks run out.
     pub(crate) fn poll(&self, out: &mut [u8], timeout: Duration) -> Result<i32, Error> {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.is_none() {
-            let polled = self
-                .lease
-                .block_on(self.consumer.poll(timeout).instrument(self.span.clone()));
-            match polled {
-                Ok(Some(batch)) if !batch.is_empty() => *pending = Some(Pending { batch, next: 0 }),
-                Ok(_) => {
-                    return match batch_layout::write_batch::<sharesink_engine::ShareRecord>(
-                        &[],
-                        out,
-                        self.pending_logs(),
-                        0,
-                    ) {
-                        Written::Records { .. } => Ok(0),
-                        Written::TooSmall { needed } => Ok(-(needed as i32)),
-                    };
-                }
-                Err(e) if e.kind() == ErrorKind::Closed => return Ok(POLL_CLOSED),
-                Err(e) => return Err(e.into()),
+        let polled = self
+            .lease
+            .block_on(self.consumer.poll(timeout).instrument(self.span.clone()));
+        let mut batch = match polled {
+            Ok(Some(batch)) if !batch.is_empty() => batch,
+            Ok(_) => {
+                return match batch_layout::write_batch::<sharesink_engine::ShareRecord>(
+                    &[],
+                    out,
+                    self.pending_logs(),
+                    0,
+                ) {
+                    Written::Records { .. } => Ok(0),
+                    Written::TooSmall { needed } => Ok(-(needed as i32)),
+                };
             }
-        }
-        let p = pending.as_mut().expect("set above");
-        let rest = &p.batch.records()[p.next..];
-        match batch_layout::write_batch(rest, out, self.pending_logs(), 0) {
+            Err(e) if e.kind() == ErrorKind::Closed => return Ok(POLL_CLOSED),
+            Err(e) => return Err(e.into()),
+        };
+        match batch_layout::write_batch(batch.records(), out, self.pending_logs(), 0) {
             Written::Records { records, .. } => {
-                p.next += records;
-                if p.next == p.batch.len() {
-                    *pending = None;
+                if records < batch.len() {
+                    let rest = batch.split_off(records);
+                    self.consumer.give_back(rest);
                 }
                 Ok(records as i32)
             }
             Written::TooSmall { needed } => {
+                self.consumer.give_back(batch);
                 // Needed is at least the header size, so this is always below POLL_CLOSED.
                 Ok(-(i32::try_from(needed).map_err(|_| {
                     Error::Internal(format!("a record needs {needed} bytes, beyond 2 GiB"))
@@ -205,32 +193,12 @@ impl ConsumerHandle {
         Ok(ack_layout::write_results(&results, buf) as i32)
     }
 
-    pub(crate) fn metrics(&self) -> [i64; METRICS_FIELDS] {
-        let m = self.consumer.metrics();
-        let n = |v: u64| v.min(i64::MAX as u64) as i64;
-        [
-            n(m.records_fetched),
-            n(m.bytes_fetched),
-            n(m.gap_acked),
-            n(m.accepted),
-            n(m.released),
-            n(m.rejected),
-            n(m.renewed),
-            n(m.ack_errors),
-            n(m.fetch_requests),
-            m.fetch_latency_avg_ms.to_bits() as i64,
-            n(m.ack_requests),
-            m.ack_latency_avg_ms.to_bits() as i64,
-            n(m.records_in_flight),
-            n(m.records_buffered),
-            n(m.rejoins),
-            n(m.session_resets),
-            n(m.records_expired),
-        ]
+    /// The member's counters in the metrics layout.
+    pub(crate) fn metrics(&self) -> [i64; metrics_layout::FIELDS] {
+        metrics_layout::write(&self.consumer.metrics())
     }
 
-    /// Never touches `pending`: a poll blocked on another thread holds that lock, and this
-    /// call is what wakes it. A batch still pending is dropped with the handle.
+    /// May run while a poll blocks on another thread: this call is what wakes it.
     pub(crate) fn close(&self) -> Result<(), Error> {
         Ok(self
             .lease

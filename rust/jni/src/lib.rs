@@ -11,6 +11,7 @@ mod batch_layout;
 mod consumer;
 mod error;
 mod logs;
+mod metrics_layout;
 mod panic_hook;
 mod runtime;
 
@@ -229,6 +230,19 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_layoutSelfTest<'loc
         .resolve::<ThrowNative>()
 }
 
+/// `static native int metricsLayoutSelfTest(long[] out)`: writes the fixed snapshot of
+/// `metrics_layout::self_test_snapshot` as `metrics` would, so Java can check its reader against
+/// the writer. Returns the number of values written.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_metricsLayoutSelfTest<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    out: JLongArray<'local>,
+) -> jint {
+    env.with_env(|env| intern_metrics_layout_self_test(env, &out))
+        .resolve::<ThrowNative>()
+}
+
 fn intern_init(worker_threads: jint, max_log_level: jint) -> Result<(), Error> {
     if worker_threads > 0 {
         runtime::set_worker_threads(worker_threads as usize);
@@ -323,13 +337,31 @@ fn intern_acknowledge_sync(
 
 fn intern_metrics(env: &mut Env<'_>, handle: jlong, out: &JLongArray<'_>) -> Result<(), Error> {
     let consumer = consumer(handle)?;
-    if out.is_null() || out.len(env)? < consumer::METRICS_FIELDS {
+    write_metrics(env, out, &consumer.metrics())
+}
+
+/// Copies `values` into `out`, which must hold at least `metrics_layout::FIELDS` longs.
+fn write_metrics(
+    env: &mut Env<'_>,
+    out: &JLongArray<'_>,
+    values: &[i64; metrics_layout::FIELDS],
+) -> Result<(), Error> {
+    if out.is_null() || out.len(env)? < metrics_layout::FIELDS {
         return Err(Error::InvalidArgument(format!(
             "metrics needs a long[{}]",
-            consumer::METRICS_FIELDS
+            metrics_layout::FIELDS
         )));
     }
-    Ok(out.set_region(env, 0, &consumer.metrics())?)
+    Ok(out.set_region(env, 0, values)?)
+}
+
+fn intern_metrics_layout_self_test(env: &mut Env<'_>, out: &JLongArray<'_>) -> Result<jint, Error> {
+    write_metrics(
+        env,
+        out,
+        &metrics_layout::write(&metrics_layout::self_test_snapshot()),
+    )?;
+    Ok(metrics_layout::FIELDS as jint)
 }
 
 fn intern_drain_logs(

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use tokio::sync::{watch, Notify};
@@ -125,13 +125,6 @@ impl Session {
     }
 }
 
-pub(crate) fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 pub(crate) async fn run(
     shared: Arc<Shared>,
     me: Arc<FetcherHandle>,
@@ -179,9 +172,12 @@ pub(crate) async fn run(
                 backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
             }
         }
-        let sleep_until = backoff_until
-            .or(session.quiet_until.filter(|_| fetch.is_none()))
-            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        let sleep_until = wake_at(
+            tokio::time::Instant::now(),
+            backoff_until,
+            session.quiet_until,
+            fetch.is_some(),
+        );
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
                 me.fetch_in_flight.store(false, SeqCst);
@@ -206,6 +202,23 @@ pub(crate) async fn run(
     }
     close_session(&shared, &me, &mut session).await;
     info!(node = me.node_id, "share fetcher stopped");
+}
+
+/// When the loop wakes up on its own, if nothing else wakes it first: at the end of a backoff, or
+/// of the quiet period after an empty fetch (only then may a fetch without acks go out), or in
+/// an hour. An instant already past is no reason to wake: a quiet period that ended while no
+/// fetch was wanted (a full buffer, a caller that does not poll) made the loop spin.
+fn wake_at(
+    now: tokio::time::Instant,
+    backoff_until: Option<tokio::time::Instant>,
+    quiet_until: Option<tokio::time::Instant>,
+    fetch_outstanding: bool,
+) -> tokio::time::Instant {
+    let ahead = |t: &tokio::time::Instant| *t > now;
+    backoff_until
+        .filter(ahead)
+        .or(quiet_until.filter(|t| !fetch_outstanding && ahead(t)))
+        .unwrap_or(now + Duration::from_secs(3600))
 }
 
 /// Epoch −1: applies the last acks and releases everything else this member holds here.
@@ -277,4 +290,26 @@ async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Sessio
         }
     }
     session.conn = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loop_never_wakes_for_an_instant_already_past() {
+        let now = tokio::time::Instant::now();
+        let hour = now + Duration::from_secs(3600);
+        let (past, soon) = (
+            now - Duration::from_millis(1),
+            now + Duration::from_millis(50),
+        );
+        // The quiet period after an empty fetch ended while no fetch was wanted.
+        assert_eq!(wake_at(now, None, Some(past), false), hour);
+        assert_eq!(wake_at(now, Some(past), None, false), hour);
+        assert_eq!(wake_at(now, None, Some(soon), false), soon);
+        assert_eq!(wake_at(now, None, Some(soon), true), hour);
+        assert_eq!(wake_at(now, Some(soon), Some(past), false), soon);
+        assert_eq!(wake_at(now, Some(past), Some(soon), false), soon);
+    }
 }

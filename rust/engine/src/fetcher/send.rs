@@ -7,7 +7,7 @@ use std::time::Instant;
 use kafka_protocol::messages::ApiKey;
 use tracing::trace;
 
-use super::{wall_ms, FetcherHandle, InFlight, RequestKind, Session};
+use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AcksInFlight, PartitionKey};
 use crate::connection::Connection;
 use crate::core::Shared;
@@ -296,7 +296,7 @@ fn send_body(
         acks,
         generation: session.generation,
         sent_at: Instant::now(),
-        sent_wall_ms: wall_ms(),
+        sent_wall_ms: shared.clock.now_ms(),
         asked_records: false,
     })
 }

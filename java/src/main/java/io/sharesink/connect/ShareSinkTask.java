@@ -5,6 +5,7 @@ import io.sharesink.connect.nativelib.NativeLoader;
 import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
+import io.sharesink.connect.sink.SinkDriverConfig;
 import io.sharesink.engine.EngineException;
 import io.sharesink.engine.NativeShareConsumerEngine;
 import io.sharesink.engine.ShareConsumerEngine;
@@ -91,7 +92,13 @@ public class ShareSinkTask extends SourceTask {
 
     String clientId = "connector-share-" + taskName;
     ShareConsumerEngine newEngine =
-        openEngine(config.engine(), clientSettings, groupId, clientId, config.topics());
+        openEngine(
+            config.engine(),
+            clientSettings,
+            groupId,
+            clientId,
+            config.topics(),
+            new SinkDriverConfig(props).taskStuckTimeoutMs());
     try {
       ShareSinkDriverBuilder builder =
           new ShareSinkDriverBuilder()
@@ -147,13 +154,18 @@ public class ShareSinkTask extends SourceTask {
     }
   }
 
-  /** One share-group member, from the engine {@code share.engine} names; a seam for tests. */
+  /**
+   * One share-group member, from the engine {@code share.engine} names; a seam for tests. {@code
+   * stuckTimeoutMs} is the driver's {@code share.task.stuck.timeout.ms} (see {@link
+   * #nativeSettings}).
+   */
   ShareConsumerEngine openEngine(
       String kind,
       Map<String, Object> clientSettings,
       String groupId,
       String clientId,
-      List<String> topics) {
+      List<String> topics,
+      long stuckTimeoutMs) {
     Map<String, Object> settings = new HashMap<>(clientSettings);
     settings.put("group.id", groupId);
     settings.putIfAbsent("client.id", clientId);
@@ -176,7 +188,8 @@ public class ShareSinkTask extends SourceTask {
     }
     String nativeVersion = NativeLoader.ensureLoaded();
     try {
-      ShareConsumerEngine nativeEngine = new NativeShareConsumerEngine(settings, topics);
+      ShareConsumerEngine nativeEngine =
+          new NativeShareConsumerEngine(nativeSettings(settings, stuckTimeoutMs), topics);
       log.info(
           "{}: sharesink native engine {} started member {} of share group {} on {}",
           taskName,
@@ -189,6 +202,22 @@ public class ShareSinkTask extends SourceTask {
       throw NativeErrors.toConnect(
           taskName + ": the native share consumer could not start for group " + groupId, e);
     }
+  }
+
+  /** The native engine's bound on holding fetched records for a caller that does not poll. */
+  static final String BUFFER_HOLD_MAX_MS = "share.buffer.hold.max.ms";
+
+  /**
+   * The settings a native member starts with: the client settings, plus {@value
+   * #BUFFER_HOLD_MAX_MS} = {@code share.task.stuck.timeout.ms} unless {@code
+   * share.consumer.share.buffer.hold.max.ms} sets it. The engine renews the records it has fetched
+   * and the task has not polled while the task thread is stuck in a call, as the driver renews the
+   * ones it holds, and both release theirs after the same time: the member behaves one way.
+   */
+  static Map<String, Object> nativeSettings(Map<String, Object> settings, long stuckTimeoutMs) {
+    Map<String, Object> out = new HashMap<>(settings);
+    out.putIfAbsent(BUFFER_HOLD_MAX_MS, Long.toString(stuckTimeoutMs));
+    return out;
   }
 
   /**

@@ -16,7 +16,8 @@ import java.nio.ByteBuffer;
  * call on that handle has returned; {@link #wakeup} and {@link #close} may run while {@link #poll}
  * blocks on another thread. Buffers are direct {@link ByteBuffer}s read and written in
  * little-endian order; their layouts are documented in {@link BatchLayout}, {@link AckLayout} and
- * {@link NativeLogBridge}, and next to their Rust counterparts.
+ * {@link NativeLogBridge}, the metrics array's in {@link MetricsLayout}, each next to its Rust
+ * counterpart.
  */
 public final class NativeEngine {
 
@@ -81,7 +82,9 @@ public final class NativeEngine {
    */
   static native int acknowledgeSync(long handle, ByteBuffer acks, int length, long timeoutMs);
 
-  /** Fills {@code out} (at least {@link NativeShareConsumerEngine#METRICS_FIELDS} long). */
+  /**
+   * Fills {@code out} (at least {@link MetricsLayout#FIELDS} long) in the {@link MetricsLayout}.
+   */
   static native void metrics(long handle, long[] out);
 
   /**
@@ -109,4 +112,13 @@ public final class NativeEngine {
    * @return the record count, or minus the bytes needed
    */
   static native int layoutSelfTest(ByteBuffer out);
+
+  /**
+   * Writes a fixed snapshot as {@link #metrics} would (see {@code self_test_snapshot} in {@code
+   * rust/jni/src/metrics_layout.rs}), so tests can check {@link MetricsLayout} against the Rust
+   * writer.
+   *
+   * @return the number of values written
+   */
+  static native int metricsLayoutSelfTest(long[] out);
 }

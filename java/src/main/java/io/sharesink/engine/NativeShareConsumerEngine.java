@@ -33,9 +33,6 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   /** JVM property: the native runtime's worker thread count (default 2). */
   public static final String THREADS_PROPERTY = "sharesink.engine.threads";
 
-  /** Values {@link NativeEngine#metrics} writes; see {@code consumer.rs}. */
-  static final int METRICS_FIELDS = 17;
-
   /** Base poll buffer; batches that do not fit are split, so it grows only for huge records. */
   static final int DEFAULT_BUFFER_BYTES = 1 << 20;
 
@@ -55,7 +52,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
 
   private final AckLayout ackLayout = new AckLayout();
   private final NativeLogBridge logs;
-  private final long[] metricsValues = new long[METRICS_FIELDS];
+  private final long[] metricsValues = new long[MetricsLayout.FIELDS];
 
   /**
    * Joins the share group {@code group.id} as a new member subscribed to {@code topics}.
@@ -263,18 +260,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
       long[] m = metricsValues;
       synchronized (m) {
         NativeEngine.metrics(h, m);
-        return new EngineMetrics(
-            m[0],
-            m[1],
-            m[3],
-            m[4],
-            m[5],
-            m[6],
-            m[7],
-            m[8],
-            Double.longBitsToDouble(m[9]),
-            Double.longBitsToDouble(m[11]),
-            m[12]);
+        return MetricsLayout.read(m);
       }
     } finally {
       exit();

@@ -151,6 +151,7 @@ class ShareSinkTaskLifecycleTest {
 
   private static final class ScriptedTask extends ShareSinkTask {
     final IdleEngine engine = new IdleEngine();
+    long stuckTimeoutMs;
 
     @Override
     ShareConsumerEngine openEngine(
@@ -158,9 +159,11 @@ class ShareSinkTaskLifecycleTest {
         Map<String, Object> clientSettings,
         String groupId,
         String clientId,
-        List<String> topics) {
+        List<String> topics,
+        long stuckTimeoutMs) {
       assertEquals("connect-share-files", groupId);
       assertEquals("connector-share-files-1", clientId);
+      this.stuckTimeoutMs = stuckTimeoutMs;
       return engine;
     }
   }
@@ -224,6 +227,36 @@ class ShareSinkTaskLifecycleTest {
     assertTrue(stopMs < 1_500, "the wakeup ended the 2 s poll early: " + stopMs + " ms");
     assertEquals(1, task.engine.closes.get());
     assertEquals(0, task.engine.pollsAfterClose.get());
+  }
+
+  @Test
+  void theEngineHoldsItsBufferAsLongAsTheDriverHoldsItsRecords() {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put("share.task.stuck.timeout.ms", "120000");
+    task.start(props);
+    assertEquals(120_000, task.stuckTimeoutMs);
+    task.stop();
+    ScriptedTask byDefault = new ScriptedTask();
+    byDefault.initialize(CONTEXT);
+    byDefault.start(taskProps());
+    assertEquals(15 * 60_000, byDefault.stuckTimeoutMs);
+    byDefault.stop();
+  }
+
+  @Test
+  void nativeSettingsBoundTheBufferByTheStuckTimeoutUnlessSetExplicitly() {
+    Map<String, Object> client = Map.of("bootstrap.servers", "b:9092");
+    Map<String, Object> settings = ShareSinkTask.nativeSettings(client, 120_000);
+    assertEquals("120000", settings.get("share.buffer.hold.max.ms"));
+    assertEquals("b:9092", settings.get("bootstrap.servers"));
+    // share.consumer.share.buffer.hold.max.ms arrives without its prefix and wins.
+    Map<String, Object> explicit =
+        ShareSinkTask.nativeSettings(
+            Map.of("bootstrap.servers", "b:9092", "share.buffer.hold.max.ms", "5000"), 120_000);
+    assertEquals("5000", explicit.get("share.buffer.hold.max.ms"));
+    assertNull(client.get("share.buffer.hold.max.ms"), "the client settings are left as they are");
   }
 
   @Test

@@ -147,6 +147,17 @@ class KafkaClientConfigTranslatorTest {
   }
 
   @Test
+  void engineSettingsPassThroughAsText() {
+    Map<String, Object> settings = new HashMap<>();
+    settings.put("bootstrap.servers", "b:9092");
+    settings.put("share.buffer.hold.max.ms", 900_000L);
+    settings.put("share.buffer.max.records", 2000);
+    Map<String, String> out = KafkaClientConfigTranslator.translate(settings);
+    assertEquals("900000", out.get("share.buffer.hold.max.ms"));
+    assertEquals("2000", out.get("share.buffer.max.records"));
+  }
+
+  @Test
   void jksStoresBecomePem() throws Exception {
     convertsStoresOfType("JKS");
   }

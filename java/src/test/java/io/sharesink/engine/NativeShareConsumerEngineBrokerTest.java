@@ -167,6 +167,58 @@ class NativeShareConsumerEngineBrokerTest {
     }
   }
 
+  /**
+   * A batch larger than the poll buffer is split; the part not written goes back to the engine,
+   * which keeps its locks alive: a task that does not poll again for more than two locks (a put
+   * blocked inside the sink) still gets the rest at its first delivery, and a peer gets none of it.
+   */
+  @Test
+  void theRestOfASplitBatchStaysHeldWhileTheTaskDoesNotPoll() throws Exception {
+    String group = unique("native-split-group");
+    String topic =
+        topicWithGroup(
+            "native-split",
+            group,
+            Map.of(
+                "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "15000"));
+    String value = "x".repeat(1000);
+    produce(bootstrap(), topic, List.of(value, value, value, value, value));
+
+    // Room for two of the five records per poll.
+    try (NativeShareConsumerEngine engine =
+        new NativeShareConsumerEngine(
+            consumerConfig(bootstrap(), group), List.of(topic), 3000, new NativeLogBridge())) {
+      Map<Long, Seen> first = pollUntil(engine, 1, Duration.ofSeconds(30));
+      assertEquals(List.of(0L, 1L), new ArrayList<>(first.keySet()));
+      List<AckResult> accepted =
+          engine.acknowledgeSync(
+              new Acknowledgements().add(topic, 0, 0, 1, AckType.ACCEPT), Duration.ofSeconds(10));
+      assertTrue(accepted.get(0).ok(), accepted.toString());
+      // The peer starts only now: started first, it could fetch the records before this member.
+      try (NativeShareConsumerEngine peer = engine(group, topic)) {
+        long idleUntil = System.nanoTime() + Duration.ofSeconds(35).toNanos();
+        int peerGot = 0;
+        while (System.nanoTime() < idleUntil) {
+          peerGot += peer.poll(Duration.ofMillis(500)).size();
+        }
+        assertEquals(0, peerGot, "the peer got records the task was yet to poll");
+      }
+      Map<Long, Seen> rest = pollUntil(engine, 3, Duration.ofSeconds(10));
+      assertEquals(List.of(2L, 3L, 4L), new ArrayList<>(rest.keySet()));
+      assertTrue(rest.values().stream().allMatch(s -> s.deliveryCount() == 1), rest.toString());
+      assertTrue(
+          rest.values().stream().allMatch(s -> s.lockDeadlineMs() > System.currentTimeMillis()),
+          rest.toString());
+      List<AckResult> results =
+          engine.acknowledgeSync(
+              new Acknowledgements().add(topic, 0, 2, 4, AckType.ACCEPT), Duration.ofSeconds(10));
+      assertTrue(results.stream().allMatch(AckResult::ok), results.toString());
+      EngineMetrics metrics = engine.metrics();
+      assertTrue(metrics.recordsRenewedUnpolled() >= 3 * 4, metrics.toString());
+      assertEquals(0, metrics.recordsExpired(), metrics.toString());
+    }
+  }
+
   @Test
   void closeReleasesUnacknowledgedRecordsAtOnce() throws Exception {
     String group = unique("native-close-group");
