@@ -4,8 +4,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use kafka_protocol::messages::ShareFetchResponse;
-use tracing::{debug, trace, warn};
+use tracing::{debug, info, trace, warn};
 
+use super::stall::StallWatch;
 use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::Batch;
@@ -27,6 +28,7 @@ pub(super) fn handle_response(
     shared: &Shared,
     me: &FetcherHandle,
     session: &mut Session,
+    watch: &mut StallWatch,
     done: InFlight,
     result: Result<bytes::Bytes, EngineError>,
 ) -> Result<(), EngineError> {
@@ -63,6 +65,7 @@ pub(super) fn handle_response(
                 shared,
                 me,
                 session,
+                watch,
                 acks,
                 FetchSent {
                     generation,
@@ -160,6 +163,7 @@ fn handle_fetch(
     shared: &Shared,
     me: &FetcherHandle,
     session: &mut Session,
+    watch: &mut StallWatch,
     mut acks: AcksInFlight,
     sent: FetchSent,
     response: ShareFetchResponse,
@@ -234,6 +238,12 @@ fn handle_fetch(
             }
             if p.acquired_records.is_empty() {
                 continue;
+            }
+            if let Some(last) = p.acquired_records.iter().map(|a| a.last_offset).max() {
+                if watch.delivered(&key, last, tokio::time::Instant::now()) {
+                    info!(topic = ?topic_name, partition = p.partition_index,
+                          "partition delivers again after its share session was rebuilt");
+                }
             }
             let Some(topic_name) = &topic_name else {
                 warn!(topic_id = %topic.topic_id, "records for an unknown topic id; releasing");

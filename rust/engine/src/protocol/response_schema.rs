@@ -328,6 +328,30 @@ const SHARE_GROUP_HEARTBEAT_V1: &[Field] = &[
     NO_TAGS,
 ];
 
+/// The fetchers' lag probe (latest offsets of partitions that went quiet).
+const LIST_OFFSETS_V7: &[Field] = &[
+    Int32("throttle_time_ms"),
+    CompactArray(
+        "topics",
+        &[
+            CompactStr("name"),
+            CompactArray(
+                "partitions",
+                &[
+                    Int32("partition_index"),
+                    Int16("error_code"),
+                    Int64("timestamp"),
+                    Int64("offset"),
+                    Int32("leader_epoch"),
+                    NO_TAGS,
+                ],
+            ),
+            NO_TAGS,
+        ],
+    ),
+    NO_TAGS,
+];
+
 /// Every (api, version) whose response kafka-protocol may decode, with its schema.
 pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::ApiVersions, 3, API_VERSIONS_V3),
@@ -347,6 +371,7 @@ pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::EndTxn, 3, END_TXN_V3),
     (ApiKey::Produce, 9, PRODUCE_V9),
     (ApiKey::ShareGroupHeartbeat, 1, SHARE_GROUP_HEARTBEAT_V1),
+    (ApiKey::ListOffsets, 7, LIST_OFFSETS_V7),
 ];
 
 fn schema(api_key: ApiKey, version: i16) -> Option<&'static [Field]> {
