@@ -7,8 +7,9 @@ package io.sharesink.engine;
 public class EngineException extends RuntimeException {
 
   /**
-   * Stable error kinds shared with the native engine, which names them (Rust {@code ErrorKind::name}
-   * and the JNI layer's {@code PANIC}); a JVM test checks that every native name is one of these.
+   * Stable error kinds shared with the native engine, which names them (Rust {@code
+   * ErrorKind::name} and the JNI layer's {@code PANIC}); a JVM test checks that every native name
+   * is one of these.
    */
   public enum Kind {
     CONFIG,
