@@ -30,6 +30,7 @@ export SHARESINK_TRUSTSTORE_PASSWORD="$TRUSTSTORE_PASSWORD"
 export SHARESINK_SCRAM_USER="$SCRAM_USER" SHARESINK_SCRAM_PASSWORD="$SCRAM_PASSWORD"
 export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH"
 export SHARESINK_PROXIED_BOOTSTRAP="$PROXIED_BOOTSTRAP" SHARESINK_PROXY_CONTROL_PORT="$PROXY_CONTROL_PORT"
+export SHARESINK_HARNESS_DIR="$ROOT/tests"
 # Broker tests fail, never skip, when what they need is missing.
 export SHARESINK_REQUIRE_BROKER=1
 
@@ -41,5 +42,15 @@ mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTS
 
 log "End to end: Connect workers, real sinks"
 SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q tests/e2e
+
+log "Three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
+cluster down
+export SHARESINK_CLUSTER_DIR="$ROOT/build/cluster3"
+cluster up --brokers 3
+# shellcheck disable=SC1091
+source build/cluster3/env
+SHARESINK_BOOTSTRAP="$BOOTSTRAP" cargo test -p sharesink-engine --features broker-tests \
+  --test broker_cluster -- --test-threads=1 --nocapture
+python3 -m pytest -q -s tests/e2e_cluster
 
 log "all tests passed in $(( $(date +%s) - started )) s"

@@ -181,6 +181,9 @@ pub(crate) async fn run(
                 }
                 debug!(node = me.node_id, error = %e, "share fetcher cannot send");
                 session.reset(true);
+                // A leader that cannot be reached may have lost its partitions to another
+                // broker (killed, restarted): look again rather than at the next metadata age.
+                shared.refresh_metadata.notify_one();
                 backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
             }
         }

@@ -50,6 +50,8 @@ pub(super) fn handle_response(
             // or the broker sees the connection close; those it released meanwhile are refused
             // there (INVALID_RECORD_STATE, counted in ack_errors) and redelivered.
             resend(shared, me, acks, &e);
+            // The leader may be gone for good: have the router look up the partitions' leaders.
+            shared.refresh_metadata.notify_one();
             if generation == session.generation {
                 session.reset(true);
                 shared.metrics.session_resets.fetch_add(1, Relaxed);

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod java;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,7 +54,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    fn record(&self, partition: i32, offset: i64) {
+    pub fn record(&self, partition: i32, offset: i64) {
         let now = Instant::now();
         let mut all = self.partitions.lock().unwrap();
         let p = all.entry(partition).or_default();
@@ -98,6 +100,45 @@ impl Ledger {
             .unwrap()
             .get(&partition)
             .map_or(Duration::ZERO, |p| p.longest_gap)
+    }
+
+    /// Waits until every partition has delivered `expected[p]` distinct records; fails the test
+    /// when a partition that still lacks records has delivered nothing for `stall`.
+    pub async fn wait_all(
+        &self,
+        expected: &[usize],
+        stall: Duration,
+        overall: Duration,
+        diagnostics: impl Fn() -> String,
+    ) {
+        let started = Instant::now();
+        loop {
+            let missing: Vec<(i32, usize)> = expected
+                .iter()
+                .enumerate()
+                .map(|(p, n)| (p as i32, n.saturating_sub(self.distinct(p as i32))))
+                .filter(|(_, m)| *m > 0)
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            let stalled: Vec<(i32, usize, Duration)> = missing
+                .iter()
+                .filter_map(|(p, m)| {
+                    let quiet = self.since_last(*p).unwrap_or(started.elapsed());
+                    (quiet > stall).then_some((*p, *m, quiet))
+                })
+                .collect();
+            if !stalled.is_empty() || started.elapsed() > overall {
+                panic!(
+                    "partitions stopped delivering (partition, records missing, quiet for): \
+                     {stalled:?}; missing {missing:?} after {:?}\n{}",
+                    started.elapsed(),
+                    diagnostics()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     pub fn since_last(&self, partition: i32) -> Option<Duration> {
@@ -211,35 +252,16 @@ impl Fleet {
     /// Waits until every partition has delivered `expected[p]` distinct records; fails the test
     /// when a partition that still lacks records has delivered nothing for `stall`.
     pub async fn wait_all(&self, expected: &[usize], stall: Duration, overall: Duration) {
-        let started = Instant::now();
-        loop {
-            let missing: Vec<(i32, usize)> = expected
-                .iter()
-                .enumerate()
-                .map(|(p, n)| (p as i32, n.saturating_sub(self.ledger.distinct(p as i32))))
-                .filter(|(_, m)| *m > 0)
-                .collect();
-            if missing.is_empty() {
-                return;
-            }
-            let stalled: Vec<(i32, usize, Duration)> = missing
-                .iter()
-                .filter_map(|(p, m)| {
-                    let quiet = self.ledger.since_last(*p).unwrap_or(started.elapsed());
-                    (quiet > stall).then_some((*p, *m, quiet))
-                })
-                .collect();
-            if !stalled.is_empty() || started.elapsed() > overall {
-                panic!(
-                    "partitions stopped delivering (partition, records missing, quiet for): {stalled:?}; \
-                     missing {missing:?} after {:?}\nassignments {:?}\nmetrics {:#?}",
-                    started.elapsed(),
-                    self.assignments(),
-                    self.metrics()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        let diagnostics = || {
+            format!(
+                "assignments {:?}\nmetrics {:#?}",
+                self.assignments(),
+                self.metrics()
+            )
+        };
+        self.ledger
+            .wait_all(expected, stall, overall, diagnostics)
+            .await;
     }
 }
 
