@@ -60,13 +60,24 @@ HARNESS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = HARNESS_DIR.parent.parent
 KAFKA_DEPS_POM = HARNESS_DIR / "kafka-deps" / "pom.xml"
 
-KAFKA_VERSION = "4.4.0"
+# The Kafka release of broker, tools and worker: 4.4.0, or an older 4.2.x / 4.3.x for the
+# version matrix (SHARESINK_KAFKA_VERSION; `scripts/test.sh --kafka 4.3.1`).
+KAFKA_VERSION = os.environ.get("SHARESINK_KAFKA_VERSION", "4.4.0")
+
+
+def _version(v: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+# share.version 2 (the broker's KIP-1191 dead letter queue) exists from Kafka 4.4 on; older
+# brokers finalize 1, and sharesink's DLQ mode `auto` falls back to Connect's own DLQ there.
+SHARE_VERSION = 2 if _version(KAFKA_VERSION) >= (4, 4) else 1
 # Third-party Connect plugins, each in its own plugin directory. The first version that Maven
 # Central serves is used: the Maven Central reachable from this project's machines does not
 # serve connect-file 4.4.0 nor Debezium JDBC 3.6.1.Final (checked 2026-11), so 4.3.1 and
 # 3.6.0.Final are what the harness installs there (connect-file < 4.4 gets a one-class shim,
 # see _build_appinfo_shim).
-CONNECT_FILE_VERSIONS = ("4.4.0", "4.3.1")
+CONNECT_FILE_VERSIONS = tuple(dict.fromkeys((KAFKA_VERSION, "4.4.0", "4.3.1")))
 DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -262,7 +273,8 @@ def ensure_kafka_lib() -> Path:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="lib.", dir=root))
         proc = _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
-                     "-DincludeScope=runtime"], what="resolving Kafka jars")
+                     "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"],
+                    what="resolving Kafka jars")
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise HarnessError(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-4000:]}")
@@ -291,8 +303,10 @@ def _copy_artifact(coords: str, outdir: Path) -> bool:
 def ensure_plugin(name: str) -> Path:
     """Own plugin directory of a third-party plugin: 'connect-file' or 'debezium-jdbc'."""
     base = cache_dir() / "plugins"
-    target = base / name
-    marker = base / f".{name}.complete"
+    # connect-file follows the worker's release: one directory per Kafka version.
+    dir_name = name if name != "connect-file" or KAFKA_VERSION == "4.4.0" else f"{name}-{KAFKA_VERSION}"
+    target = base / dir_name
+    marker = base / f".{dir_name}.complete"
     key = {"connect-file": ",".join(CONNECT_FILE_VERSIONS) + "+shim1",
            "debezium-jdbc": ",".join(DEBEZIUM_JDBC_VERSIONS)}.get(name)
     if key is None:
@@ -328,7 +342,8 @@ def ensure_plugin(name: str) -> Path:
                     shutil.rmtree(dl, ignore_errors=True)
             if chosen is None:
                 raise HarnessError(f"no version of plugin {name} resolves from Maven Central")
-            if name == "connect-file" and chosen != KAFKA_VERSION:
+            if name == "connect-file" and chosen != KAFKA_VERSION and \
+                    _version(KAFKA_VERSION) >= (4, 4) > _version(chosen):
                 _build_appinfo_shim(tmp)
             if chosen != (CONNECT_FILE_VERSIONS if name == "connect-file" else DEBEZIUM_JDBC_VERSIONS)[0]:
                 _log(f"plugin {name}: using version {chosen} (preferred version not served)")
@@ -1093,7 +1108,7 @@ class Cluster:
             cluster_id = self._new_cluster_id()
             for i in range(self.brokers):
                 args = ["format", "-t", cluster_id, "-c", props_files[i],
-                        "--feature", "share.version=2"]
+                        "--feature", f"share.version={SHARE_VERSION}"]
                 for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
                     args += ["--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
                 proc = self.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
