@@ -27,3 +27,17 @@ ensure_prerequisites() {
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
   python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
 }
+
+# The cross toolchain of scripts/native-libs.sh: Rust's standard libraries for the other worker
+# platforms (rustup), zig as the linker with an old glibc baseline (PyPI's ziglang) and
+# cargo-zigbuild (PyPI's wheel of the crate's binary).
+ensure_cross_toolchain() {
+  local installed
+  installed="$(rustup target list --installed)"
+  for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+    grep -qx "$t" <<<"$installed" || rustup target add "$t"
+  done
+  python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
+  command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
+  command -v readelf >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils; }
+}

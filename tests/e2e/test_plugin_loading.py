@@ -137,9 +137,15 @@ def test_corrupted_native_library_is_a_readable_validation_error(cluster: Cluste
         "share.consumer.bootstrap.servers": cluster.bootstrap,
         "topics": "skeleton-validate",
         "file": str(cluster.state_dir / "never-written.out"),
+        # Forced: the default (auto) would run the Java engine instead, checked below.
+        "share.engine": "native",
     }
     with _worker(cluster, 1, jvm_options=[f"-Dsharesink.native.library={garbage}"],
                  extra=AUX_WORKER) as rest:
+        auto = Rest.validation_errors(rest.validate(
+            "ShareSinkConnector", {k: v for k, v in config.items() if k != "share.engine"}))
+        assert "share.sink.connector.class" not in auto, \
+            f"share.engine=auto should fall back to the Java engine, not fail: {auto}"
         for _ in range(2):  # the failure is kept: the second answer is the same
             result = rest.validate("ShareSinkConnector", config)
             errors = Rest.validation_errors(result)

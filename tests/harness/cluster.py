@@ -32,6 +32,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -48,7 +49,7 @@ import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 try:
     from harness.proxy import command as _proxy_command
@@ -59,13 +60,24 @@ HARNESS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = HARNESS_DIR.parent.parent
 KAFKA_DEPS_POM = HARNESS_DIR / "kafka-deps" / "pom.xml"
 
-KAFKA_VERSION = "4.4.0"
+# The Kafka release of broker, tools and worker: 4.4.0, or an older 4.2.x / 4.3.x for the
+# version matrix (SHARESINK_KAFKA_VERSION; `scripts/test.sh --kafka 4.3.1`).
+KAFKA_VERSION = os.environ.get("SHARESINK_KAFKA_VERSION", "4.4.0")
+
+
+def _version(v: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+# share.version 2 (the broker's KIP-1191 dead letter queue) exists from Kafka 4.4 on; older
+# brokers finalize 1, and sharesink's DLQ mode `auto` falls back to Connect's own DLQ there.
+SHARE_VERSION = 2 if _version(KAFKA_VERSION) >= (4, 4) else 1
 # Third-party Connect plugins, each in its own plugin directory. The first version that Maven
 # Central serves is used: the Maven Central reachable from this project's machines does not
 # serve connect-file 4.4.0 nor Debezium JDBC 3.6.1.Final (checked 2026-11), so 4.3.1 and
 # 3.6.0.Final are what the harness installs there (connect-file < 4.4 gets a one-class shim,
 # see _build_appinfo_shim).
-CONNECT_FILE_VERSIONS = ("4.4.0", "4.3.1")
+CONNECT_FILE_VERSIONS = tuple(dict.fromkeys((KAFKA_VERSION, "4.4.0", "4.3.1")))
 DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -79,6 +91,8 @@ CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 SHARE_CONSUMER_PERF = "org.apache.kafka.tools.ShareConsumerPerformance"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONNECT_DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
 
 SCRAM_USER = "sharesink"
@@ -101,6 +115,21 @@ OFF_PROXIED = 95
 OFF_PROXY = 96
 OFF_PROXY_CONTROL = 97
 PROXY_SCRIPT = HARNESS_DIR / "proxy.py"
+# Several brokers (`up --brokers 3`): broker i's ports are a block of its own, away from the
+# single-broker offsets above: +100 + 10 i PLAINTEXT, +1 controller, +2 SASL_SSL, +3 PROXIED,
+# +4 its blackhole proxy, +5 the proxy's control port.
+OFF_MULTI_BROKERS = 100
+MULTI_BROKER_STRIDE = 10
+MAX_BROKERS = 5
+
+
+class BrokerPorts(NamedTuple):
+    plaintext: int
+    controller: int
+    sasl_ssl: int
+    proxied: int
+    proxy: int
+    proxy_control: int
 
 
 class HarnessError(RuntimeError):
@@ -244,7 +273,8 @@ def ensure_kafka_lib() -> Path:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="lib.", dir=root))
         proc = _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
-                     "-DincludeScope=runtime"], what="resolving Kafka jars")
+                     "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"],
+                    what="resolving Kafka jars")
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise HarnessError(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-4000:]}")
@@ -273,8 +303,10 @@ def _copy_artifact(coords: str, outdir: Path) -> bool:
 def ensure_plugin(name: str) -> Path:
     """Own plugin directory of a third-party plugin: 'connect-file' or 'debezium-jdbc'."""
     base = cache_dir() / "plugins"
-    target = base / name
-    marker = base / f".{name}.complete"
+    # connect-file follows the worker's release: one directory per Kafka version.
+    dir_name = name if name != "connect-file" or KAFKA_VERSION == "4.4.0" else f"{name}-{KAFKA_VERSION}"
+    target = base / dir_name
+    marker = base / f".{dir_name}.complete"
     key = {"connect-file": ",".join(CONNECT_FILE_VERSIONS) + "+shim1",
            "debezium-jdbc": ",".join(DEBEZIUM_JDBC_VERSIONS)}.get(name)
     if key is None:
@@ -310,7 +342,8 @@ def ensure_plugin(name: str) -> Path:
                     shutil.rmtree(dl, ignore_errors=True)
             if chosen is None:
                 raise HarnessError(f"no version of plugin {name} resolves from Maven Central")
-            if name == "connect-file" and chosen != KAFKA_VERSION:
+            if name == "connect-file" and chosen != KAFKA_VERSION and \
+                    _version(KAFKA_VERSION) >= (4, 4) > _version(chosen):
                 _build_appinfo_shim(tmp)
             if chosen != (CONNECT_FILE_VERSIONS if name == "connect-file" else DEBEZIUM_JDBC_VERSIONS)[0]:
                 _log(f"plugin {name}: using version {chosen} (preferred version not served)")
@@ -629,22 +662,31 @@ class Rest:
 
 
 class Cluster:
-    def __init__(self, state_dir: Union[str, Path, None] = None, port_base: Optional[int] = None):
+    def __init__(self, state_dir: Union[str, Path, None] = None, port_base: Optional[int] = None,
+                 brokers: Optional[int] = None):
+        """`brokers`: how many KRaft nodes; default what the state dir's cluster was formatted
+        with, else SHARESINK_BROKERS, else 1."""
         self.state_dir = Path(state_dir or os.environ.get("SHARESINK_CLUSTER_DIR")
                               or REPO_ROOT / "build" / "cluster").resolve()
         self.port_base = int(port_base if port_base is not None
                              else os.environ.get("SHARESINK_PORT_BASE", "29000"))
-        self.broker_port = self.port_base + OFF_BROKER
-        self.controller_port = self.port_base + OFF_CONTROLLER
-        self.sasl_ssl_port = self.port_base + OFF_SASL_SSL
+        recorded = self._load_broker_meta().get("brokers")
+        self.brokers = int(brokers or recorded or os.environ.get("SHARESINK_BROKERS") or 1)
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise HarnessError(f"brokers={self.brokers}: 1 to {MAX_BROKERS}")
+        first = self.broker_ports(0)
+        self.broker_port = first.plaintext
+        self.controller_port = first.controller
+        self.sasl_ssl_port = first.sasl_ssl
         self.postgres_port = self.port_base + OFF_POSTGRES
-        self.proxied_port = self.port_base + OFF_PROXIED
-        self.proxy_port = self.port_base + OFF_PROXY
-        self.proxy_control_port = self.port_base + OFF_PROXY_CONTROL
-        self.bootstrap = f"127.0.0.1:{self.broker_port}"
-        # Through the blackhole proxy (proxy_blackhole() etc.); the broker advertises the proxy.
-        self.proxied_bootstrap = f"127.0.0.1:{self.proxy_port}"
-        self.sasl_ssl_bootstrap = f"127.0.0.1:{self.sasl_ssl_port}"
+        self.proxied_port = first.proxied
+        self.proxy_port = first.proxy
+        self.proxy_control_port = first.proxy_control
+        every = [self.broker_ports(i) for i in range(self.brokers)]
+        self.bootstrap = ",".join(f"127.0.0.1:{p.plaintext}" for p in every)
+        # Through the blackhole proxies (proxy_blackhole() etc.); brokers advertise their proxy.
+        self.proxied_bootstrap = ",".join(f"127.0.0.1:{p.proxy}" for p in every)
+        self.sasl_ssl_bootstrap = ",".join(f"127.0.0.1:{p.sasl_ssl}" for p in every)
         self.logs_dir = self.state_dir / "logs"
         self.pids_dir = self.state_dir / "pids"
         self.tls_dir = self.state_dir / "tls"
@@ -798,6 +840,15 @@ class Cluster:
         with contextlib.suppress(FileNotFoundError):
             self._pidfile(name).unlink()
 
+    def _stop_together(self, names: Sequence[str], timeout: float = 30) -> None:
+        """Signals every process in `names` at once, then waits for each (the last KRaft nodes of
+        a quorum cannot finish a controlled shutdown once the others are gone)."""
+        for n in names:
+            info = self._recorded(n) or {}
+            self._signal(n, signal.Signals(info.get("stop_signal", signal.SIGTERM)))
+        for n in names:
+            self._stop(n, timeout=timeout)
+
     def _spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
                env: Optional[Mapping[str, str]] = None, **popen_kw) -> subprocess.Popen:
         if self.is_running(name):
@@ -884,7 +935,51 @@ class Cluster:
                                f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}")
         return proc
 
-    # ---- broker
+    # ---- broker(s)
+    #
+    # One broker (the default): process "broker", offsets OFF_BROKER.. (DEVELOPING.md). Several
+    # (`brokers=3`, `up --brokers 3`): KRaft nodes in combined mode "broker-0".."broker-<n-1>",
+    # node ids 1..n, every node a voter, each with its own block of ports (broker_ports()), its
+    # own data dir, log and blackhole proxy; replication factor 3 and min.insync.replicas 2 for
+    # topics and every internal topic.
+
+    @property
+    def multi(self) -> bool:
+        return self.brokers > 1
+
+    def broker_name(self, index: int) -> str:
+        return f"broker-{index}" if self.multi else "broker"
+
+    def proxy_name(self, index: int) -> str:
+        return f"proxy-{index}" if self.multi else "proxy"
+
+    def broker_ports(self, index: int = 0) -> BrokerPorts:
+        if index < 0 or index >= self.brokers:
+            raise HarnessError(f"broker index {index} out of range (0..{self.brokers - 1})")
+        if not self.multi:
+            b = self.port_base
+            return BrokerPorts(b + OFF_BROKER, b + OFF_CONTROLLER, b + OFF_SASL_SSL,
+                               b + OFF_PROXIED, b + OFF_PROXY, b + OFF_PROXY_CONTROL)
+        b = self.port_base + OFF_MULTI_BROKERS + MULTI_BROKER_STRIDE * index
+        return BrokerPorts(b, b + 1, b + 2, b + 3, b + 4, b + 5)
+
+    def _indices(self, index: Optional[int]) -> List[int]:
+        if index is None:
+            return list(range(self.brokers))
+        self.broker_ports(index)  # range check
+        return [index]
+
+    @property
+    def replication(self) -> int:
+        return min(3, self.brokers)
+
+    @property
+    def min_isr(self) -> int:
+        return 2 if self.brokers >= 3 else 1
+
+    def broker_running(self, index: Optional[int] = None) -> bool:
+        """Broker `index` runs; with None, any broker."""
+        return any(self.is_running(self.broker_name(i)) for i in self._indices(index))
 
     def _broker_meta_path(self) -> Path:
         return self.state_dir / "broker-meta.json"
@@ -895,33 +990,40 @@ class Cluster:
         except (OSError, ValueError):
             return {}
 
-    def _broker_properties(self, sasl_ssl: bool) -> Dict[str, Any]:
-        listeners = [f"PLAINTEXT://127.0.0.1:{self.broker_port}",
-                     f"CONTROLLER://127.0.0.1:{self.controller_port}"]
-        advertised = [f"PLAINTEXT://127.0.0.1:{self.broker_port}"]
+    def _data_dir(self, index: int) -> Path:
+        return self.state_dir / ("kafka-data" if not self.multi else f"kafka-data-{index}")
+
+    def _broker_properties(self, sasl_ssl: bool, index: int = 0) -> Dict[str, Any]:
+        ports = self.broker_ports(index)
+        listeners = [f"PLAINTEXT://127.0.0.1:{ports.plaintext}",
+                     f"CONTROLLER://127.0.0.1:{ports.controller}"]
+        advertised = [f"PLAINTEXT://127.0.0.1:{ports.plaintext}"]
         protocol_map = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
         # PROXIED: plaintext, reached through the blackhole proxy (clients follow the advertised
         # address after bootstrap, so it must be the proxy's).
-        listeners.append(f"PROXIED://127.0.0.1:{self.proxied_port}")
-        advertised.append(f"PROXIED://127.0.0.1:{self.proxy_port}")
+        listeners.append(f"PROXIED://127.0.0.1:{ports.proxied}")
+        advertised.append(f"PROXIED://127.0.0.1:{ports.proxy}")
         protocol_map += ",PROXIED:PLAINTEXT"
         if sasl_ssl:
-            listeners.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
-            advertised.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
+            listeners.append(f"SASL_SSL://127.0.0.1:{ports.sasl_ssl}")
+            advertised.append(f"SASL_SSL://127.0.0.1:{ports.sasl_ssl}")
             protocol_map += ",SASL_SSL:SASL_SSL"
+        voters = ",".join(f"{i + 1}@127.0.0.1:{self.broker_ports(i).controller}"
+                          for i in range(self.brokers))
+        rf, isr = self.replication, self.min_isr
         props: Dict[str, Any] = {
             "process.roles": "broker,controller",
-            "node.id": 1,
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "node.id": index + 1,
+            "controller.quorum.voters": voters,
             "listeners": ",".join(listeners),
             "advertised.listeners": ",".join(advertised),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": protocol_map,
-            "log.dirs": self.state_dir / "kafka-data",
+            "log.dirs": self._data_dir(index),
             # as Kafka's config/server.properties
             "num.network.threads": 3,
-            "num.io.threads": 4,
+            "num.io.threads": 4 if not self.multi else 2,
             "socket.send.buffer.bytes": 102400,
             "socket.receive.buffer.bytes": 102400,
             "socket.request.max.bytes": 104857600,
@@ -930,16 +1032,19 @@ class Cluster:
             "log.retention.hours": 168,
             "log.segment.bytes": 1073741824,
             "log.retention.check.interval.ms": 300000,
-            # single-broker settings
-            "offsets.topic.replication.factor": 1,
-            "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1,
-            "share.coordinator.state.topic.replication.factor": 1,
-            "share.coordinator.state.topic.min.isr": 1,
+            # replication of topics and internal topics (1 on a single broker)
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": isr,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": isr,
             "group.initial.rebalance.delay.ms": 0,
-            "default.replication.factor": 1,
-            "min.insync.replicas": 1,
+            "default.replication.factor": rf,
+            "min.insync.replicas": isr,
         }
+        if self.multi:
+            # Leaders return to their preferred broker soon after it comes back.
+            props["leader.imbalance.check.interval.seconds"] = 30
         if sasl_ssl:
             jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             props.update({
@@ -953,70 +1058,93 @@ class Cluster:
             })
         return props
 
-    def start_broker(self, sasl_ssl: bool = False, fresh: bool = False, timeout: float = 120) -> str:
-        """Start the KRaft broker+controller (formatting its storage on first start).
+    def start_broker(self, sasl_ssl: Optional[bool] = None, fresh: bool = False,
+                     timeout: float = 120, index: Optional[int] = None) -> str:
+        """Start the KRaft node(s) (formatting their storage on first start): broker `index`, or
+        every broker with None (several start together: none finishes starting without a
+        controller quorum).
 
-        Data in the state dir is kept across stop/start; `fresh=True` wipes it first. Returns
-        the PLAINTEXT bootstrap address."""
-        if self.is_running("broker"):
-            if bool(sasl_ssl) != bool(self.sasl_ssl):
-                raise HarnessError("broker already running with sasl_ssl="
-                                   f"{self.sasl_ssl}; stop it first")
+        Data in the state dir is kept across stop/start; `fresh=True` wipes it first. sasl_ssl
+        None keeps what the cluster was started with. Returns the PLAINTEXT bootstrap."""
+        if sasl_ssl is None:
+            sasl_ssl = bool(self.sasl_ssl)
+        indices = [i for i in self._indices(index) if not self.is_running(self.broker_name(i))]
+        if self.broker_running() and bool(sasl_ssl) != bool(self.sasl_ssl):
+            raise HarnessError("broker already running with sasl_ssl="
+                               f"{self.sasl_ssl}; stop it first")
+        if not indices:
             return self.bootstrap
-        lib = self.kafka_lib
+        _ = self.kafka_lib
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        for port, what in ((self.broker_port, "broker"), (self.controller_port, "controller"),
-                           (self.proxied_port, "PROXIED listener"), (self.proxy_port, "proxy"),
-                           (self.proxy_control_port, "proxy control")) + (
-                ((self.sasl_ssl_port, "SASL_SSL listener"),) if sasl_ssl else ()):
-            self._check_port_free(port, what)
-        data = self.state_dir / "kafka-data"
+        for i in indices:
+            p = self.broker_ports(i)
+            for port, what in ((p.plaintext, "broker"), (p.controller, "controller"),
+                               (p.proxied, "PROXIED listener"), (p.proxy, "proxy"),
+                               (p.proxy_control, "proxy control")) + (
+                    ((p.sasl_ssl, "SASL_SSL listener"),) if sasl_ssl else ()):
+                self._check_port_free(port, f"{self.broker_name(i)} {what}")
         meta = self._load_broker_meta()
-        formatted = (data / "meta.properties").exists() and meta.get("cluster_id") and \
-            meta.get("port_base") == self.port_base
+        formatted = all((self._data_dir(i) / "meta.properties").exists()
+                        for i in range(self.brokers)) and meta.get("cluster_id") and \
+            meta.get("port_base") == self.port_base and meta.get("brokers", 1) == self.brokers
         if fresh or not formatted:
-            shutil.rmtree(data, ignore_errors=True)
+            if self.broker_running():
+                raise HarnessError("cannot format while other brokers run; stop them first")
+            for i in range(self.brokers):
+                shutil.rmtree(self._data_dir(i), ignore_errors=True)
             meta = {}
+            indices = list(range(self.brokers))
         if sasl_ssl:
             self._ensure_tls()
         cfg_dir = self.state_dir / "config"
-        server_props = cfg_dir / "server.properties"
-        _write_atomic(server_props, _props(self._broker_properties(sasl_ssl)))
         log4j2 = cfg_dir / "broker-log4j2.xml"
         _write_atomic(log4j2, BROKER_LOG4J2)
+        props_files = {}
+        for i in range(self.brokers):
+            name = "server.properties" if not self.multi else f"server-{i}.properties"
+            props_files[i] = cfg_dir / name
+            _write_atomic(props_files[i], _props(self._broker_properties(sasl_ssl, i)))
         if not meta:
             cluster_id = self._new_cluster_id()
-            args = ["format", "-t", cluster_id, "-c", server_props,
-                    "--feature", "share.version=2"]
-            for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
-                args += ["--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
-            proc = self.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
-            (self.logs_dir).mkdir(parents=True, exist_ok=True)
-            with open(self.logs_dir / "broker-format.log", "a") as f:
-                f.write(proc.stdout + proc.stderr)
-            if proc.returncode != 0:
-                raise HarnessError(f"kafka-storage format failed ({proc.returncode}); see "
-                                   f"{self.logs_dir / 'broker-format.log'}:\n{proc.stdout}{proc.stderr}")
-            meta = {"cluster_id": cluster_id, "port_base": self.port_base, "scram": True}
+            for i in range(self.brokers):
+                args = ["format", "-t", cluster_id, "-c", props_files[i],
+                        "--feature", f"share.version={SHARE_VERSION}"]
+                for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+                    args += ["--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
+                proc = self.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
+                (self.logs_dir).mkdir(parents=True, exist_ok=True)
+                with open(self.logs_dir / "broker-format.log", "a") as f:
+                    f.write(proc.stdout + proc.stderr)
+                if proc.returncode != 0:
+                    raise HarnessError(f"kafka-storage format failed ({proc.returncode}); see "
+                                       f"{self.logs_dir / 'broker-format.log'}:\n{proc.stdout}{proc.stderr}")
+            meta = {"cluster_id": cluster_id, "port_base": self.port_base, "scram": True,
+                    "brokers": self.brokers}
         meta["sasl_ssl"] = bool(sasl_ssl)
         _write_atomic(self._broker_meta_path(), json.dumps(meta, indent=1))
         self.sasl_ssl = bool(sasl_ssl)
-        log = self.logs_dir / "broker.log"
-        start_offset = log.stat().st_size if log.exists() else 0
-        heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g")
-        cmd = self.java_cmd(BROKER_MAIN, [server_props], heap=heap, log4j2=log4j2, jvm_opts=[
-            f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            f"-Dkafka.logs.dir={self.logs_dir}", "-Dsharesink.cluster=broker"])
-        self._spawn("broker", cmd, log)
+        heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g" if not self.multi else "768m")
+        waits = []
+        for i in indices:
+            name = self.broker_name(i)
+            log = self.logs_dir / f"{name}.log"
+            start_offset = log.stat().st_size if log.exists() else 0
+            cmd = self.java_cmd(BROKER_MAIN, [props_files[i]], heap=heap, log4j2=log4j2, jvm_opts=[
+                f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"])
+            self._spawn(name, cmd, log)
+            waits.append((i, name, log, start_offset))
+        for i, name, log, start_offset in waits:
+            port = self.broker_ports(i).plaintext
 
-        def started():
-            with open(log, "rb") as f:
-                f.seek(start_offset)
-                text = f.read().decode("utf-8", "replace")
-            return "Kafka Server started" in text and _port_open(self.broker_port)
+            def started(log=log, start_offset=start_offset, port=port):
+                with open(log, "rb") as f:
+                    f.seek(start_offset)
+                    text = f.read().decode("utf-8", "replace")
+                return "Kafka Server started" in text and _port_open(port)
 
-        self._wait("broker start", started, timeout, log, name="broker")
-        self.start_proxy()
+            self._wait(f"{name} start", started, timeout, log, name=name)
+            self.start_proxy(i)
         self._write_env()
         return self.bootstrap
 
@@ -1027,56 +1155,151 @@ class Cluster:
             if not cid.startswith("-"):
                 return cid
 
-    def stop_broker(self, timeout: float = 60) -> None:
-        self._stop("broker", timeout=timeout)
-        self.stop_proxy()
+    def stop_broker(self, timeout: float = 60, index: Optional[int] = None) -> None:
+        """Stop broker `index` (SIGTERM: a controlled shutdown), or every broker with None."""
+        indices = self._indices(index)
+        self._stop_together([self.broker_name(i) for i in indices], timeout=timeout)
+        for i in indices:
+            self.stop_proxy(i)
 
-    def kill_broker(self) -> None:
-        self._stop("broker", kill=True)
-        self.stop_proxy()
+    def kill_broker(self, index: Optional[int] = None) -> None:
+        """kill -9 of broker `index`, or of every broker with None."""
+        for i in self._indices(index):
+            self._stop(self.broker_name(i), kill=True)
+            self.stop_proxy(i)
 
-    # ---- blackhole proxy in front of the PROXIED listener (tests/harness/proxy.py)
+    def restart_broker(self, index: Optional[int] = None, timeout: float = 120) -> str:
+        """Stop and start broker `index` (every broker with None) with the same settings."""
+        self.stop_broker(index=index)
+        return self.start_broker(timeout=timeout, index=index)
 
-    def start_proxy(self, timeout: float = 30) -> str:
-        """Start the proxy (started with the broker); returns `proxied_bootstrap`."""
-        if self.is_running("proxy"):
+    # ---- leaders and replicas (several brokers)
+
+    def describe_topic(self, topic: str) -> Dict[int, Dict[str, Any]]:
+        """{partition: {'leader': node id (-1 none), 'replicas': [...], 'isr': [...]}} from
+        TopicCommand --describe."""
+        out = self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--describe",
+                            "--topic", topic).stdout
+        res: Dict[int, Dict[str, Any]] = {}
+        for line in out.splitlines():
+            fields = dict(re.findall(r"(\w+):\s*(\S*)", line))
+            if "Partition" not in fields or not fields["Partition"].isdigit():
+                continue
+            ids = lambda s: [int(x) for x in s.split(",") if x.strip().lstrip("-").isdigit()]
+            leader = fields.get("Leader", "-1")
+            res[int(fields["Partition"])] = {
+                "leader": int(leader) if leader.lstrip("-").isdigit() else -1,
+                "replicas": ids(fields.get("Replicas", "")),
+                "isr": ids(fields.get("Isr", "")),
+            }
+        return res
+
+    def leaders(self, topic: str) -> Dict[int, int]:
+        """{partition: leader node id}; node id i + 1 is broker index i."""
+        return {p: d["leader"] for p, d in self.describe_topic(topic).items()}
+
+    def broker_index(self, node_id: int) -> int:
+        return node_id - 1
+
+    def elect_leaders(self, topic: Optional[str] = None, partitions: Optional[Iterable[int]] = None,
+                      election: str = "preferred") -> str:
+        """Leader election (`preferred` or `unclean`) for `topic`'s partitions (all of them, or
+        `partitions`), or for every partition of the cluster when `topic` is None."""
+        args = ["--bootstrap-server", self.bootstrap, "--election-type", election.upper()]
+        if topic is None:
+            args.append("--all-topic-partitions")
+        else:
+            ps = list(partitions) if partitions is not None else sorted(self.describe_topic(topic))
+            path = self.state_dir / f"elect-{uuid.uuid4().hex[:8]}.json"
+            _write_atomic(path, json.dumps({"partitions": [{"topic": topic, "partition": p}
+                                                           for p in ps]}))
+            args += ["--path-to-json-file", path]
+        p = self.run_tool(LEADER_ELECTION_COMMAND, *args, check=False, timeout=120)
+        if p.returncode != 0 and "ElectionNotNeeded" not in p.stdout + p.stderr:
+            raise HarnessError(f"leader election failed: {p.stdout}{p.stderr}")
+        return p.stdout
+
+    def reassign_partitions(self, topic: str, replicas: Mapping[int, Sequence[int]],
+                            timeout: float = 120) -> None:
+        """Move `topic`'s partitions to the given replica lists (node ids, the first is the
+        preferred leader) and wait until the reassignment is complete."""
+        plan = {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": list(r)}
+                                             for p, r in replicas.items()]}
+        path = self.state_dir / f"reassign-{uuid.uuid4().hex[:8]}.json"
+        _write_atomic(path, json.dumps(plan))
+        self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
+                      "--reassignment-json-file", path, "--execute", timeout=120)
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
+                                "--reassignment-json-file", path, "--verify", check=False,
+                                timeout=120).stdout
+            if "is still in progress" not in out and "complete" in out:
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"reassignment of {topic} not complete after {timeout}s:\n{out}")
+            time.sleep(1)
+
+    def wait_in_sync(self, topic: str, timeout: float = 120) -> None:
+        """Waits until every replica of every partition of `topic` is in sync and led."""
+        deadline = time.monotonic() + timeout
+        while True:
+            d = self.describe_topic(topic)
+            if d and all(v["leader"] >= 0 and sorted(v["isr"]) == sorted(v["replicas"])
+                         for v in d.values()):
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{topic} not in sync after {timeout}s: {d}")
+            time.sleep(1)
+
+    # ---- blackhole proxy in front of each broker's PROXIED listener (tests/harness/proxy.py)
+
+    def start_proxy(self, index: int = 0, timeout: float = 30) -> str:
+        """Start broker `index`'s proxy (started with the broker); returns `proxied_bootstrap`."""
+        name = self.proxy_name(index)
+        if self.is_running(name):
             return self.proxied_bootstrap
-        log = self.logs_dir / "proxy.log"
-        self._spawn("proxy", [sys.executable, str(PROXY_SCRIPT),
-                              "--listen-port", str(self.proxy_port),
-                              "--target-port", str(self.proxied_port),
-                              "--control-port", str(self.proxy_control_port)], log)
-        self._wait("proxy start", lambda: self.proxy_status(), timeout, log, name="proxy")
+        ports = self.broker_ports(index)
+        log = self.logs_dir / f"{name}.log"
+        self._spawn(name, [sys.executable, str(PROXY_SCRIPT),
+                           "--listen-port", str(ports.proxy),
+                           "--target-port", str(ports.proxied),
+                           "--control-port", str(ports.proxy_control)], log)
+        self._wait(f"{name} start", lambda: _proxy_command(ports.proxy_control, "status"),
+                   timeout, log, name=name)
         return self.proxied_bootstrap
 
-    def stop_proxy(self) -> None:
-        self._stop("proxy", timeout=10)
+    def stop_proxy(self, index: int = 0) -> None:
+        self._stop(self.proxy_name(index), timeout=10)
 
-    def proxy_command(self, command: str) -> Dict[str, Any]:
-        return _proxy_command(self.proxy_control_port, command)
+    def proxy_command(self, command: str, index: Optional[int] = None) -> Dict[str, Any]:
+        """Sends `command` to broker `index`'s proxy, or to every running one with None (the
+        reply of the first)."""
+        if index is not None or not self.multi:
+            return _proxy_command(self.broker_ports(index or 0).proxy_control, command)
+        replies = [_proxy_command(self.broker_ports(i).proxy_control, command)
+                   for i in range(self.brokers) if self.is_running(self.proxy_name(i))]
+        if not replies:
+            raise HarnessError("no proxy is running")
+        return replies[0]
 
-    def proxy_status(self) -> Dict[str, Any]:
-        return self.proxy_command("status")
+    def proxy_status(self, index: Optional[int] = None) -> Dict[str, Any]:
+        return self.proxy_command("status", index)
 
-    def proxy_forward(self) -> Dict[str, Any]:
-        return self.proxy_command("forward")
+    def proxy_forward(self, index: Optional[int] = None) -> Dict[str, Any]:
+        return self.proxy_command("forward", index)
 
-    def proxy_blackhole(self) -> Dict[str, Any]:
+    def proxy_blackhole(self, index: Optional[int] = None) -> Dict[str, Any]:
         """Stop forwarding on every proxied connection, closing none (a silent partition)."""
-        return self.proxy_command("blackhole")
+        return self.proxy_command("blackhole", index)
 
-    def proxy_resume(self) -> Dict[str, Any]:
+    def proxy_resume(self, index: Optional[int] = None) -> Dict[str, Any]:
         """End a blackhole: the held bytes flow on the old connections."""
-        return self.proxy_command("resume")
+        return self.proxy_command("resume", index)
 
-    def proxy_dead(self) -> Dict[str, Any]:
+    def proxy_dead(self, index: Optional[int] = None) -> Dict[str, Any]:
         """Old connections stay silent forever; new ones forward."""
-        return self.proxy_command("dead")
-
-    def restart_broker(self, timeout: float = 120) -> str:
-        sasl = self.sasl_ssl
-        self.stop_broker()
-        return self.start_broker(sasl_ssl=sasl, timeout=timeout)
+        return self.proxy_command("dead", index)
 
     # ---- TLS material
 
@@ -1201,12 +1424,12 @@ class Cluster:
             "key.converter.schemas.enable": "true",
             "value.converter.schemas.enable": "true",
             "offset.storage.topic": "connect-offsets",
-            "offset.storage.replication.factor": 1,
+            "offset.storage.replication.factor": self.replication,
             "offset.storage.partitions": 5,
             "config.storage.topic": "connect-configs",
-            "config.storage.replication.factor": 1,
+            "config.storage.replication.factor": self.replication,
             "status.storage.topic": "connect-status",
-            "status.storage.replication.factor": 1,
+            "status.storage.replication.factor": self.replication,
             "status.storage.partitions": 5,
             "offset.flush.interval.ms": 10000,
             "listeners": f"http://127.0.0.1:{port}",
@@ -1237,7 +1460,7 @@ class Cluster:
         url = self.worker_url(index)
         if self.is_running(name):
             raise HarnessError(f"{name} is already running at {url}")
-        if not self.is_running("broker"):
+        if not self.broker_running():
             raise HarnessError("start the broker before a worker")
         self._check_port_free(self.worker_port(index), name)
         _ = self.kafka_lib
@@ -1443,7 +1666,8 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
     def create_topic(self, name: str, partitions: int = 1,
                      config: Optional[Mapping[str, Any]] = None) -> None:
         args = ["--bootstrap-server", self.bootstrap, "--create", "--if-not-exists",
-                "--topic", name, "--partitions", partitions, "--replication-factor", 1]
+                "--topic", name, "--partitions", partitions, "--replication-factor",
+                self.replication]
         for k, v in (config or {}).items():
             args += ["--config", f"{k}={v}"]
         self.run_tool(TOPIC_COMMAND, *args)
@@ -1626,6 +1850,9 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
             "BOOTSTRAP": self.bootstrap,
             "PROXIED_BOOTSTRAP": self.proxied_bootstrap,
             "PROXY_CONTROL_PORT": str(self.proxy_control_port),
+            "PROXY_CONTROL_PORTS": ",".join(str(self.broker_ports(i).proxy_control)
+                                            for i in range(self.brokers)),
+            "BROKERS": str(self.brokers),
             "CONNECT_URL": self.worker_url(0),
             "CONNECT_URL_0": self.worker_url(0),
             "CONNECT_URL_1": self.worker_url(1),
@@ -1650,7 +1877,8 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         _write_atomic(self.state_dir / "env", text)
 
     def components(self) -> List[str]:
-        names = ["broker", "proxy"] + [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
+        names = [n for i in range(self.brokers) for n in (self.broker_name(i), self.proxy_name(i))]
+        names += [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
         extra = sorted(p.stem for p in self.pids_dir.glob("*.pid")) if self.pids_dir.exists() else []
         return names + [n for n in extra if n not in names]
 
@@ -1664,9 +1892,16 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
 
     def down(self) -> None:
         """Stop every process this state dir recorded (workers first, then broker, postgres)."""
-        order = [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["broker", "proxy", "postgres"]
+        order = [f"worker-{i}" for i in range(len(OFF_WORKERS))]
+        order += [n for i in range(self.brokers) for n in (self.broker_name(i), self.proxy_name(i))]
+        order += ["postgres"]
         order += [n for n in self.components() if n not in order]
         errors = []
+        brokers = [n for n in order if n == "broker" or n.startswith("broker-")]
+        with contextlib.suppress(HarnessError):
+            self._stop_together([n for n in order if n.startswith("worker-")], timeout=60)
+        with contextlib.suppress(HarnessError):
+            self._stop_together(brokers, timeout=30)
         for n in order:
             try:
                 self._stop(n, timeout=60)
@@ -1681,8 +1916,10 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         """Stop leftovers recorded in the state dir, then start a clean cluster."""
         self.down()
         if not keep_data:
-            for d in ("kafka-data", "pgdata", "plugins", "tls", "logs.prev"):
+            for d in ("pgdata", "plugins", "tls", "logs.prev"):
                 shutil.rmtree(self.state_dir / d, ignore_errors=True)
+            for d in self.state_dir.glob("kafka-data*"):
+                shutil.rmtree(d, ignore_errors=True)
             if self.logs_dir.exists():  # keep the previous run's logs one generation
                 os.replace(self.logs_dir, self.state_dir / "logs.prev")
             with contextlib.suppress(FileNotFoundError):
@@ -1704,6 +1941,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="(re)start a clean local cluster")
     up.add_argument("--workers", type=int, default=0, choices=range(0, len(OFF_WORKERS) + 1))
+    up.add_argument("--brokers", type=int, default=None, choices=range(1, MAX_BROKERS + 1),
+                    help="KRaft nodes (default 1; 3: replication factor 3, min ISR 2)")
     up.add_argument("--postgres", action="store_true")
     up.add_argument("--sasl-ssl", action="store_true")
     up.add_argument("--plugin-archive", default=None,
@@ -1717,7 +1956,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub.add_parser("env", help="print the sourceable env file")
     sub.add_parser("resolve", help="only resolve the jars and plugins into the cache")
     a = ap.parse_args(argv)
-    c = Cluster()
+    c = Cluster(brokers=getattr(a, "brokers", None) or (1 if a.cmd == "up" else None))
     try:
         if a.cmd == "up":
             archive: Union[str, bool, None] = False if a.no_sharesink else a.plugin_archive

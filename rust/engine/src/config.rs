@@ -61,6 +61,11 @@ pub struct ConsumerConfig {
     /// (`task.shutdown.graceful.timeout.ms`, 5 s) so a task stops in time when a broker does
     /// not answer.
     pub close_timeout: Duration,
+    /// How long a partition of a share session may deliver nothing, while this member wants
+    /// records, before the fetcher asks its leader whether records wait in it; if so the
+    /// session is rebuilt (engine setting `share.partition.stall.ms`, default 15000; see
+    /// `fetcher::stall`).
+    pub partition_stall: Duration,
     /// TLS and SASL (`security.protocol`, `sasl.*`, `ssl.*`).
     pub security: Security,
 }
@@ -126,6 +131,13 @@ impl ConsumerConfig {
             parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
         let close_timeout_ms: u64 =
             parse_num(props, "share.close.timeout.ms", 3_000, 0, i32::MAX as u64)?;
+        let partition_stall_ms: u64 = parse_num(
+            props,
+            "share.partition.stall.ms",
+            15_000,
+            100,
+            i32::MAX as u64,
+        )?;
         let acquire_mode = match props.get("share.acquire.mode").map(|s| s.trim()) {
             None | Some("batch_optimized") => AcquireMode::BatchOptimized,
             Some("record_limit") => AcquireMode::RecordLimit,
@@ -183,6 +195,7 @@ impl ConsumerConfig {
             max_buffered_bytes,
             buffer_hold_max: Duration::from_millis(buffer_hold_max_ms),
             close_timeout: Duration::from_millis(close_timeout_ms),
+            partition_stall: Duration::from_millis(partition_stall_ms),
             security,
         })
     }
@@ -219,6 +232,7 @@ mod tests {
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));
         assert_eq!(c.close_timeout, Duration::from_secs(3));
+        assert_eq!(c.partition_stall, Duration::from_secs(15));
     }
 
     #[test]

@@ -356,6 +356,17 @@ impl ShareConsumer {
             .expect("injected panic") = Some(message.to_string());
     }
 
+    /// Tests only: the fetcher holding `topic`-`partition` forgets it on the broker with its next
+    /// fetch while still believing its session holds it, so that the broker serves nothing from
+    /// it (a diverged session); the stall watch must notice and rebuild the session.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn diverge_session_for_tests(&self, topic: &str, partition: i32) {
+        info!(topic, partition, "session divergence injected for a test");
+        *self.shared.injected_forget.lock().expect("injected forget") =
+            Some((Arc::from(topic), partition));
+    }
+
     /// Closes every share session with epoch −1 (applying queued acks and releasing all other
     /// records at once), then leaves the group, within `share.close.timeout.ms` (past it the
     /// connections are dropped). Idempotent.

@@ -50,6 +50,11 @@ pub(crate) struct Shared {
     /// Tests only: the next fetcher to look panics with this message.
     #[cfg(any(test, feature = "test-hooks"))]
     pub injected_fetcher_panic: Mutex<Option<String>>,
+    /// Tests only: the fetcher holding this partition sends the next fetch with it forgotten
+    /// while keeping it in its own view of the session (the broker's session and the member's
+    /// then differ, as after issue 14's broker restart).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub injected_forget: Mutex<Option<(Arc<str>, i32)>>,
     fatal: Mutex<Option<EngineError>>,
     topic_names: RwLock<HashMap<Uuid, Arc<str>>>,
     /// (topic, partition) → (topic id, fetcher of its leader), for routing acks. Entries stay
@@ -81,6 +86,8 @@ impl Shared {
             lifecycle: Lifecycle::default(),
             #[cfg(any(test, feature = "test-hooks"))]
             injected_fetcher_panic: Mutex::new(None),
+            #[cfg(any(test, feature = "test-hooks"))]
+            injected_forget: Mutex::new(None),
             fatal: Mutex::new(None),
             topic_names: RwLock::new(HashMap::new()),
             routes: RwLock::new(HashMap::new()),

@@ -1094,7 +1094,31 @@ fn response_samples(n: usize, unknown_tags: bool) -> Vec<ResponseSample> {
                 })
                 .collect(),
         );
-    share_offsets.unknown_tagged_fields = unknown;
+    share_offsets.unknown_tagged_fields = unknown.clone();
+    use list_offsets_response as lo;
+    let mut list_offsets = ListOffsetsResponse::default()
+        .with_throttle_time_ms(2)
+        .with_topics(
+            (0..n)
+                .map(|t| {
+                    lo::ListOffsetsTopicResponse::default()
+                        .with_name(TopicName(s(&format!("listed-{t}"))))
+                        .with_partitions(
+                            (0..n32)
+                                .map(|p| {
+                                    lo::ListOffsetsPartitionResponse::default()
+                                        .with_partition_index(p)
+                                        .with_error_code(6)
+                                        .with_timestamp(1_700_000_000_000)
+                                        .with_offset(4_242)
+                                        .with_leader_epoch(7)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+    list_offsets.unknown_tagged_fields = unknown;
 
     vec![
         sample(ApiKey::ApiVersions, 3, api_versions),
@@ -1111,6 +1135,7 @@ fn response_samples(n: usize, unknown_tags: bool) -> Vec<ResponseSample> {
         sample(ApiKey::Produce, 9, produce),
         sample(ApiKey::ShareGroupHeartbeat, 1, heartbeat),
         sample(ApiKey::DescribeShareGroupOffsets, 0, share_offsets),
+        sample(ApiKey::ListOffsets, 7, list_offsets),
     ]
 }
 

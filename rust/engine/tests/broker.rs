@@ -1414,3 +1414,83 @@ async fn a_panicking_fetcher_fails_the_member_and_its_partitions_move() {
     b.close().await.expect("close");
     a.close().await.expect("close after failure");
 }
+
+/// Issue 14's stall, made on purpose: the broker's share session stops holding a partition
+/// while the member believes it does (what a broker restart left behind), so every fetch
+/// succeeds and brings nothing from it. The stall watch notices the partition is quiet while
+/// records wait in it, rebuilds the session, and every record arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_the_broker_stopped_serving_is_recovered() {
+    let f = fixture("stall", 2, 200, &[]).await;
+    let stall = Duration::from_secs(3);
+    let config = ConsumerConfig::from_properties(&properties([
+        ("bootstrap.servers", f.bootstrap.as_str()),
+        ("group.id", f.group.as_str()),
+        ("max.poll.records", "50"),
+        ("fetch.max.wait.ms", "200"),
+        ("share.partition.stall.ms", "3000"),
+    ]))
+    .unwrap();
+    let c = ShareConsumer::start(config, vec![f.topic.clone()])
+        .await
+        .unwrap();
+    let mut seen: BTreeSet<(i32, i64)> = BTreeSet::new();
+    let accept = |c: &ShareConsumer, batch: Batch, seen: &mut BTreeSet<(i32, i64)>| {
+        for r in batch.records() {
+            seen.insert((r.partition, r.offset));
+        }
+        c.acknowledge(&acks_for(&batch, AckKind::Accept)).unwrap();
+    };
+    let deadline = Instant::now() + TIMEOUT;
+    while seen.len() < 400 && Instant::now() < deadline {
+        if let Some(batch) = c.poll(Duration::from_millis(200)).await.unwrap() {
+            accept(&c, batch, &mut seen);
+        }
+    }
+    assert_eq!(seen.len(), 400, "the first records");
+    c.diverge_session_for_tests(&f.topic, 0);
+    // Let the next fetch carry the divergence, then give partition 0 records to serve.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    for p in 0..2 {
+        admin
+            .produce(
+                &f.topic,
+                p,
+                &values(&format!("later-{p}"), 100),
+                Compression::None,
+            )
+            .await
+            .unwrap();
+    }
+    let resets_before = c.metrics().session_resets;
+    let started = Instant::now();
+    let mut recovered_after = None;
+    // Without the watch partition 0 never delivers again; with it, within about stall × 2.
+    let deadline = Instant::now() + stall * 6;
+    while seen.len() < 600 && Instant::now() < deadline {
+        if let Some(batch) = c.poll(Duration::from_millis(200)).await.unwrap() {
+            let p0 = batch
+                .records()
+                .iter()
+                .any(|r| r.partition == 0 && r.offset >= 200);
+            accept(&c, batch, &mut seen);
+            if p0 && recovered_after.is_none() {
+                recovered_after = Some(started.elapsed());
+            }
+        }
+    }
+    let p0 = seen.iter().filter(|(p, _)| *p == 0).count();
+    let m = c.metrics();
+    println!("partition 0 delivered again after {recovered_after:?}; metrics {m:?}");
+    assert_eq!(
+        p0, 300,
+        "partition 0 stalled: {p0} of 300 records (metrics {m:?})"
+    );
+    assert_eq!(seen.len(), 600);
+    assert!(
+        m.session_resets > resets_before,
+        "no session rebuild counted"
+    );
+    c.close().await.unwrap();
+}

@@ -19,7 +19,12 @@ use kafka_protocol::records::Compression;
 use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{properties, AckKind, ConsumerConfig, ShareConsumer};
 
+mod support;
+
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The tests restart the same broker: one at a time.
+static BROKER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -29,6 +34,7 @@ fn env(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumption_survives_a_broker_restart() {
+    let _one = BROKER.lock().await;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
@@ -115,4 +121,151 @@ async fn consumption_survives_a_broker_restart() {
     assert!(restarted);
     assert_eq!(seen.len(), 1000, "records lost across the restart");
     c.close().await.unwrap();
+}
+
+/// Issue 14's stall: six members on three partitions, a backlog, the broker restarted while they
+/// consume, more records produced after. Every partition must deliver every record again; a
+/// partition that still lacks records and delivers nothing for a minute is the stall (before
+/// the fix, a member whose session held a partition the broker no longer served got nothing
+/// from it for good, and logged nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_partition_delivers_again_after_a_broker_restart() {
+    let _one = BROKER.lock().await;
+    support::init_tracing();
+    let bootstrap = env("SHARESINK_BOOTSTRAP");
+    let restart = env("SHARESINK_BROKER_RESTART_CMD");
+    const PARTITIONS: i32 = 3;
+    const BEFORE: usize = 40_000;
+    const AFTER: usize = 10_000;
+    let topic = format!("restart-stall-{}", uuid::Uuid::new_v4().simple());
+    let group = format!("{topic}-g");
+    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
+    admin.create_topic(&topic, PARTITIONS).await.unwrap();
+    admin
+        .set_group_config(&group, &[("share.auto.offset.reset", "earliest")])
+        .await
+        .unwrap();
+    for p in 0..PARTITIONS {
+        support::produce(&admin, &topic, p, "before", BEFORE).await;
+    }
+    drop(admin);
+    let fleet = support::Fleet::start(6, &bootstrap, &group, &topic, &[]).await;
+    let total_before = PARTITIONS as usize * BEFORE;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (0..PARTITIONS)
+        .map(|p| fleet.ledger.distinct(p))
+        .sum::<usize>()
+        < total_before / 4
+    {
+        assert!(Instant::now() < deadline, "no progress before the restart");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "restarting the broker after {:?} records",
+        (0..PARTITIONS)
+            .map(|p| fleet.ledger.distinct(p))
+            .collect::<Vec<_>>()
+    );
+    let down = Instant::now();
+    support::shell(restart).await;
+    println!("broker back after {:?}", down.elapsed());
+    fleet.ledger.mark_gap_start(PARTITIONS);
+    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
+    for p in 0..PARTITIONS {
+        support::produce(&admin, &topic, p, "after", AFTER).await;
+    }
+    fleet
+        .wait_all(
+            &[BEFORE + AFTER; PARTITIONS as usize],
+            Duration::from_secs(60),
+            Duration::from_secs(300),
+        )
+        .await;
+    for p in 0..PARTITIONS {
+        println!(
+            "partition {p}: {} distinct, longest gap after the restart {:?}",
+            fleet.ledger.distinct(p),
+            fleet.ledger.longest_gap(p)
+        );
+    }
+    println!("redelivered {}", fleet.ledger.redelivered());
+    fleet.close().await;
+}
+
+/// The stall as Connect met it: the broker down for 15 s while members consume a backlog; two
+/// members closed during the outage (Connect stopping tasks) must close within their budget, and
+/// two new ones join once the broker is back; every partition delivers every record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_replaced_during_a_broker_outage_leave_no_partition_behind() {
+    let _one = BROKER.lock().await;
+    support::init_tracing();
+    let bootstrap = env("SHARESINK_BOOTSTRAP");
+    const PARTITIONS: i32 = 3;
+    const BEFORE: usize = 60_000;
+    const AFTER: usize = 10_000;
+    let topic = format!("outage-{}", uuid::Uuid::new_v4().simple());
+    let group = format!("{topic}-g");
+    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
+    admin.create_topic(&topic, PARTITIONS).await.unwrap();
+    admin
+        .set_group_config(&group, &[("share.auto.offset.reset", "earliest")])
+        .await
+        .unwrap();
+    for p in 0..PARTITIONS {
+        support::produce(&admin, &topic, p, "before", BEFORE).await;
+    }
+    drop(admin);
+    let extra = [("share.close.timeout.ms", "3000")];
+    let mut fleet = support::Fleet::start(6, &bootstrap, &group, &topic, &extra).await;
+    let total_before = PARTITIONS as usize * BEFORE;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (0..PARTITIONS)
+        .map(|p| fleet.ledger.distinct(p))
+        .sum::<usize>()
+        < total_before / 5
+    {
+        assert!(Instant::now() < deadline, "no progress before the outage");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    support::harness("stop_broker()").await;
+    let down = Instant::now();
+    let mut closes = Vec::new();
+    for _ in 0..2 {
+        closes.push(fleet.close_one().await);
+    }
+    println!("closes during the outage took {closes:?}");
+    let left = Duration::from_secs(15).saturating_sub(down.elapsed());
+    tokio::time::sleep(left).await;
+    support::harness("start_broker()").await;
+    println!("broker back after {:?}", down.elapsed());
+    for _ in 0..2 {
+        fleet.add(&bootstrap, &group, &topic, &extra).await;
+    }
+    fleet.ledger.mark_gap_start(PARTITIONS);
+    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
+    for p in 0..PARTITIONS {
+        support::produce(&admin, &topic, p, "after", AFTER).await;
+    }
+    fleet
+        .wait_all(
+            &[BEFORE + AFTER; PARTITIONS as usize],
+            Duration::from_secs(60),
+            Duration::from_secs(300),
+        )
+        .await;
+    for p in 0..PARTITIONS {
+        println!(
+            "partition {p}: {} distinct, longest gap after the outage {:?}",
+            fleet.ledger.distinct(p),
+            fleet.ledger.longest_gap(p)
+        );
+    }
+    println!("redelivered {}", fleet.ledger.redelivered());
+    for took in closes {
+        assert!(
+            took < Duration::from_secs(5),
+            "a close during the outage took {took:?}"
+        );
+    }
+    fleet.close().await;
 }

@@ -19,11 +19,14 @@ use crate::core::Shared;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 
+mod probe;
 mod receive;
 mod send;
+mod stall;
 
 use receive::handle_response;
 use send::send_next;
+use stall::StallWatch;
 
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(500);
 const CLOSE_EPOCH: i32 = -1;
@@ -142,6 +145,8 @@ pub(crate) async fn run(
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
     let mut backoff_until: Option<tokio::time::Instant> = None;
+    let mut watch = StallWatch::new(shared.config.partition_stall, tokio::time::Instant::now());
+    let mut lag_probe: Option<probe::LagProbe> = None;
     info!(node = me.node_id, addr = %me.addr, "share fetcher started");
 
     loop {
@@ -169,30 +174,42 @@ pub(crate) async fn run(
                 }
                 debug!(node = me.node_id, error = %e, "share fetcher cannot send");
                 session.reset(true);
+                // A leader that cannot be reached may have lost its partitions to another
+                // broker (killed, restarted): look again rather than at the next metadata age.
+                shared.refresh_metadata.notify_one();
                 backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
             }
+        }
+        watch.session_holds(&session.partitions, tokio::time::Instant::now());
+        if lag_probe.is_none() && !is_closing {
+            lag_probe = probe::start(&shared, &session, &mut watch);
         }
         let sleep_until = wake_at(
             tokio::time::Instant::now(),
             backoff_until,
             session.quiet_until,
             fetch.is_some(),
-        );
+        )
+        .min(watch.next_check());
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
                 me.fetch_in_flight.store(false, SeqCst);
                 let done = fetch.take().expect("guarded");
-                if let Err(e) = handle_response(&shared, &me, &mut session, done, result) {
+                if let Err(e) = handle_response(&shared, &me, &mut session, &mut watch, done, result) {
                     debug!(node = me.node_id, error = %e, "share fetch failed");
                     backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
                 }
             }
             result = async { (&mut ack.as_mut().expect("guarded").response).await }, if ack.is_some() => {
                 let done = ack.take().expect("guarded");
-                if let Err(e) = handle_response(&shared, &me, &mut session, done, result) {
+                if let Err(e) = handle_response(&shared, &me, &mut session, &mut watch, done, result) {
                     debug!(node = me.node_id, error = %e, "share acknowledge failed");
                     backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
                 }
+            }
+            result = async { (&mut lag_probe.as_mut().expect("guarded").response).await }, if lag_probe.is_some() => {
+                let done = lag_probe.take().expect("guarded");
+                probe::finish(&shared, &me, &mut session, &mut watch, done, result);
             }
             _ = me.wake.notified() => {}
             _ = space.changed() => {}

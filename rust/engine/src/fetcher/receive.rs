@@ -4,8 +4,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use kafka_protocol::messages::ShareFetchResponse;
-use tracing::{debug, trace, warn};
+use tracing::{debug, info, trace, warn};
 
+use super::stall::StallWatch;
 use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::Batch;
@@ -27,6 +28,7 @@ pub(super) fn handle_response(
     shared: &Shared,
     me: &FetcherHandle,
     session: &mut Session,
+    watch: &mut StallWatch,
     done: InFlight,
     result: Result<bytes::Bytes, EngineError>,
 ) -> Result<(), EngineError> {
@@ -48,6 +50,8 @@ pub(super) fn handle_response(
             // or the broker sees the connection close; those it released meanwhile are refused
             // there (INVALID_RECORD_STATE, counted in ack_errors) and redelivered.
             resend(shared, me, acks, &e);
+            // The leader may be gone for good: have the router look up the partitions' leaders.
+            shared.refresh_metadata.notify_one();
             if generation == session.generation {
                 session.reset(true);
                 shared.metrics.session_resets.fetch_add(1, Relaxed);
@@ -63,6 +67,7 @@ pub(super) fn handle_response(
                 shared,
                 me,
                 session,
+                watch,
                 acks,
                 FetchSent {
                     generation,
@@ -160,6 +165,7 @@ fn handle_fetch(
     shared: &Shared,
     me: &FetcherHandle,
     session: &mut Session,
+    watch: &mut StallWatch,
     mut acks: AcksInFlight,
     sent: FetchSent,
     response: ShareFetchResponse,
@@ -240,6 +246,12 @@ fn handle_fetch(
             }
             if p.acquired_records.is_empty() {
                 continue;
+            }
+            if let Some(last) = p.acquired_records.iter().map(|a| a.last_offset).max() {
+                if watch.delivered(&key, last, tokio::time::Instant::now()) {
+                    info!(topic = ?topic_name, partition = p.partition_index,
+                          "partition delivers again after its share session was rebuilt");
+                }
             }
             let Some(topic_name) = &topic_name else {
                 warn!(topic_id = %topic.topic_id, "records for an unknown topic id; releasing");

@@ -107,6 +107,8 @@ pub(super) async fn send_next(
             }
         }
         add.retain(|k| !in_flight.partitions().any(|a| a == k));
+        #[cfg(any(test, feature = "test-hooks"))]
+        injected_forget(shared, session, &add, &mut forget);
         let request = fetch_request(shared, session, add, topics, forget, fetch_wanted);
         session.partitions = desired;
         *fetch = Some(send(
@@ -156,6 +158,29 @@ pub(super) async fn send_next(
         )?);
     }
     Ok(())
+}
+
+/// Tests only: forgets the injected partition on the broker, keeping it in the session's view.
+#[cfg(any(test, feature = "test-hooks"))]
+fn injected_forget(
+    shared: &Shared,
+    session: &Session,
+    add: &[PartitionKey],
+    forget: &mut Vec<PartitionKey>,
+) {
+    let mut injected = shared.injected_forget.lock().expect("injected forget");
+    let Some((topic, partition)) = injected.clone() else {
+        return;
+    };
+    let key = session
+        .partitions
+        .iter()
+        .find(|(id, p)| *p == partition && shared.topic_name(id).is_some_and(|t| t == topic));
+    if let Some(key) = key.filter(|k| !add.contains(k) && !forget.contains(k)) {
+        tracing::info!(topic = %topic, partition, "forgetting the partition on the broker only (test)");
+        forget.push(*key);
+        *injected = None;
+    }
 }
 
 fn fetch_request(

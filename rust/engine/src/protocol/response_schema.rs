@@ -362,6 +362,30 @@ const DESCRIBE_SHARE_GROUP_OFFSETS_V0: &[Field] = &[
     NO_TAGS,
 ];
 
+/// The fetchers' lag probe (latest offsets of partitions that went quiet).
+const LIST_OFFSETS_V7: &[Field] = &[
+    Int32("throttle_time_ms"),
+    CompactArray(
+        "topics",
+        &[
+            CompactStr("name"),
+            CompactArray(
+                "partitions",
+                &[
+                    Int32("partition_index"),
+                    Int16("error_code"),
+                    Int64("timestamp"),
+                    Int64("offset"),
+                    Int32("leader_epoch"),
+                    NO_TAGS,
+                ],
+            ),
+            NO_TAGS,
+        ],
+    ),
+    NO_TAGS,
+];
+
 /// Every (api, version) whose response kafka-protocol may decode, with its schema.
 pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::ApiVersions, 3, API_VERSIONS_V3),
@@ -386,6 +410,7 @@ pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
         0,
         DESCRIBE_SHARE_GROUP_OFFSETS_V0,
     ),
+    (ApiKey::ListOffsets, 7, LIST_OFFSETS_V7),
 ];
 
 fn schema(api_key: ApiKey, version: i16) -> Option<&'static [Field]> {

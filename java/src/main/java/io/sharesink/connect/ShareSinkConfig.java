@@ -113,11 +113,16 @@ public class ShareSinkConfig extends AbstractConfig {
   public static final String ENGINE_CONFIG = "share.engine";
   public static final String ENGINE_NATIVE = "native";
   public static final String ENGINE_JAVA = "java";
+  public static final String ENGINE_AUTO = "auto";
   private static final String ENGINE_DOC =
-      "The share consumer each task uses. 'native' (default): sharesink's Rust engine through"
-          + " JNI. 'java': the worker's own KafkaShareConsumer (Kafka 4.2+ worker), a fallback"
-          + " for platforms without the native library; it renews every held record on each"
-          + " poll.";
+      "The share consumer each task uses. 'auto' (default): sharesink's Rust engine through"
+          + " JNI when its library loads on this worker and the security settings are ones it"
+          + " speaks (PLAINTEXT, SSL, SASL PLAIN and SCRAM), else the worker's own"
+          + " KafkaShareConsumer, logged at WARN with the reason (OAUTHBEARER, GSSAPI, login or"
+          + " callback handler classes need the Java client). 'native' forces the Rust engine (a"
+          + " library that does not load fails the connector with the loader's error). 'java'"
+          + " forces the KafkaShareConsumer (Kafka 4.2+ worker); it renews every held record on"
+          + " each poll.";
 
   public static final String POLL_TIMEOUT_MS_CONFIG = "share.poll.timeout.ms";
   private static final String POLL_TIMEOUT_MS_DOC =
@@ -317,8 +322,8 @@ public class ShareSinkConfig extends AbstractConfig {
     def.define(
         ENGINE_CONFIG,
         Type.STRING,
-        ENGINE_NATIVE,
-        ConfigDef.CaseInsensitiveValidString.in(ENGINE_NATIVE, ENGINE_JAVA),
+        ENGINE_AUTO,
+        ConfigDef.CaseInsensitiveValidString.in(ENGINE_AUTO, ENGINE_NATIVE, ENGINE_JAVA),
         Importance.LOW,
         ENGINE_DOC,
         GROUP_SHARE_CONSUMER,

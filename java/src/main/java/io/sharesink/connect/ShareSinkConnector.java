@@ -97,9 +97,10 @@ public class ShareSinkConnector extends SourceConnector {
 
     String engine =
         connectorConfigs
-            .getOrDefault(ShareSinkConfig.ENGINE_CONFIG, ShareSinkConfig.ENGINE_NATIVE)
+            .getOrDefault(ShareSinkConfig.ENGINE_CONFIG, ShareSinkConfig.ENGINE_AUTO)
             .trim();
-    if (!ShareSinkConfig.ENGINE_JAVA.equalsIgnoreCase(engine)) {
+    // Only a forced native engine needs the library; 'auto' falls back to the Java client.
+    if (ShareSinkConfig.ENGINE_NATIVE.equalsIgnoreCase(engine)) {
       Optional<NativeLoadException> nativeFailure = NativeLoader.loadFailure();
       nativeFailure.ifPresent(
           e ->
@@ -240,7 +241,7 @@ public class ShareSinkConnector extends SourceConnector {
   public void start(Map<String, String> props) {
     this.props = Collections.unmodifiableMap(new HashMap<>(props));
     ShareSinkConfig config = new ShareSinkConfig(this.props);
-    if (!ShareSinkConfig.ENGINE_JAVA.equals(config.engine())) {
+    if (ShareSinkConfig.ENGINE_NATIVE.equals(config.engine())) {
       NativeLoader.ensureLoaded();
     }
     String name = this.props.get("name");

@@ -91,9 +91,19 @@ public class ShareSinkTask extends SourceTask {
     SinkTask legacyTask = LegacyPlugins.newInstance(taskClass);
 
     String clientId = "connector-share-" + taskName;
+    EngineChoice choice =
+        EngineChoice.choose(config.engine(), clientSettings, NativeLoader::loadFailure);
+    if (choice.fallbackReason() != null) {
+      log.warn(
+          "{}: {}={}: running the Java KafkaShareConsumer engine: {}",
+          taskName,
+          ShareSinkConfig.ENGINE_CONFIG,
+          config.engine(),
+          choice.fallbackReason());
+    }
     ShareConsumerEngine newEngine =
         openEngine(
-            config.engine(),
+            choice.engine(),
             clientSettings,
             groupId,
             clientId,
@@ -130,7 +140,7 @@ public class ShareSinkTask extends SourceTask {
         taskName,
         taskClass.getName(),
         groupId,
-        config.engine());
+        choice.engine());
   }
 
   /** The client settings a producer knows (consumer-only ones would only make it warn). */

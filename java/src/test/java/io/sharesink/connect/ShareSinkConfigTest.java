@@ -44,7 +44,7 @@ class ShareSinkConfigTest {
         "org.apache.kafka.connect.file.FileStreamSinkConnector", config.sinkConnectorClass());
     assertEquals(List.of("orders", "refunds"), config.topics());
     assertEquals("connect-share-files", config.groupId("files"));
-    assertEquals("native", config.engine());
+    assertEquals("auto", config.engine());
     assertEquals(5_000L, config.commitIntervalMs());
     assertEquals(1_000L, config.pollTimeoutMs());
     assertEquals("earliest", config.autoOffsetReset());

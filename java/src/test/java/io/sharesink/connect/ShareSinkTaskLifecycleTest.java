@@ -35,7 +35,7 @@ class ShareSinkTaskLifecycleTest {
   @TempDir Path dir;
 
   /** Never has records; a poll blocks until its timeout or a wakeup. */
-  static final class IdleEngine implements ShareConsumerEngine {
+  static class IdleEngine implements ShareConsumerEngine {
     final AtomicInteger closes = new AtomicInteger();
     final AtomicInteger pollsAfterClose = new AtomicInteger();
     final CountDownLatch polling = new CountDownLatch(1);
@@ -149,8 +149,108 @@ class ShareSinkTaskLifecycleTest {
         }
       };
 
-  private static final class ScriptedTask extends ShareSinkTask {
-    final IdleEngine engine = new IdleEngine();
+  /**
+   * A broker that went down after one record was delivered: synchronous acknowledgements get no
+   * answer until their timeout, and the close takes the engine's whole close budget.
+   */
+  static final class OutageEngine extends IdleEngine {
+    static final long CLOSE_MS = 3_000; // the native engine's share.close.timeout.ms
+    private boolean delivered;
+    volatile long syncWaitMs = -1;
+
+    @Override
+    public ShareBatch poll(Duration timeout) {
+      if (!delivered) {
+        delivered = true;
+        return oneRecord("orders", 0, 7);
+      }
+      return super.poll(Duration.ofMillis(10));
+    }
+
+    @Override
+    public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
+      syncWaitMs = timeout.toMillis();
+      sleep(timeout.toMillis());
+      return List.of();
+    }
+
+    @Override
+    public void close() {
+      sleep(CLOSE_MS);
+      super.close();
+    }
+
+    private static void sleep(long ms) {
+      try {
+        Thread.sleep(ms);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  static ShareBatch oneRecord(String topic, int partition, long offset) {
+    long lockDeadline = System.currentTimeMillis() + 60_000;
+    return new ShareBatch() {
+      @Override
+      public int size() {
+        return 1;
+      }
+
+      @Override
+      public String topic(int i) {
+        return topic;
+      }
+
+      @Override
+      public int partition(int i) {
+        return partition;
+      }
+
+      @Override
+      public long offset(int i) {
+        return offset;
+      }
+
+      @Override
+      public long timestamp(int i) {
+        return 1_700_000_000_000L;
+      }
+
+      @Override
+      public int timestampType(int i) {
+        return 0;
+      }
+
+      @Override
+      public int deliveryCount(int i) {
+        return 1;
+      }
+
+      @Override
+      public long lockDeadlineMs(int i) {
+        return lockDeadline;
+      }
+
+      @Override
+      public byte[] key(int i) {
+        return null;
+      }
+
+      @Override
+      public byte[] value(int i) {
+        return "during-the-outage".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      }
+
+      @Override
+      public List<ShareBatch.Header> headers(int i) {
+        return List.of();
+      }
+    };
+  }
+
+  private static class ScriptedTask extends ShareSinkTask {
+    IdleEngine engine = new IdleEngine();
     long stuckTimeoutMs;
 
     @Override
@@ -300,5 +400,28 @@ class ShareSinkTaskLifecycleTest {
     assertEquals(1, task.engine.closes.get(), "the cycle's thread cleaned up");
     task.stop();
     assertEquals(1, task.engine.closes.get());
+  }
+
+  /**
+   * Issue 14: during a broker outage Connect logged "Graceful stop of task ... failed": the final
+   * synchronous acknowledgements waited 5 s for a broker that answered nothing, then the engine's
+   * close took its own budget. The stop must return within Connect's 5 s shutdown grace.
+   */
+  @Test
+  void aStopDuringABrokerOutageReturnsWithinTheShutdownGrace() {
+    ScriptedTask task = new ScriptedTask();
+    OutageEngine engine = new OutageEngine();
+    task.engine = engine;
+    task.initialize(CONTEXT);
+    task.start(taskProps());
+    assertNull(task.poll()); // the record is put
+    long started = System.nanoTime();
+    task.stop();
+    long stopMs = (System.nanoTime() - started) / 1_000_000;
+    assertTrue(engine.syncWaitMs >= 0, "the final ACCEPT was not sent synchronously");
+    assertEquals(1, engine.closes.get());
+    assertTrue(
+        stopMs < 5_000,
+        "stop took " + stopMs + " ms (sync acks waited " + engine.syncWaitMs + " ms), over 5 s");
   }
 }

@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
@@ -37,6 +38,20 @@ import org.apache.kafka.connect.errors.ConnectException;
  */
 public final class ShareGroupAdmin implements AutoCloseable {
 
+  /** Admin clients made in this JVM: each gets its own client id. */
+  private static final AtomicInteger CLIENTS = new AtomicInteger();
+
+  /** Backoffs while the cluster cannot be reached (Kafka's defaults: 50 ms to 1 s, 100 ms). */
+  static final Map<String, Object> BACKOFF_DEFAULTS =
+      Map.of(
+          AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 500L,
+          AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 10_000L,
+          AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 500L,
+          AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 10_000L);
+
+  /** How long close waits for calls still running: the connector's stop must stay short. */
+  static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(1);
+
   private final Admin admin;
   private final Duration timeout;
 
@@ -59,11 +74,23 @@ public final class ShareGroupAdmin implements AutoCloseable {
             config.put(key, value);
           }
         });
-    config.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
+    config.put(AdminClientConfig.CLIENT_ID_CONFIG, uniqueClientId(clientId));
+    // While the cluster is unreachable the admin client rebootstraps at every retry: back off to
+    // seconds (unless the settings say otherwise), not Kafka's 100 ms.
+    BACKOFF_DEFAULTS.forEach(config::putIfAbsent);
     int ms = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
     config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, ms);
     config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Math.min(ms, 30_000));
     return new ShareGroupAdmin(Admin.create(config), timeout);
+  }
+
+  /**
+   * {@code base} with a number of its own: several admin clients of one connector (a restarted
+   * connector, a validation beside it) must not share a client id, or their metrics and log lines
+   * cannot be told apart.
+   */
+  static String uniqueClientId(String base) {
+    return base + "-" + CLIENTS.incrementAndGet();
   }
 
   /** Reads share.version, one broker's configs and the group's effective configs. */
@@ -217,6 +244,6 @@ public final class ShareGroupAdmin implements AutoCloseable {
 
   @Override
   public void close() {
-    admin.close(Duration.ofSeconds(5));
+    admin.close(CLOSE_TIMEOUT);
   }
 }

@@ -127,7 +127,8 @@ public final class NativeLoader {
       source = loadOverride(Path.of(settings.overrideLibrary()));
     } else {
       source =
-          extractAndLoad(platform(System.getProperty("os.name"), System.getProperty("os.arch")));
+          extractAndLoad(
+              platform(System.getProperty("os.name"), System.getProperty("os.arch"), runsOnMusl()));
     }
     String nativeVersion;
     try {
@@ -240,13 +241,35 @@ public final class NativeLoader {
     }
   }
 
+  /** As {@link #platform(String, String, boolean)} on glibc. */
+  public static String platform(String osName, String osArch) {
+    return platform(osName, osArch, false);
+  }
+
   /**
-   * The directory name under {@code native/} for an OS and architecture as Java names them, e.g.
-   * {@code linux-x86_64}.
+   * Whether this JVM runs on musl (Alpine-based worker images): its own process maps musl's dynamic
+   * loader ({@code ld-musl-<arch>.so.1}) where a glibc JVM maps {@code libc.so.6}.
+   */
+  public static boolean runsOnMusl() {
+    try {
+      return muslIn(Files.readString(Path.of("/proc/self/maps")));
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** Whether a {@code /proc/<pid>/maps} text shows musl's loader or libc. */
+  static boolean muslIn(String maps) {
+    return maps.contains("/ld-musl-") || maps.contains("/libc.musl-");
+  }
+
+  /**
+   * The directory name under {@code native/} for an OS, architecture (as Java names them) and libc,
+   * e.g. {@code linux-x86_64} (glibc 2.17 or newer) or {@code linux-aarch_64-musl}.
    *
    * @throws NativeLoadException for a platform sharesink has no library for
    */
-  public static String platform(String osName, String osArch) {
+  public static String platform(String osName, String osArch, boolean musl) {
     String os = osName == null ? "" : osName.toLowerCase(Locale.ROOT);
     String arch = osArch == null ? "" : osArch.toLowerCase(Locale.ROOT);
     String osPart = os.startsWith("linux") ? "linux" : null;
@@ -263,6 +286,6 @@ public final class NativeLoader {
               + ", os.arch="
               + osArch);
     }
-    return osPart + "-" + archPart;
+    return osPart + "-" + archPart + (musl ? "-musl" : "");
   }
 }

@@ -69,8 +69,14 @@ public final class ShareSinkDriver {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkDriver.class);
 
-  /** How long stop() waits for DLQ writes and synchronous acknowledgements. */
-  private static final Duration STOP_TIMEOUT = Duration.ofSeconds(5);
+  /**
+   * How long stop() may wait in all for DLQ writes and the final synchronous acknowledgements. The
+   * whole stop, the engine's close after it included ({@code share.close.timeout.ms}, 3 s), must
+   * end within Connect's {@code task.shutdown.graceful.timeout.ms} (5 s) whatever the broker does:
+   * a broker that is down answers nothing, and acknowledgements not confirmed by then still go out
+   * with the engine's close.
+   */
+  static final Duration STOP_WAIT_BUDGET = Duration.ofMillis(1_000);
 
   /** How often the driver wakes up to check DLQ writes while some are outstanding. */
   private static final long ERRANT_CHECK_MS = 100;
@@ -305,9 +311,10 @@ public final class ShareSinkDriver {
       if (live) {
         commit(true);
       }
-      errants.awaitAll(STOP_TIMEOUT);
+      long waitUntil = System.nanoTime() + STOP_WAIT_BUDGET.toNanos();
+      errants.awaitAll(STOP_WAIT_BUDGET);
       errants.collect(context.reports, ledger);
-      acknowledge(true);
+      acknowledge(true, Duration.ofNanos(Math.max(0, waitUntil - System.nanoTime())));
     } catch (RuntimeException e) {
       log.error("{}: final commit failed", taskName, e);
     } finally {
@@ -781,6 +788,11 @@ public final class ShareSinkDriver {
    * commits their partition), and RENEWs of locks due.
    */
   private void acknowledge(boolean sync) {
+    acknowledge(sync, STOP_WAIT_BUDGET);
+  }
+
+  /** As {@link #acknowledge(boolean)}; a synchronous one waits at most {@code wait}. */
+  private void acknowledge(boolean sync, Duration wait) {
     forgetExpiredLocks();
     ErrantRecords.Finished finished = errants.takeFinished();
     long now = time.milliseconds();
@@ -797,7 +809,7 @@ public final class ShareSinkDriver {
           return acks;
         };
     if (sync) {
-      acknowledger.settleAndWait(decision, STOP_TIMEOUT);
+      acknowledger.settleAndWait(decision, wait);
     } else {
       acknowledger.settle(decision);
     }

@@ -63,6 +63,16 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
   private static final Logger log = LoggerFactory.getLogger(KafkaShareConsumerEngine.class);
 
+  /**
+   * The close budget, as the native engine's {@code share.close.timeout.ms}: deferred decisions
+   * waited for at most {@link #CLOSE_DRAIN}, then the consumer's own close at most {@link
+   * #CLOSE_TIMEOUT}, so that a task stops within Connect's 5 s shutdown grace when the broker does
+   * not answer.
+   */
+  static final Duration CLOSE_DRAIN = Duration.ofSeconds(1);
+
+  static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
+
   /** The broker's group default for share.record.lock.duration.ms. */
   private static final int DEFAULT_LOCK_MS = 30_000;
 
@@ -497,7 +507,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       return;
     }
     try {
-      drainDeferred(System.nanoTime() + Duration.ofSeconds(5).toNanos());
+      drainDeferred(System.nanoTime() + CLOSE_DRAIN.toNanos());
     } catch (RuntimeException e) {
       log.warn("{}: could not apply {} deferred acknowledgements", name, deferred.size(), e);
     }
@@ -509,7 +519,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     }
     closed = true;
     try {
-      consumer.close(Duration.ofSeconds(5));
+      consumer.close(CLOSE_TIMEOUT);
     } catch (RuntimeException e) {
       log.warn("{}: closing the share consumer failed", name, e);
     }

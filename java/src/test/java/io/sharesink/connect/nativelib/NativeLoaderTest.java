@@ -1,6 +1,7 @@
 package io.sharesink.connect.nativelib;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -31,6 +32,20 @@ class NativeLoaderTest {
     assertEquals("linux-x86_64", NativeLoader.platform("Linux", "amd64"));
     assertEquals("linux-x86_64", NativeLoader.platform("Linux", "x86_64"));
     assertEquals("linux-aarch_64", NativeLoader.platform("Linux", "aarch64"));
+    assertEquals("linux-x86_64-musl", NativeLoader.platform("Linux", "amd64", true));
+    assertEquals("linux-aarch_64-musl", NativeLoader.platform("Linux", "aarch64", true));
+  }
+
+  @Test
+  void tellsMuslFromGlibcByTheLoaderTheProcessMaps() {
+    String alpine = "7f2c0a000000-7f2c0a01c000 r--p 00000000 08:01 1234 /lib/ld-musl-x86_64.so.1\n";
+    String debian =
+        "7f2c0a000000-7f2c0a028000 r--p 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            + "7f2c0b000000-7f2c0b001000 r--p 00000000 08:01 99 /usr/lib/musl-notes.txt\n";
+    assertTrue(NativeLoader.muslIn(alpine));
+    assertFalse(NativeLoader.muslIn(debian));
+    // This JVM (the build machine's, glibc) is not musl.
+    assertFalse(NativeLoader.runsOnMusl());
   }
 
   @Test
