@@ -1,0 +1,37 @@
+"""Session fixtures for the three-broker end-to-end tests (issue 14): one KRaft cluster of three
+nodes (replication factor 3, min.insync.replicas 2 for topics and every internal topic, leaders
+spread) and two Connect workers with the sharesink plugin archive. Started clean per session
+in SHARESINK_CLUSTER_DIR / SHARESINK_PORT_BASE (scripts/test.sh gives this stage its own),
+torn down at the end unless SHARESINK_KEEP_CLUSTER=1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent.parent
+for p in (TESTS_DIR, TESTS_DIR / "e2e"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from harness.cluster import Cluster, HarnessError, default_plugin_archive  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def cluster3():
+    c = Cluster(brokers=3)
+    archive = default_plugin_archive()
+    if archive is None or not archive.is_file():
+        pytest.fail("no sharesink plugin archive: build it first (mvn -q -DskipTests package)",
+                    pytrace=False)
+    try:
+        c.up(workers=2, plugin_archive=archive)
+    except HarnessError as e:
+        pytest.fail(f"could not start the three-broker cluster: {e}", pytrace=False)
+    yield c
+    if os.environ.get("SHARESINK_KEEP_CLUSTER") != "1":
+        c.down()
