@@ -34,6 +34,7 @@ use kafka_protocol::records::{
 use tokio::sync::Mutex;
 
 use crate::bootstrap::parse_bootstrap_servers;
+use crate::clock::WallClock;
 use crate::cluster::Cluster;
 use crate::connection::Connection;
 use crate::error::EngineError;
@@ -90,7 +91,7 @@ fn produce_request(
     compression: Compression,
     transaction: Option<&TransactionalProducer>,
 ) -> Result<ProduceRequest, EngineError> {
-    let timestamp = now_ms();
+    let timestamp = WallClock::default().now_ms();
     let (producer_id, producer_epoch) =
         transaction.map_or((-1, -1), |t| (t.producer_id, t.producer_epoch));
     let encoded: Vec<Record> = records
@@ -136,13 +137,6 @@ fn produce_request(
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(partition)
                 .with_records(Some(buf.freeze()))])]))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Admin {

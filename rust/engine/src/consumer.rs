@@ -17,12 +17,13 @@ use crate::acks::{Ack, AckKind, AckOutcome, AckResult, PendingAck};
 use crate::batch::Batch;
 use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
-use crate::core::{run_router, Shared};
 use crate::error::EngineError;
 use crate::membership::{self, Assignment, Subscription};
 use crate::metrics::MetricsSnapshot;
 use crate::probe::api_versions;
 use crate::protocol::error_codes;
+use crate::router::run_router;
+use crate::shared::Shared;
 use crate::tasks::{self, Role};
 
 pub struct ShareConsumer {
@@ -242,6 +243,7 @@ impl ShareConsumer {
     /// Tests only: stops (`true`) or resumes (`false`) the group heartbeats, so that a test
     /// can make the coordinator fence this member and watch it rejoin with the same id.
     /// Fetching and acknowledging go on regardless.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn pause_heartbeats_for_tests(&self, paused: bool) {
         info!(paused, "heartbeats paused for a test");

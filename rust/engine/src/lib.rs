@@ -14,7 +14,6 @@ mod cluster;
 mod config;
 pub mod connection;
 mod consumer;
-mod core;
 mod error;
 mod fetcher;
 mod membership;
@@ -24,8 +23,10 @@ mod probe;
 pub mod protocol;
 mod record_batch;
 mod records;
+mod router;
 mod sasl;
 pub mod security;
+mod shared;
 mod sweeper;
 mod tasks;
 

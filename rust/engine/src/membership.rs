@@ -14,10 +14,10 @@ use tracing::{debug, info, warn};
 use uuid::Uuid;
 
 use crate::connection::Connection;
-use crate::core::Shared;
 use crate::error::EngineError;
 use crate::protocol::bounded_decode::decode_share_group_heartbeat_response;
 use crate::protocol::error_codes::*;
+use crate::shared::Shared;
 
 /// Assigned partitions by topic id, sorted.
 pub(crate) type Assignment = Vec<(Uuid, Vec<i32>)>;

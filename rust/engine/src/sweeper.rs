@@ -27,8 +27,8 @@ use tracing::{debug, warn};
 
 use crate::acks::{Ack, AckKind, AckOutcome, PendingAck};
 use crate::batch::Batch;
-use crate::core::Shared;
 use crate::protocol::error_codes::{self, NONE};
+use crate::shared::Shared;
 
 /// How often the buffer is looked at.
 const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
@@ -314,7 +314,7 @@ mod tests {
         shared.clock = WallClock::following_tokio();
         shared.lock_timeout_ms.store(LOCK_MS as i32, Relaxed);
         let fetcher = Arc::new(FetcherHandle::new(1, "127.0.0.1:9".into()));
-        shared.add_route(TOPIC, 0, Uuid::from_u128(7), fetcher.clone());
+        shared.set_route(&Arc::from(TOPIC), 0, Uuid::from_u128(7), fetcher.clone());
         Member {
             shared: Arc::new(shared),
             fetcher,

@@ -21,9 +21,9 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 use tracing::{error, warn, Instrument};
 
-use crate::core::Shared;
 use crate::error::EngineError;
 use crate::panic_report;
+use crate::shared::Shared;
 
 /// The member's tasks, by role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,9 @@ use tracing::{debug, info};
 
 use crate::acks::{AckQueue, AcksInFlight, PartitionKey, PendingAck};
 use crate::connection::{Connection, ResponseFuture};
-use crate::core::Shared;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
+use crate::shared::Shared;
 
 mod probe;
 mod receive;

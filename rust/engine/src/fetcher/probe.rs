@@ -17,10 +17,10 @@ use super::stall::StallWatch;
 use super::{FetcherHandle, Session};
 use crate::acks::PartitionKey;
 use crate::connection::ResponseFuture;
-use crate::core::Shared;
 use crate::error::EngineError;
 use crate::protocol::error_codes::*;
 use crate::protocol::response_schema::decode_response;
+use crate::shared::Shared;
 
 const VERSION: i16 = 7;
 /// ListOffsets timestamp meaning "the log end offset".

@@ -10,12 +10,12 @@ use super::stall::StallWatch;
 use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::Batch;
-use crate::core::Shared;
 use crate::error::EngineError;
 use crate::protocol::bounded_decode::decode_share_fetch_response;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::ShareAcknowledgeResponse;
 use crate::records;
+use crate::shared::Shared;
 
 fn is_session_error(code: i16) -> bool {
     matches!(

@@ -10,10 +10,10 @@ use tracing::trace;
 use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AcksInFlight, PartitionKey};
 use crate::connection::Connection;
-use crate::core::Shared;
 use crate::error::EngineError;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{AcquireMode, ShareAcknowledgeRequest, ShareFetchRequest};
+use crate::shared::Shared;
 
 /// Decides what (if anything) to send now, and sends it.
 pub(super) async fn send_next(

@@ -1,0 +1,162 @@
+//! State shared by one share-group member's tasks (membership, router, fetchers, sweeper) and
+//! the caller's handle: configuration, buffer, metrics, routes for acks, the fatal error.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Notify;
+use tracing::warn;
+
+use crate::tasks::Lifecycle;
+use uuid::Uuid;
+
+use crate::buffer::DeliveryBuffer;
+use crate::clock::WallClock;
+use crate::cluster::Cluster;
+use crate::config::ConsumerConfig;
+use crate::error::EngineError;
+use crate::fetcher::FetcherHandle;
+use crate::metrics::Metrics;
+
+pub(crate) struct Shared {
+    pub config: ConsumerConfig,
+    pub member_id: String,
+    pub cluster: Cluster,
+    pub metrics: Metrics,
+    pub buffer: DeliveryBuffer,
+    /// Wall clock of lock deadlines (a test may make it follow tokio's paused clock).
+    pub clock: WallClock,
+    pub share_fetch_version: i16,
+    pub share_acknowledge_version: i16,
+    /// Last AcquisitionLockTimeoutMs the broker reported (0 before the first fetch).
+    pub lock_timeout_ms: AtomicI32,
+    /// A fetch saw a leader change or unknown partition.
+    pub refresh_metadata: Notify,
+    /// Tests only: the membership task sends no heartbeats while set, so the coordinator
+    /// fences the member after `share.session.timeout.ms`.
+    pub heartbeats_paused: AtomicBool,
+    /// Stop signals and the member's supervised tasks.
+    pub lifecycle: Lifecycle,
+    /// Tests only: the next fetcher to look panics with this message.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub injected_fetcher_panic: Mutex<Option<String>>,
+    /// Tests only: the fetcher holding this partition sends the next fetch with it forgotten
+    /// while keeping it in its own view of the session (the broker's session and the member's
+    /// then differ, as after issue 14's broker restart).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub injected_forget: Mutex<Option<(Arc<str>, i32)>>,
+    fatal: Mutex<Option<EngineError>>,
+    topic_names: RwLock<HashMap<Uuid, Arc<str>>>,
+    /// (topic, partition) → (topic id, fetcher of its leader), for routing acks. Entries stay
+    /// after unassignment so records already handed out can still be acknowledged.
+    routes: RwLock<HashMap<(Arc<str>, i32), Route>>,
+}
+
+impl Shared {
+    pub fn new(
+        config: ConsumerConfig,
+        member_id: String,
+        cluster: Cluster,
+        share_fetch_version: i16,
+        share_acknowledge_version: i16,
+    ) -> Self {
+        let buffer = DeliveryBuffer::new(config.max_buffered_records, config.max_buffered_bytes);
+        Shared {
+            config,
+            member_id,
+            cluster,
+            metrics: Metrics::default(),
+            buffer,
+            clock: WallClock::default(),
+            share_fetch_version,
+            share_acknowledge_version,
+            lock_timeout_ms: AtomicI32::new(0),
+            refresh_metadata: Notify::new(),
+            heartbeats_paused: AtomicBool::new(false),
+            lifecycle: Lifecycle::default(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            injected_fetcher_panic: Mutex::new(None),
+            #[cfg(any(test, feature = "test-hooks"))]
+            injected_forget: Mutex::new(None),
+            fatal: Mutex::new(None),
+            topic_names: RwLock::new(HashMap::new()),
+            routes: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Records a fatal error; `poll` reports it.
+    pub fn fail(&self, error: EngineError) {
+        warn!(error = %error, "share consumer failed");
+        let mut f = self.fatal.lock().expect("fatal");
+        if f.is_none() {
+            *f = Some(error);
+        }
+        drop(f);
+        self.buffer.wakeup_for_error();
+    }
+
+    pub fn fatal_error(&self) -> Option<EngineError> {
+        self.fatal
+            .lock()
+            .expect("fatal")
+            .as_ref()
+            .map(EngineError::duplicate)
+    }
+
+    pub fn topic_name(&self, id: &Uuid) -> Option<Arc<str>> {
+        self.topic_names
+            .read()
+            .expect("topic names")
+            .get(id)
+            .cloned()
+    }
+
+    /// How long the caller may go without polling before fetching pauses: a tenth of the
+    /// acquisition lock (3 s for the default 30 s), so that records acquired for a caller that
+    /// is stuck elsewhere are not held from other members. Before the lock is known, never.
+    pub fn caller_idle_after_ms(&self) -> i64 {
+        match self.lock_timeout_ms.load(Relaxed) {
+            ms if ms > 0 => ms as i64 / 10,
+            _ => i64::MAX / 2,
+        }
+    }
+
+    /// Whether a fetch may acquire more now: room in the buffer and a caller that polls.
+    pub fn wants_records(&self) -> bool {
+        self.buffer.has_room() && !self.buffer.caller_idle(self.caller_idle_after_ms())
+    }
+
+    pub fn route(&self, topic: &str, partition: i32) -> Option<Route> {
+        self.routes
+            .read()
+            .expect("routes")
+            .get(&(Arc::from(topic), partition))
+            .cloned()
+    }
+
+    /// Remembers the names of topics the metadata named, for records fetched by topic id.
+    pub fn learn_topic_names<'a>(&self, topics: impl IntoIterator<Item = (Uuid, &'a Arc<str>)>) {
+        let mut names = self.topic_names.write().expect("topic names");
+        for (id, name) in topics {
+            names.insert(id, name.clone());
+        }
+    }
+
+    /// Routes acks for (topic, partition) to `fetcher`, the session of its leader.
+    pub fn set_route(
+        &self,
+        topic: &Arc<str>,
+        partition: i32,
+        topic_id: Uuid,
+        fetcher: Arc<FetcherHandle>,
+    ) {
+        self.routes
+            .write()
+            .expect("routes")
+            .insert((topic.clone(), partition), (topic_id, fetcher));
+    }
+}
+
+/// Where acks for one (topic, partition) go: its topic id and its leader's fetcher.
+pub(crate) type Route = (Uuid, Arc<FetcherHandle>);
