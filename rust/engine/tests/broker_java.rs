@@ -23,15 +23,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{properties, AckKind, ConsumerConfig, ShareConsumer};
+
+mod support;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -56,33 +57,10 @@ fn wall_ms() -> i64 {
         .as_millis() as i64
 }
 
-/// Compiles the Java helper once per test binary; returns the classpath to run it with.
-fn helper_classpath() -> String {
-    static CLASSES: OnceLock<String> = OnceLock::new();
-    let kafka = env("SHARESINK_KAFKA_CLASSPATH");
-    let classes = CLASSES.get_or_init(|| {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kafka-client-helper");
-        std::fs::create_dir_all(&out).unwrap();
-        let source =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/java/KafkaClientHelper.java");
-        let status = Command::new("javac")
-            .arg("-cp")
-            .arg(&kafka)
-            .arg("-d")
-            .arg(&out)
-            .arg(&source)
-            .status()
-            .expect("running javac (JDK 17+ must be on the PATH)");
-        assert!(status.success(), "javac failed on {}", source.display());
-        out.display().to_string()
-    });
-    format!("{classes}:{kafka}")
-}
-
 fn java(args: &[&str]) -> Command {
     let mut cmd = Command::new("java");
     cmd.arg("-cp")
-        .arg(helper_classpath())
+        .arg(support::java::classpath())
         .arg("KafkaClientHelper")
         .args(args);
     cmd

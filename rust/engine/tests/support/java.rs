@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::Ledger;
 
-/// Compiles the helper once per test binary against `SHARESINK_KAFKA_CLASSPATH`.
-fn classpath() -> String {
+/// Compiles the helper once per test binary against `SHARESINK_KAFKA_CLASSPATH`; the
+/// classpath to run it with.
+pub fn classpath() -> String {
     static CLASSES: OnceLock<String> = OnceLock::new();
     let kafka = std::env::var("SHARESINK_KAFKA_CLASSPATH")
         .expect("SHARESINK_KAFKA_CLASSPATH is not set (a classpath with kafka-clients 4.x)");

@@ -83,7 +83,8 @@ public final class ConnectPlugins {
     return base.cast(LoaderSwap.call(pluginLoader, () -> Utils.newInstance(pluginClass)));
   }
 
-  private static Map<String, String> withPrefix(Map<String, String> props, String prefix) {
+  /** The entries of {@code props} under {@code prefix}, with the prefix taken off. */
+  static Map<String, String> withPrefix(Map<String, String> props, String prefix) {
     Map<String, String> result = new HashMap<>();
     props.forEach(
         (k, v) -> {

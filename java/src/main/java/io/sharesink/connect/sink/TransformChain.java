@@ -1,7 +1,6 @@
 package io.sharesink.connect.sink;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
@@ -94,7 +93,7 @@ public final class TransformChain implements AutoCloseable {
     try {
       for (String alias : list(props.get("transforms"))) {
         String prefix = "transforms." + alias + ".";
-        Map<String, String> config = withPrefix(props, prefix);
+        Map<String, String> config = ConnectPlugins.withPrefix(props, prefix);
         String predicateAlias = config.remove("predicate");
         String negateValue = config.remove("negate");
         if (negateValue != null && predicateAlias == null) {
@@ -111,7 +110,7 @@ public final class TransformChain implements AutoCloseable {
           Predicate<SinkRecord> newPredicate =
               newPlugin(loader, props, predicatePrefix + "type", Predicate.class);
           created.add(newPredicate);
-          Map<String, String> predicateConfig = withPrefix(props, predicatePrefix);
+          Map<String, String> predicateConfig = ConnectPlugins.withPrefix(props, predicatePrefix);
           LoaderSwap.run(
               LoaderSwap.loaderOf(newPredicate), () -> newPredicate.configure(predicateConfig));
           predicate = newPredicate;
@@ -143,17 +142,6 @@ public final class TransformChain implements AutoCloseable {
       }
     }
     return items;
-  }
-
-  private static Map<String, String> withPrefix(Map<String, String> props, String prefix) {
-    Map<String, String> result = new HashMap<>();
-    props.forEach(
-        (k, v) -> {
-          if (k.startsWith(prefix)) {
-            result.put(k.substring(prefix.length()), v);
-          }
-        });
-    return result;
   }
 
   private static void closeQuietly(AutoCloseable plugin) {
