@@ -317,6 +317,50 @@ public final class AckLedger {
   }
 
   /**
+   * Whether putting a record of {@code tp} at {@code offset} would take the current instance's put
+   * stream of that partition backwards: it was given that offset or a higher one already (a
+   * redelivery of a record another member held). What a preCommit then returns is ambiguous — "all
+   * below X" and "everything up to my last put of X - 1" no longer name the same records — so the
+   * driver closes and reopens the partition first (see {@link #forgetPuts(Set)}).
+   */
+  public synchronized boolean rewinds(TopicPartition tp, long offset) {
+    PartitionLedger ledger = partitions.get(tp);
+    return ledger != null && ledger.maxPutOffset >= offset;
+  }
+
+  /**
+   * The instance closed {@code closed} and opened them again, dropping what it had buffered of
+   * them: their records put and not yet covered by a preCommit go back to {@link State#READY}, to
+   * be put again, and the put stream of each starts afresh. Records a preCommit already covered
+   * stay as they are (the sink has them). Returns the records to put again, in partition then
+   * offset order.
+   */
+  public synchronized List<Entry> forgetPuts(Set<TopicPartition> closed) {
+    acceptScanDue = true;
+    List<Entry> reset = new ArrayList<>();
+    for (TopicPartition tp : closed) {
+      PartitionLedger ledger = partitions.get(tp);
+      if (ledger == null) {
+        continue;
+      }
+      for (Entry entry : ledger.entries.values()) {
+        if ((entry.state == State.PUT || entry.state == State.CONFIRMED) && !entry.flushed) {
+          entry.state = State.READY;
+          entry.putSequence = -1;
+          entry.priorMaxPutOffset = -1;
+          entry.acceptableSinceMs = -1;
+          reset.add(entry);
+        } else if (entry.state == State.PUT || entry.state == State.CONFIRMED) {
+          entry.priorMaxPutOffset = -1;
+        }
+      }
+      ledger.maxPutOffset = -1;
+    }
+    unconfirmed.removeAll(reset);
+    return reset;
+  }
+
+  /**
    * The offsets to hand to preCommit: per partition that has had records put, the highest offset
    * put + 1, in original coordinates. Only partitions in {@code opened} are included.
    */

@@ -93,6 +93,20 @@ final class LegacyTaskHost {
     context.opened().addAll(partitions);
   }
 
+  /**
+   * Closes {@code partitions} (all opened) and opens them again, as the classic runtime's rebalance
+   * does before it rewinds them: the task drops what it buffered of them and its own view of their
+   * offsets, so what it is given next reads as a fresh stream.
+   */
+  void reopen(Collection<TopicPartition> partitions) {
+    log.debug("{}: closing and reopening {} to put redelivered records", taskName, partitions);
+    try (LockKeeper.Call call = keeper.enter("close")) {
+      LoaderSwap.run(loader, () -> task.close(new ArrayList<>(partitions)));
+    }
+    context.opened().removeAll(partitions);
+    open(partitions);
+  }
+
   /** Closes every opened partition (logging a failure) and empties the assignment. */
   void closeOpened() {
     Set<TopicPartition> opened = context.opened();

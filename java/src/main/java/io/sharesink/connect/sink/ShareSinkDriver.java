@@ -525,6 +525,7 @@ public final class ShareSinkDriver {
       items.addAll(ready);
       ready.clear();
     }
+    items = reopenRewound(items);
     List<SinkRecord> records = new ArrayList<>(items.size());
     for (Pending pending : items) {
       if (pending.record != null) {
@@ -533,6 +534,55 @@ public final class ShareSinkDriver {
     }
     openNewPartitions(items);
     put(items, records);
+  }
+
+  /**
+   * A redelivered record below what this instance was already given of its partition would make
+   * preCommit's answer ambiguous ("everything below X" against "everything up to my last put of X -
+   * 1", the way JDBC and S3-style sinks count): such a record could then stay uncovered for good,
+   * its lock renewed, pinning the partition's record-lock window. So, as the classic runtime does
+   * before it rewinds a partition, the instance closes and reopens it first, and the records it was
+   * given of it and no preCommit covered yet are put again, in offset order, with the new ones.
+   * Returns the items to put.
+   */
+  private List<Pending> reopenRewound(List<Pending> items) {
+    Set<TopicPartition> opened = context.opened();
+    Set<TopicPartition> rewound = new LinkedHashSet<>();
+    for (Pending pending : items) {
+      TopicPartition tp = pending.entry.partition();
+      if (opened.contains(tp) && ledger.rewinds(tp, pending.entry.offset())) {
+        rewound.add(tp);
+      }
+    }
+    if (rewound.isEmpty()) {
+      return items;
+    }
+    host.reopen(rewound);
+    metrics.partitionReopens.addAndGet(rewound.size());
+    Map<Entry, Pending> merged = new LinkedHashMap<>();
+    for (Entry entry : ledger.forgetPuts(rewound)) {
+      RawRecord raw = (RawRecord) entry.attachment();
+      try {
+        merged.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
+      } catch (RecordFailedException e) {
+        handleConversionFailure(entry, raw, e);
+      }
+    }
+    for (Pending pending : items) {
+      merged.putIfAbsent(pending.entry, pending);
+    }
+    List<Pending> ordered = new ArrayList<>(merged.values());
+    ordered.sort(
+        Comparator.comparing((Pending p) -> p.entry.partition().topic())
+            .thenComparingInt(p -> p.entry.partition().partition())
+            .thenComparingLong(p -> p.entry.offset()));
+    log.info(
+        "{}: records redelivered below what the task was given of {}: closed and reopened them;"
+            + " {} records put there before and not covered by a preCommit are put again",
+        taskName,
+        rewound,
+        ordered.size() - items.size());
+    return ordered;
   }
 
   /**

@@ -36,7 +36,8 @@ public final class SinkDriverMetrics {
       double commitLatencyMaxMs,
       long recordsInFlight,
       long recordsLockExpired,
-      long recordsReleasedStuck) {}
+      long recordsReleasedStuck,
+      long partitionReopens) {}
 
   final AtomicLong recordsPolled = new AtomicLong();
   final AtomicLong recordsPut = new AtomicLong();
@@ -53,6 +54,9 @@ public final class SinkDriverMetrics {
    * share.task.stuck.timeout.ms).
    */
   final AtomicLong recordsReleasedStuck = new AtomicLong();
+
+  /** Partitions closed and reopened to put redelivered records below what the task was given. */
+  final AtomicLong partitionReopens = new AtomicLong();
 
   final AtomicLong redeliveries = new AtomicLong();
   final AtomicLong duplicatesIgnored = new AtomicLong();
@@ -111,6 +115,7 @@ public final class SinkDriverMetrics {
     gauges.put("share-records-renewed-total", recordsRenewed::get);
     gauges.put("share-records-lock-expired-total", recordsLockExpired::get);
     gauges.put("share-records-released-stuck-total", recordsReleasedStuck::get);
+    gauges.put("share-partition-reopens-total", partitionReopens::get);
     gauges.put("share-redeliveries-total", redeliveries::get);
     gauges.put("share-put-retries-total", putRetries::get);
     gauges.put("share-task-restarts-total", taskRestarts::get);
@@ -149,6 +154,7 @@ public final class SinkDriverMetrics {
         commit.maxMs(),
         recordsInFlight.get(),
         recordsLockExpired.get(),
-        recordsReleasedStuck.get());
+        recordsReleasedStuck.get(),
+        partitionReopens.get());
   }
 }
