@@ -463,7 +463,10 @@ def run(ctx, res: Dict[str, Any]) -> None:
         return "–" if v is None else f"{v:,}{unit}"
 
     out["setup"] = (
-        "One Connect worker (distributed, Kafka 4.4.0), one broker, PostgreSQL "
+        "One Connect worker (distributed, Kafka 4.4.0), "
+        + ("one broker" if cx.c.brokers == 1 else
+           f"{cx.c.brokers} brokers (replication factor {cx.c.replication}, min ISR 2)")
+        + ", PostgreSQL "
         f"{cx.pg_version} (harness: fsync off, synchronous_commit off). Slow sink = Debezium JDBC sink 3.6.0 (unmodified) into PostgreSQL, one "
         "record per put (`max.poll.records=1` for both runtimes; sharesink also "
         "`share.acquire.mode=record_limit`), latency injected by a PostgreSQL `BEFORE INSERT` "

@@ -44,7 +44,7 @@ class Ctx:
         self.args = args
         self.quick = args.quick
         self.t0 = time.monotonic()
-        self.cluster = Cluster()
+        self.cluster = Cluster(brokers=args.brokers)
         self.engine_bin = ROOT / "rust" / "target" / "release" / "sharesink-bench"
         self.krafka_bin = ROOT / "rust" / "target" / "release" / "bench-krafka-members"
         self.client_timeout = 900 if not args.quick else 300
@@ -209,10 +209,20 @@ def main(argv=None) -> int:
     ap.add_argument("--scenarios", default="a,b,c,d",
                     help="Connect scenarios to run (a slow sink, b stalled task, c task change, "
                          "d fast sink); the others are reported as not run")
+    ap.add_argument("--brokers", type=int, default=1,
+                    help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
+                         "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md and the chart from target/bench/results.json")
     a = ap.parse_args(argv)
+    global OUT, DOCS
+    if a.brokers != 1:
+        # Its own results: the single-broker figures stay the reference of the main report.
+        OUT, DOCS = OUT / f"brokers-{a.brokers}", DOCS / f"brokers-{a.brokers}"
+        if os.environ["SHARESINK_CLUSTER_DIR"] == str(ROOT / "build" / "bench-cluster"):
+            os.environ["SHARESINK_CLUSTER_DIR"] += f"-{a.brokers}"
     OUT.mkdir(parents=True, exist_ok=True)
+    DOCS.mkdir(parents=True, exist_ok=True)
     if a.report_only:
         res = json.loads((OUT / "results.json").read_text())
         report.derive(res)
@@ -221,7 +231,7 @@ def main(argv=None) -> int:
     ctx = Ctx(a)
     parts = set(a.parts.split(","))
     res: Dict[str, Any] = {"mode": "quick" if a.quick else "full", "machine": machine(),
-                           "parts": sorted(parts)}
+                           "parts": sorted(parts), "brokers": a.brokers}
     ctx.say(f"sharesink benchmarks ({res['mode']}); machine: {res['machine']['nproc']} cores "
             f"{res['machine']['cpu_model']}, {res['machine']['memory']}, load "
             f"{', '.join(f'{x:.1f}' for x in res['machine']['load_avg_at_start'])}")

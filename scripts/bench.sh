@@ -6,7 +6,7 @@
 #   3. Connect end to end: sharesink vs the classic sink runtime with the same legacy sinks.
 # Writes docs/benchmarks/RESULTS.md + results.png and target/bench/results.json.
 #
-#   scripts/bench.sh [--quick] [--parts consumers,jni,connect] [--scenarios a,b,c,d] [--keep-cluster]
+#   scripts/bench.sh [--quick] [--parts consumers,jni,connect] [--scenarios a,b,c,d] [--brokers N] [--keep-cluster]
 #
 # Cluster: SHARESINK_CLUSTER_DIR (default build/bench-cluster), SHARESINK_PORT_BASE (default
 # 29500); stopped at the end unless --keep-cluster.
