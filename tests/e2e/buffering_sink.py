@@ -250,3 +250,24 @@ def wait_until(check, timeout: float, interval: float = 0.25):
         if v or time.monotonic() > deadline:
             return v
         time.sleep(interval)
+
+
+def drain_after_kill(cluster: Cluster, sink: "BufferingSink", group: str, produced,
+                     t_kill: float, lock_ms: int) -> Optional[float]:
+    """After a worker was killed and started again: waits until every produced value is in the
+    sink, or until the group has nothing left to deliver (lag 0 twice in a row) once the dead
+    member's locks (`lock_ms`) may have expired. Returns the seconds from the kill to complete,
+    None when values are still missing."""
+    from helpers import share_group_offsets, total_lag  # helpers does not import this module
+
+    zero_lag = 0
+    deadline = time.monotonic() + lock_ms / 1000 + 120
+    while time.monotonic() < deadline:
+        if not sink.lost_values(produced):
+            return round(time.monotonic() - t_kill, 1)
+        lag = total_lag(share_group_offsets(cluster, group))
+        zero_lag = zero_lag + 1 if lag == 0 else 0
+        if zero_lag >= 2 and time.monotonic() - t_kill > lock_ms / 1000:
+            return None
+        time.sleep(3)
+    return None

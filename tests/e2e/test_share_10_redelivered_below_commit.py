@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import time
 
-from buffering_sink import BUFFERING_SINK, BufferingSink, LiveProducer, describe_records, wait_until
+from buffering_sink import BUFFERING_SINK, BufferingSink, drain_after_kill, LiveProducer, describe_records, wait_until
 from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import (LogMark, delete_connector, group_of, record_figures,
-                     share_config, share_group_offsets, start_connector, task_states, total_lag,
+                     share_config, share_group_offsets, start_connector, task_states,
                      uniq, wait_for)
 
 LOCK_MS = 60_000           # the broker's maximum; commits only on request need a long interval
@@ -151,19 +151,7 @@ def test_redelivered_below_the_last_commit_survive_kill_9(cluster: Cluster, work
         worker.wait_connector_running(name, tasks=2, timeout=180)
         fig["seconds_kill_to_tasks_running"] = round(time.monotonic() - t_kill, 1)
 
-        # Drain: until every record is in the sink, or the group has nothing left to deliver
-        # (lag 0 twice in a row) once the dead member's locks (LOCK_MS) may have expired.
-        complete_s, zero_lag = None, 0
-        deadline = time.monotonic() + LOCK_MS / 1000 + 120
-        while time.monotonic() < deadline:
-            if not sink.lost_values(produced):
-                complete_s = round(time.monotonic() - t_kill, 1)
-                break
-            lag = total_lag(share_group_offsets(cluster, group))
-            zero_lag = zero_lag + 1 if lag == 0 else 0
-            if zero_lag >= 2 and time.monotonic() - t_kill > LOCK_MS / 1000:
-                break
-            time.sleep(3)
+        complete_s = drain_after_kill(cluster, sink, group, produced, t_kill, LOCK_MS)
         offsets_end = share_group_offsets(cluster, group)
         lost = sink.lost_values(produced)
         lost_offsets = sorted(int(v.rsplit("-", 1)[1]) for v in lost)

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import time
 
-from buffering_sink import BUFFERING_SINK, BufferingSink, describe_records
+from buffering_sink import BUFFERING_SINK, BufferingSink, drain_after_kill, describe_records
 from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import (LogMark, delete_connector, group_of, produce_values, record_figures,
-                     share_config, share_group_offsets, start_connector, total_lag, uniq, wait_for)
+                     share_config, share_group_offsets, start_connector, uniq, wait_for)
 
 WINDOW = 100       # share.partition.max.record.locks: the broker's minimum
 ROLL = 150         # roll.records: more than one partition's window, less than two
@@ -92,19 +92,7 @@ def test_empty_precommit_until_roll_survives_kill_9(cluster: Cluster, worker: Re
         worker.wait_connector_running(name, tasks=1, timeout=180)
         fig["seconds_kill_to_tasks_running"] = round(time.monotonic() - t_kill, 1)
 
-        # Drain: until every record is in the sink, or the group has nothing left to deliver
-        # (lag 0 twice in a row) once the dead member's locks (LOCK_MS) may have expired.
-        complete_s, zero_lag = None, 0
-        deadline = time.monotonic() + LOCK_MS / 1000 + 120
-        while time.monotonic() < deadline:
-            if not sink.lost_values(produced):
-                complete_s = round(time.monotonic() - t_kill, 1)
-                break
-            lag = total_lag(share_group_offsets(cluster, group))
-            zero_lag = zero_lag + 1 if lag == 0 else 0
-            if zero_lag >= 2 and time.monotonic() - t_kill > LOCK_MS / 1000:
-                break
-            time.sleep(3)
+        complete_s = drain_after_kill(cluster, sink, group, produced, t_kill, LOCK_MS)
         lost = sink.lost_values(produced)
         rolls = [e for e in sink.events("precommit") if e.kv("rolled")]
         fig.update(rolls=len(rolls), seconds_kill_to_complete=complete_s,
