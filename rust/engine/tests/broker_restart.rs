@@ -98,17 +98,7 @@ async fn consumption_survives_a_broker_restart() {
         if !restarted && seen.len() >= 300 {
             restarted = true;
             println!("restarting the broker after {} records", seen.len());
-            let cmd = restart.clone();
-            let status = tokio::task::spawn_blocking(move || {
-                std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(&cmd)
-                    .status()
-            })
-            .await
-            .unwrap()
-            .expect("run restart command");
-            assert!(status.success(), "restart command failed: {status}");
+            support::shell(restart.clone()).await;
             println!("broker back; metrics {:?}", c.metrics());
         }
     }
