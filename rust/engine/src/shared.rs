@@ -158,5 +158,27 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Tests only: the state of a member of group `g` at an unreachable bootstrap address, with
+    /// `settings` on top (engine settings by name) and the given ShareAcknowledge version.
+    #[cfg(test)]
+    pub fn for_tests(settings: &[(&str, &str)], share_acknowledge_version: i16) -> Shared {
+        let props: HashMap<String, String> =
+            [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g")]
+                .iter()
+                .chain(settings)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let config = ConsumerConfig::from_properties(&props).expect("test settings");
+        let cluster = Cluster::new(
+            vec!["127.0.0.1:9".into()],
+            "c".into(),
+            std::time::Duration::from_secs(1),
+            config.security.clone(),
+        );
+        Shared::new(config, "m".into(), cluster, 2, share_acknowledge_version)
+    }
+}
+
 /// Where acks for one (topic, partition) go: its topic id and its leader's fetcher.
 pub(crate) type Route = (Uuid, Arc<FetcherHandle>);

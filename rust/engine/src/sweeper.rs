@@ -275,7 +275,6 @@ fn range_len(ack: &Ack) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
 
     use uuid::Uuid;
 
@@ -295,22 +294,10 @@ mod tests {
     /// A member whose lock is known (15 s) and whose partition 0 of `t` routes to a fetcher
     /// that nothing runs: the test answers its acks. Its wall clock follows tokio's.
     fn member(hold_max_ms: &str, share_acknowledge_version: i16) -> Member {
-        let props: HashMap<String, String> = [
-            ("bootstrap.servers", "127.0.0.1:9"),
-            ("group.id", "g"),
-            ("share.buffer.hold.max.ms", hold_max_ms),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
-        let cluster = crate::cluster::Cluster::new(
-            vec!["127.0.0.1:9".into()],
-            "c".into(),
-            Duration::from_secs(1),
-            config.security.clone(),
+        let mut shared = Shared::for_tests(
+            &[("share.buffer.hold.max.ms", hold_max_ms)],
+            share_acknowledge_version,
         );
-        let mut shared = Shared::new(config, "m".into(), cluster, 2, share_acknowledge_version);
         shared.clock = WallClock::following_tokio();
         shared.lock_timeout_ms.store(LOCK_MS as i32, Relaxed);
         let fetcher = Arc::new(FetcherHandle::new(1, "127.0.0.1:9".into()));

@@ -206,25 +206,9 @@ pub(crate) async fn stop_member(shared: &Arc<Shared>, budget: Duration) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn shared() -> Arc<Shared> {
-        let props: HashMap<String, String> = [
-            ("bootstrap.servers", "127.0.0.1:9"),
-            ("group.id", "g"),
-            ("share.close.timeout.ms", "2000"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
-        let cluster = crate::cluster::Cluster::new(
-            vec!["127.0.0.1:9".into()],
-            "c".into(),
-            Duration::from_secs(1),
-            config.security.clone(),
-        );
-        Arc::new(Shared::new(config, "m".into(), cluster, 2, 2))
+        Arc::new(Shared::for_tests(&[("share.close.timeout.ms", "2000")], 2))
     }
 
     /// Stand-ins for the router and the membership task: each waits for its stop signal and

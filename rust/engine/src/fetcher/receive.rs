@@ -424,24 +424,11 @@ fn resync_if_missing(
 mod tests {
     use super::*;
     use crate::protocol::share_requests::AckPartitionResult;
-    use std::collections::{BTreeSet, HashMap};
-    use std::time::Duration;
+    use std::collections::BTreeSet;
     use uuid::Uuid;
 
     fn shared() -> Shared {
-        let props: HashMap<String, String> =
-            [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g")]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-        let config = crate::config::ConsumerConfig::from_properties(&props).unwrap();
-        let cluster = crate::cluster::Cluster::new(
-            vec!["127.0.0.1:9".into()],
-            "c".into(),
-            Duration::from_secs(1),
-            config.security.clone(),
-        );
-        Shared::new(config, "m".into(), cluster, 2, 2)
+        Shared::for_tests(&[], 2)
     }
 
     fn session(topic: Uuid) -> Session {
