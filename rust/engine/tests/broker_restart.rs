@@ -159,26 +159,14 @@ async fn every_partition_delivers_again_after_a_broker_restart() {
     let down = Instant::now();
     support::shell(restart).await;
     println!("broker back after {:?}", down.elapsed());
-    fleet.ledger.mark_gap_start(PARTITIONS);
-    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
-    for p in 0..PARTITIONS {
-        support::produce(&admin, &topic, p, "after", AFTER).await;
-    }
-    fleet
-        .wait_all(
-            &[BEFORE + AFTER; PARTITIONS as usize],
-            Duration::from_secs(60),
-            Duration::from_secs(300),
-        )
-        .await;
-    for p in 0..PARTITIONS {
-        println!(
-            "partition {p}: {} distinct, longest gap after the restart {:?}",
-            fleet.ledger.distinct(p),
-            fleet.ledger.longest_gap(p)
-        );
-    }
-    println!("redelivered {}", fleet.ledger.redelivered());
+    produce_after_and_wait(
+        &fleet,
+        &bootstrap,
+        &topic,
+        [PARTITIONS as usize, BEFORE, AFTER],
+        "restart",
+    )
+    .await;
     fleet.close().await;
 }
 
@@ -231,26 +219,14 @@ async fn members_replaced_during_a_broker_outage_leave_no_partition_behind() {
     for _ in 0..2 {
         fleet.add(&bootstrap, &group, &topic, &extra).await;
     }
-    fleet.ledger.mark_gap_start(PARTITIONS);
-    let admin = Admin::connect(&bootstrap, TIMEOUT).await.unwrap();
-    for p in 0..PARTITIONS {
-        support::produce(&admin, &topic, p, "after", AFTER).await;
-    }
-    fleet
-        .wait_all(
-            &[BEFORE + AFTER; PARTITIONS as usize],
-            Duration::from_secs(60),
-            Duration::from_secs(300),
-        )
-        .await;
-    for p in 0..PARTITIONS {
-        println!(
-            "partition {p}: {} distinct, longest gap after the outage {:?}",
-            fleet.ledger.distinct(p),
-            fleet.ledger.longest_gap(p)
-        );
-    }
-    println!("redelivered {}", fleet.ledger.redelivered());
+    produce_after_and_wait(
+        &fleet,
+        &bootstrap,
+        &topic,
+        [PARTITIONS as usize, BEFORE, AFTER],
+        "outage",
+    )
+    .await;
     for took in closes {
         assert!(
             took < Duration::from_secs(5),
@@ -258,4 +234,37 @@ async fn members_replaced_during_a_broker_outage_leave_no_partition_behind() {
         );
     }
     fleet.close().await;
+}
+
+/// Once the broker is back: `after` more records on each of `partitions` partitions that had
+/// `before` each, then every record delivered; prints each partition's longest gap since `what`
+/// and the redeliveries.
+async fn produce_after_and_wait(
+    fleet: &support::Fleet,
+    bootstrap: &str,
+    topic: &str,
+    [partitions, before, after]: [usize; 3],
+    what: &str,
+) {
+    let partitions = partitions as i32;
+    fleet.ledger.mark_gap_start(partitions);
+    let admin = Admin::connect(bootstrap, TIMEOUT).await.unwrap();
+    for p in 0..partitions {
+        support::produce(&admin, topic, p, "after", after).await;
+    }
+    fleet
+        .wait_all(
+            &vec![before + after; partitions as usize],
+            Duration::from_secs(60),
+            Duration::from_secs(300),
+        )
+        .await;
+    for p in 0..partitions {
+        println!(
+            "partition {p}: {} distinct, longest gap after the {what} {:?}",
+            fleet.ledger.distinct(p),
+            fleet.ledger.longest_gap(p)
+        );
+    }
+    println!("redelivered {}", fleet.ledger.redelivered());
 }
