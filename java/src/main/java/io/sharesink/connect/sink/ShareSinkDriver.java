@@ -546,14 +546,19 @@ public final class ShareSinkDriver {
    * Returns the items to put.
    */
   private List<Pending> reopenRewound(List<Pending> items) {
+    // One ledger look-up per partition, at its lowest offset: a put on the hot path.
+    Map<TopicPartition, Long> lowest = new HashMap<>();
+    for (Pending pending : items) {
+      lowest.merge(pending.entry.partition(), pending.entry.offset(), Math::min);
+    }
     Set<TopicPartition> opened = context.opened();
     Set<TopicPartition> rewound = new LinkedHashSet<>();
-    for (Pending pending : items) {
-      TopicPartition tp = pending.entry.partition();
-      if (opened.contains(tp) && ledger.rewinds(tp, pending.entry.offset())) {
-        rewound.add(tp);
-      }
-    }
+    lowest.forEach(
+        (tp, offset) -> {
+          if (opened.contains(tp) && ledger.rewinds(tp, offset)) {
+            rewound.add(tp);
+          }
+        });
     if (rewound.isEmpty()) {
       return items;
     }
