@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
  * connection settings ({@code bootstrap.servers}, {@code security.protocol}, {@code sasl.*}, {@code
  * ssl.*}) and the default converters with their prefixed settings. A plugin cannot see the worker's
  * configuration object, but the file is named on the worker's command line ({@code
- * ConnectDistributed <file>}, {@code ConnectStandalone <file> [connector files]}).
+ * ConnectDistributed <file>}, {@code ConnectStandalone <file> [connector files]}). Where
+ * sharesink's REST extension is installed, the worker hands it its configuration, which is then
+ * preferred to the file.
  */
 final class WorkerDefaults {
 
@@ -43,12 +45,54 @@ final class WorkerDefaults {
   /** An empty result: no file found, nothing to default from. */
   static final WorkerDefaults NONE = new WorkerDefaults(null, Map.of());
 
+  /**
+   * The worker's own configuration, as the worker handed it to sharesink's REST extension ({@code
+   * Configurable.configure}); null when the extension is not installed on this worker. The
+   * extension and the connectors share this plugin's class loader, so they share this field.
+   */
+  private static volatile WorkerDefaults fromRestExtension;
+
   private final Path file;
   private final Map<String, String> settings;
+  private final boolean fromWorker;
 
   WorkerDefaults(Path file, Map<String, String> settings) {
+    this(file, settings, false);
+  }
+
+  private WorkerDefaults(Path file, Map<String, String> settings, boolean fromWorker) {
     this.file = file;
     this.settings = Map.copyOf(settings);
+    this.fromWorker = fromWorker;
+  }
+
+  /**
+   * Records the worker configuration the REST extension received; from then on it is preferred to
+   * the file on the command line (an explicit {@code share.worker.config} still wins).
+   */
+  static void useRestExtensionConfig(Map<String, ?> workerConfig) {
+    Map<String, String> settings = new HashMap<>();
+    workerConfig.forEach(
+        (key, value) -> {
+          if (key != null && value != null) {
+            settings.put(key, value.toString().trim());
+          }
+        });
+    fromRestExtension = new WorkerDefaults(null, settings, true);
+    log.info(
+        "sharesink takes worker defaults from the worker configuration handed to its REST"
+            + " extension ({} settings)",
+        settings.size());
+  }
+
+  /** Forgets the REST extension's worker configuration (its close(), and tests). */
+  static void clearRestExtensionConfig() {
+    fromRestExtension = null;
+  }
+
+  /** Whether these settings are the worker's own configuration, from the REST extension. */
+  boolean fromRestExtension() {
+    return fromWorker;
   }
 
   /** The file these defaults come from, if any. */
@@ -111,6 +155,10 @@ final class WorkerDefaults {
         throw new IllegalArgumentException("cannot read the worker configuration file " + path);
       }
     } else {
+      WorkerDefaults worker = fromRestExtension;
+      if (worker != null) {
+        return worker;
+      }
       Optional<Path> found = commandLineFile();
       if (found.isEmpty()) {
         return NONE;
@@ -212,6 +260,9 @@ final class WorkerDefaults {
 
   @Override
   public String toString() {
+    if (fromWorker) {
+      return "the worker configuration (handed to sharesink's REST extension)";
+    }
     return file == null ? "no worker configuration file" : "worker configuration file " + file;
   }
 }
