@@ -199,6 +199,15 @@ public class ShareSinkConfig extends AbstractConfig {
    */
   public static final String ADDED_KEYS_CONFIG = "share.internal.added.keys";
 
+  /**
+   * Set by sharesink's REST extension on a connector it stored in the {@link ShareSinkConnector}
+   * form for an operator who wrote the KIP's form (the legacy sink's own {@code connector.class},
+   * share mode switched on with {@code consumer.override.group.protocol=share} or the worker-wide
+   * default): its value says which, and responses show the operator's form again. See {@link
+   * ShareModeForm}.
+   */
+  public static final String FORM_CONFIG = "share.internal.form";
+
   /** Connect's own key for the DLQ topic. */
   public static final String DLQ_TOPIC_CONFIG = SinkDriverConfig.DLQ_TOPIC;
 
@@ -556,7 +565,12 @@ public class ShareSinkConfig extends AbstractConfig {
     return "no bootstrap servers for the share group: set "
         + BOOTSTRAP_SERVERS_CONFIG
         + " on the connector, or bootstrap.servers in the worker configuration file ("
-        + worker.file().map(p -> p + " has none").orElse("none found on the worker's command line")
+        + (worker.fromRestExtension()
+            ? "the worker configuration has none"
+            : worker
+                .file()
+                .map(p -> p + " has none")
+                .orElse("none found on the worker's command line"))
         + "; "
         + WORKER_CONFIG_CONFIG
         + " names another)";
