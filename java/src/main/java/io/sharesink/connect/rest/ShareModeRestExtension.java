@@ -1,0 +1,65 @@
+package io.sharesink.connect.rest;
+
+import io.sharesink.connect.ShareModeForm;
+import io.sharesink.connect.Version;
+import io.sharesink.connect.WorkerConfigHandoff;
+import java.util.Map;
+import org.apache.kafka.connect.rest.ConnectRestExtension;
+import org.apache.kafka.connect.rest.ConnectRestExtensionContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The KIP's switch on a stock worker: with {@code
+ * rest.extension.classes=io.sharesink.connect.rest.ShareModeRestExtension} in the worker
+ * configuration, any sink connector created or updated with {@code
+ * consumer.override.group.protocol=share} (or, with the worker setting {@value
+ * ShareModeForm#WORKER_DEFAULT_CONFIG}{@code =share}, without it) runs through sharesink, while the
+ * REST API goes on showing the connector as the operator wrote it. The work is done by {@link
+ * ShareModeFilter}; see {@link ShareModeForm} for the two forms.
+ *
+ * <p>The worker hands the extension its configuration ({@link #configure}); sharesink's connectors
+ * and tasks on this worker then take their worker defaults from it instead of reading the worker
+ * file named on the command line.
+ */
+public class ShareModeRestExtension implements ConnectRestExtension {
+
+  private static final Logger log = LoggerFactory.getLogger(ShareModeRestExtension.class);
+
+  private boolean workerDefaultShare;
+
+  @Override
+  public String version() {
+    return Version.get();
+  }
+
+  @Override
+  public void configure(Map<String, ?> workerConfig) {
+    workerDefaultShare = ShareModeForm.workerDefaultIsShare(workerConfig);
+    WorkerConfigHandoff.fromRestExtension(workerConfig);
+  }
+
+  @Override
+  public void register(ConnectRestExtensionContext context) {
+    context
+        .configurable()
+        .register(
+            new ShareModeFilter(
+                workerDefaultShare,
+                new PluginClassResolver(ShareModeRestExtension.class.getClassLoader()),
+                new ClusterConfigs(context.clusterState())));
+    log.info(
+        "sharesink REST extension {} registered: sink connectors with {}=share{} run on share"
+            + " groups",
+        version(),
+        ShareModeForm.FLAG_CONFIG,
+        workerDefaultShare
+            ? " or without that key (" + ShareModeForm.WORKER_DEFAULT_CONFIG + "=share)"
+            : "");
+  }
+
+  @Override
+  public void close() {
+    WorkerConfigHandoff.forgetRestExtension();
+  }
+}
