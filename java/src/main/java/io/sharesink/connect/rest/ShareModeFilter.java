@@ -236,7 +236,8 @@ public class ShareModeFilter implements ContainerRequestFilter, ContainerRespons
         restored = validation(tree(response), operatorClass);
       }
       if (restored != null) {
-        response.setEntity(restored, null, MediaType.APPLICATION_JSON_TYPE);
+        response.setEntity(
+            restored, response.getEntityAnnotations(), MediaType.APPLICATION_JSON_TYPE);
       }
     } catch (RuntimeException e) {
       log.warn(
