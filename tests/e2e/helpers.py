@@ -171,6 +171,42 @@ def share_config(cluster: Cluster, name: str, topics: str, sink_class: str, task
     return cfg
 
 
+SHARE_FLAG = "consumer.override.group.protocol"
+
+
+def flag_config(name: str, topics: str, sink_class: str, tasks: int,
+                **extra: Any) -> Dict[str, str]:
+    """The KIP's form of a share-mode connector: the legacy sink's own connector.class and
+    consumer.override.group.protocol=share (needs sharesink's REST extension on the worker, which
+    the harness enables); no share.* key, the broker address comes from the worker."""
+    cfg = {
+        "name": name,
+        "connector.class": sink_class,
+        SHARE_FLAG: "share",
+        "topics": topics,
+        "tasks.max": str(tasks),
+    }
+    cfg.update({k: str(v) for k, v in extra.items()})
+    return cfg
+
+
+def stored_config(cluster: Cluster, name: str) -> Optional[Dict[str, str]]:
+    """The connector's configuration as the worker stored it, read from the config topic (the
+    REST API shows it through sharesink's extension, this does not); None if not found."""
+    from harness.cluster import CONSOLE_CONSUMER
+    p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap,
+                         "--topic", "connect-configs", "--from-beginning", "--timeout-ms", 8000,
+                         "--formatter-property", "print.key=true",
+                         "--formatter-property", "key.separator=\x1d",
+                         check=False, timeout=90)
+    found = None
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition("\x1d")
+        if key == f"connector-{name}":
+            found = json.loads(value)["properties"] if value.strip() not in ("", "null") else None
+    return found
+
+
 def group_of(name: str) -> str:
     return f"connect-share-{name}"
 

@@ -115,6 +115,10 @@ OFF_PROXIED = 95
 OFF_PROXY = 96
 OFF_PROXY_CONTROL = 97
 PROXY_SCRIPT = HARNESS_DIR / "proxy.py"
+
+# sharesink's REST extension (the KIP's switch, consumer.override.group.protocol=share), enabled
+# on every worker that has the sharesink plugin; a worker without it could not load the class.
+SHARE_MODE_REST_EXTENSION = "io.sharesink.connect.rest.ShareModeRestExtension"
 # Several brokers (`up --brokers 3`): broker i's ports are a block of its own, away from the
 # single-broker offsets above: +100 + 10 i PLAINTEXT, +1 controller, +2 SASL_SSL, +3 PROXIED,
 # +4 its blackhole proxy, +5 the proxy's control port.
@@ -572,6 +576,9 @@ class Rest:
 
     def delete(self, path: str, **kw) -> Any:
         return self.request("DELETE", path, **kw)
+
+    def patch(self, path: str, body: Any = None, **kw) -> Any:
+        return self.request("PATCH", path, body if body is not None else {}, **kw)
 
     # -- Connect helpers
 
@@ -1414,7 +1421,11 @@ class Cluster:
             link.symlink_to(src, target_is_directory=True)
 
     def worker_properties(self, index: int, discovery: str = "hybrid_warn",
-                          extra: Optional[Mapping[str, Any]] = None) -> Path:
+                          extra: Optional[Mapping[str, Any]] = None,
+                          sharesink: bool = True) -> Path:
+        """worker-<index>.properties; `extra` keys override (None drops a key, e.g.
+        rest.extension.classes); `sharesink`: the plugin is installed, so its REST extension is
+        enabled."""
         port = self.worker_port(index)
         props: Dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
@@ -1440,6 +1451,8 @@ class Cluster:
             "plugin.discovery": discovery,
             "scheduled.rebalance.max.delay.ms": 10000,
         }
+        if sharesink:
+            props["rest.extension.classes"] = SHARE_MODE_REST_EXTENSION
         for k, v in (extra or {}).items():
             props[k] = v
         path = self.state_dir / "config" / f"worker-{index}.properties"
@@ -1464,8 +1477,8 @@ class Cluster:
             raise HarnessError("start the broker before a worker")
         self._check_port_free(self.worker_port(index), name)
         _ = self.kafka_lib
-        self._prepare_plugins(plugin_archive, index)
-        props = self.worker_properties(index, discovery, extra)
+        archive = self._prepare_plugins(plugin_archive, index)
+        props = self.worker_properties(index, discovery, extra, sharesink=archive is not None)
         log4j2 = self.state_dir / "config" / "worker-log4j2.xml"
         _write_atomic(log4j2, WORKER_LOG4J2)
         log = self.logs_dir / f"{name}.log"
