@@ -133,4 +133,33 @@ class WorkerDefaultsTest {
     assertTrue(!plugin.containsKey("value.converter.schemas.enable"));
     assertTrue(!plugin.containsKey("share.engine"));
   }
+
+  @Test
+  void theConfigurationHandedToTheRestExtensionIsPreferredToTheCommandLine() throws Exception {
+    Path file = workerFile("bootstrap.servers=from-file:9092\n");
+    try {
+      WorkerConfigHandoff.fromRestExtension(
+          Map.of(
+              "bootstrap.servers", "from-worker:9092 ",
+              "group.id", "connect-cluster",
+              "value.converter", "org.apache.kafka.connect.storage.StringConverter",
+              "rest.extension.classes", "io.sharesink.connect.rest.ShareModeRestExtension"));
+      WorkerDefaults worker = WorkerDefaults.load(null);
+      assertTrue(worker.fromRestExtension());
+      assertEquals(Map.of("bootstrap.servers", "from-worker:9092"), worker.clientSettings());
+      assertEquals(
+          Map.of("value.converter", "org.apache.kafka.connect.storage.StringConverter"),
+          worker.converter("value.converter"));
+      assertTrue(
+          ShareSinkConfig.missingBootstrapMessage(worker)
+              .contains("the worker configuration has none"));
+      // An explicit share.worker.config still names the file to read.
+      WorkerDefaults explicit = WorkerDefaults.load(file.toString());
+      assertEquals(Map.of("bootstrap.servers", "from-file:9092"), explicit.clientSettings());
+    } finally {
+      WorkerConfigHandoff.forgetRestExtension();
+    }
+    // Forgotten (the extension closed): back to the command line, which names no worker file here.
+    assertEquals(false, WorkerDefaults.load(null).fromRestExtension());
+  }
 }
