@@ -26,7 +26,7 @@ from helpers import (FILE_SINK, SHARE_FLAG, SHARE_SINK, STRING_CONVERTER, LogMar
                      connector_trace, count_figures, delete_connector, file_line_count, file_lines,
                      flag_config, group_of, produce_values, record_figures, share_group_offsets,
                      accepted_upper_bound, stop_connector, stop_worker_if_running, stored_config,
-                     uniq, wait_for)
+                     uniq, wait_for, worker_log)
 
 BUFFERING_SINK = "io.sharesink.testsinks.BufferingSinkConnector"
 FILE_SINK_TASK = "org.apache.kafka.connect.file.FileStreamSinkTask"
@@ -79,6 +79,9 @@ def test_flag_form_filestream_every_record_once_shown_as_written(cluster: Cluste
     values = [f"{name}-v{i:05d}" for i in range(N)]
     produce_values(cluster, topic, values[: N // 2])
     cfg = _file_flag_config(cluster, name, topic)
+    # Connect loaded the extension from the plugin directory on plugin.path.
+    assert re.search(r"sharesink REST extension \S+ registered", worker_log(cluster, 0)), \
+        "worker 0 did not register sharesink's REST extension"
     mark = LogMark(cluster, 0)
     try:
         created = worker._retry_busy(lambda: worker.post("/connectors", {"name": name, "config": cfg}))
@@ -230,8 +233,13 @@ def test_follower_forwarding_and_worker_restart_keep_share_mode(cluster: Cluster
     cfg = _file_flag_config(cluster, name, topic, tasks=2)
     path = f"/connectors/{_q(name)}/config"
     try:
+        joined = LogMark(cluster, 1)
         cluster.start_worker(1, plugin_archive=default_plugin_archive())
         w1 = cluster.rest(1)
+        # Worker 1 is a follower (worker 0 leads): what it is sent, it forwards to worker 0.
+        wait_for("worker 1 in the group with worker 0 as its leader",
+                 lambda: joined.lines(rf"leaderUrl='{re.escape(cluster.worker_url(0))}/?'"),
+                 timeout=120)
         created = w1._retry_busy(lambda: w1.post("/connectors", {"name": name, "config": cfg}))
         assert created["config"] == cfg and created["type"] == "sink", created
         _wait_running(worker, name, 2)
