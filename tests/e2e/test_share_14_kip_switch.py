@@ -65,6 +65,8 @@ def _assert_stored_share_form(cluster: Cluster, name: str, operator: Dict[str, s
     assert stored["connector.class"] == SHARE_SINK, stored
     assert stored["share.sink.connector.class"] == operator["connector.class"], stored
     assert stored["share.internal.form"] == "flag", stored
+    # The switch is not stored under its own key: a source connector's clients would get it.
+    assert SHARE_FLAG not in stored and stored["share.internal.form.flag"] == "share", stored
 
 
 def _wait_running(rest: Rest, name: str, tasks: int) -> dict:

@@ -14,8 +14,9 @@ import java.util.Optional;
  * {@value #FLAG_CONFIG}{@code =share}, or without it on a worker whose {@value
  * #WORKER_DEFAULT_CONFIG} is {@code share}. <b>The stored form</b>: what the worker keeps and runs,
  * the same map with {@code connector.class} set to {@link ShareSinkConnector}, the operator's class
- * moved to {@value ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG} and {@value
- * ShareSinkConfig#FORM_CONFIG} saying which switch was used. Nothing else changes, so {@link
+ * moved to {@value ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, {@value
+ * ShareSinkConfig#FORM_CONFIG} saying which switch was used and the switch's value moved to {@value
+ * ShareSinkConfig#FORM_FLAG_VALUE_CONFIG} (see there why). Nothing else changes, so {@link
  * #toOperator} gives back exactly the map the operator wrote, and a stored form given again (a
  * follower forwarding a request to the leader) is kept as it is.
  */
@@ -157,6 +158,10 @@ public final class ShareModeForm {
     stored.put(CONNECTOR_CLASS, ShareSinkConnector.class.getName());
     stored.put(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, connectorClass);
     stored.put(ShareSinkConfig.FORM_CONFIG, flag.isPresent() ? FORM_FLAG : FORM_WORKER_DEFAULT);
+    String flagValue = stored.remove(FLAG_CONFIG);
+    if (flagValue != null) {
+      stored.put(ShareSinkConfig.FORM_FLAG_VALUE_CONFIG, flagValue);
+    }
     return stored;
   }
 
@@ -175,6 +180,10 @@ public final class ShareModeForm {
     Map<String, String> operator = new LinkedHashMap<>(stored);
     operator.put(CONNECTOR_CLASS, operator.remove(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG));
     operator.remove(ShareSinkConfig.FORM_CONFIG);
+    String flagValue = operator.remove(ShareSinkConfig.FORM_FLAG_VALUE_CONFIG);
+    if (flagValue != null) {
+      operator.put(FLAG_CONFIG, flagValue);
+    }
     return operator;
   }
 

@@ -208,6 +208,15 @@ public class ShareSinkConfig extends AbstractConfig {
    */
   public static final String FORM_CONFIG = "share.internal.form";
 
+  /**
+   * The operator's {@code consumer.override.group.protocol} value, as written, on a connector
+   * stored from the flag form: the switch itself is not kept under its own key, because the runtime
+   * hands {@code consumer.override.*} to a source connector's offsets consumer (exactly-once source
+   * support, or a connector-specific offsets topic), whose {@code ConsumerConfig} refuses {@code
+   * group.protocol=share}.
+   */
+  public static final String FORM_FLAG_VALUE_CONFIG = "share.internal.form.flag";
+
   /** Connect's own key for the DLQ topic. */
   public static final String DLQ_TOPIC_CONFIG = SinkDriverConfig.DLQ_TOPIC;
 

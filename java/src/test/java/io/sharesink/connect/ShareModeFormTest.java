@@ -48,19 +48,26 @@ class ShareModeFormTest {
     assertEquals(ShareSinkConnector.class.getName(), stored.get("connector.class"));
     assertEquals(FILE_SINK, stored.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG));
     assertEquals(ShareModeForm.FORM_FLAG, stored.get(ShareSinkConfig.FORM_CONFIG));
-    // Nothing else changes: the operator's own share.* key and the switch stay.
+    // The switch is kept under sharesink's key only: a source connector's offsets consumer
+    // would be handed consumer.override.* and refuse group.protocol=share.
+    assertFalse(stored.containsKey("consumer.override.group.protocol"));
+    assertEquals("share", stored.get(ShareSinkConfig.FORM_FLAG_VALUE_CONFIG));
+    // Nothing else changes: the operator's own share.* key stays.
     Map<String, String> rest = new HashMap<>(stored);
     rest.remove("connector.class");
     rest.remove(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
     rest.remove(ShareSinkConfig.FORM_CONFIG);
+    rest.remove(ShareSinkConfig.FORM_FLAG_VALUE_CONFIG);
     Map<String, String> operatorRest = new HashMap<>(operator);
     operatorRest.remove("connector.class");
+    operatorRest.remove("consumer.override.group.protocol");
     assertEquals(operatorRest, rest);
 
     assertTrue(ShareModeForm.isStoredForm(stored));
     assertEquals(operator, ShareModeForm.toOperator(stored));
-    // An alias is kept as the operator wrote it.
+    // An alias, and the switch's spelling, are kept as the operator wrote them.
     Map<String, String> alias = flagged("FileStreamSink");
+    alias.put("consumer.override.group.protocol", " Share");
     assertEquals(alias, ShareModeForm.toOperator(ShareModeForm.toStored(alias, false, CLASSES)));
   }
 

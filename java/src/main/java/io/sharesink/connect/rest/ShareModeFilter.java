@@ -67,6 +67,7 @@ public class ShareModeFilter implements ContainerRequestFilter, ContainerRespons
 
   private static final String SINK_CLASS_KEY = ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG;
   private static final String FORM_KEY = ShareSinkConfig.FORM_CONFIG;
+  private static final String INTERNAL_PREFIX = "share.internal.";
 
   private final boolean workerDefaultShare;
   private final ClassResolver classes;
@@ -351,8 +352,8 @@ public class ShareModeFilter implements ContainerRequestFilter, ContainerRespons
         value.path("errors").forEach(movedErrors::add);
         continue;
       }
-      if (name.equals(FORM_KEY)) {
-        continue;
+      if (name.startsWith(INTERNAL_PREFIX)) {
+        continue; // sharesink's bookkeeping, never written by the operator
       }
       if (name.equals("connector.class") && value instanceof ObjectNode v) {
         v.put("value", operatorClass);

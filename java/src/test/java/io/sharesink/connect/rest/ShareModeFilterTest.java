@@ -17,7 +17,7 @@ class ShareModeFilterTest {
   private static final String STORED_CONFIG =
       "{'name':'orders','connector.class':'io.sharesink.connect.ShareSinkConnector',"
           + "'share.sink.connector.class':'FileStreamSink','share.internal.form':'flag',"
-          + "'consumer.override.group.protocol':'share','topics':'orders'}";
+          + "'share.internal.form.flag':'share','topics':'orders'}";
 
   private static final String OPERATOR_CONFIG =
       "{'name':'orders','connector.class':'FileStreamSink',"

@@ -257,6 +257,7 @@ class ShareModeRestExtensionJerseyTest {
     assertEquals(ShareSinkConnector.class.getName(), stored.get("connector.class"));
     assertEquals(FILE_SINK, stored.get("share.sink.connector.class"));
     assertEquals("flag", stored.get("share.internal.form"));
+    assertFalse(stored.containsKey("consumer.override.group.protocol"));
 
     assertEquals(json(operator), call("GET", "/connectors/orders/config", null).body());
     assertEquals(
