@@ -190,21 +190,28 @@ def flag_config(name: str, topics: str, sink_class: str, tasks: int,
     return cfg
 
 
-def stored_config(cluster: Cluster, name: str) -> Optional[Dict[str, str]]:
+def stored_config(cluster: Cluster, name: str, attempts: int = 3) -> Optional[Dict[str, str]]:
     """The connector's configuration as the worker stored it, read from the config topic (the
-    REST API shows it through sharesink's extension, this does not); None if not found."""
+    REST API shows it through sharesink's extension, this does not); None if not found. The
+    console consumer stops after a quiet period, which its group join can eat on a loaded
+    machine: a read that saw no record of the connector is tried again."""
     from harness.cluster import CONSOLE_CONSUMER
-    p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap,
-                         "--topic", "connect-configs", "--from-beginning", "--timeout-ms", 8000,
-                         "--formatter-property", "print.key=true",
-                         "--formatter-property", "key.separator=\x1d",
-                         check=False, timeout=90)
-    found = None
-    for line in p.stdout.splitlines():
-        key, _, value = line.partition("\x1d")
-        if key == f"connector-{name}":
-            found = json.loads(value)["properties"] if value.strip() not in ("", "null") else None
-    return found
+    for _ in range(attempts):
+        p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap,
+                             "--topic", "connect-configs", "--from-beginning",
+                             "--timeout-ms", 20000,
+                             "--formatter-property", "print.key=true",
+                             "--formatter-property", "key.separator=\x1d",
+                             check=False, timeout=120)
+        seen, found = False, None
+        for line in p.stdout.splitlines():
+            key, _, value = line.partition("\x1d")
+            if key == f"connector-{name}":
+                seen = True
+                found = json.loads(value)["properties"] if value.strip() not in ("", "null") else None
+        if seen:
+            return found
+    return None
 
 
 def group_of(name: str) -> str:
