@@ -204,13 +204,17 @@ def stored_config(cluster: Cluster, name: str, attempts: int = 3) -> Optional[Di
                              "--formatter-property", "key.separator=\x1d",
                              check=False, timeout=120)
         seen, found = False, None
-        for line in p.stdout.splitlines():
+        # split("\n"), not splitlines(): that also splits at the \x1d separator.
+        for line in p.stdout.split("\n"):
             key, _, value = line.partition("\x1d")
             if key == f"connector-{name}":
                 seen = True
                 found = json.loads(value)["properties"] if value.strip() not in ("", "null") else None
         if seen:
             return found
+    print(f"(no record of connector-{name} in connect-configs; console consumer rc="
+          f"{p.returncode}, keys {[l.partition(chr(29))[0] for l in p.stdout.split(chr(10))][:20]}, "
+          f"stderr: {p.stderr[-1500:]})")
     return None
 
 
