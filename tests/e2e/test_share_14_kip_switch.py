@@ -79,8 +79,11 @@ def test_flag_form_filestream_every_record_once_shown_as_written(cluster: Cluste
     out = cluster.state_dir / f"{name}.out"
     cluster.create_topic(topic, partitions=3)
     values = [f"{name}-v{i:05d}" for i in range(N)]
-    produce_values(cluster, topic, values[: N // 2])
+    keys = [f"k{i}" for i in range(N)]
+    produce_values(cluster, topic, values[: N // 2], keys=keys[: N // 2])
     cfg = _file_flag_config(cluster, name, topic)
+    # An operator's own share.* key passes through the flag form (scenario 1's commit interval).
+    cfg["share.commit.interval.ms"] = "1000"
     # Connect loaded the extension from the plugin directory on plugin.path.
     assert re.search(r"sharesink REST extension \S+ registered", worker_log(cluster, 0)), \
         "worker 0 did not register sharesink's REST extension"
@@ -110,12 +113,18 @@ def test_flag_form_filestream_every_record_once_shown_as_written(cluster: Cluste
         only_status = worker.get("/connectors?expand=status")[name]
         assert only_status["status"]["type"] == "sink", only_status
 
-        produce_values(cluster, topic, values[N // 2:])
+        produce_values(cluster, topic, values[N // 2:], keys=keys[N // 2:])
         Progress("lines in the file", lambda: file_line_count(out)).wait(
             N, stall=90, timeout=600, on_timeout=lambda: connector_trace(worker, name))
+        # A record is ACCEPTed a commit cycle after a later put confirmed it: wait for the share
+        # group to have acknowledged every record (its start offsets reach the end) before the
+        # stop, which RELEASEs what is not confirmed yet.
+        accepted = Progress(
+            "records acknowledged by the share group",
+            lambda: accepted_upper_bound(share_group_offsets(cluster, group_of(name)))).wait(
+            N, stall=120, timeout=600, on_timeout=lambda: connector_trace(worker, name))
         stop_connector(worker, name)
         figs = count_figures(values, file_lines(out))
-        accepted = accepted_upper_bound(share_group_offsets(cluster, group_of(name)))
         record_figures("14-kip-switch-filestream", tasks=TASKS, partitions=3, **figs,
                        accepted_by_share_group=accepted)
         assert figs["lost"] == 0 and figs["unexpected"] == 0, figs
