@@ -65,7 +65,7 @@ def _share_tasks(mark: LogMark, name: str) -> set:
     return {m.group("task") for l in _share_member_lines(mark, name) for m in [rx.search(l)] if m}
 
 
-def _assert_stored_share_form(cluster: Cluster, name: str, operator: Dict[str, str]) -> None:
+def _assert_stored_share_form(cluster: Cluster, name: str, operator: Dict[str, str]) -> dict:
     stored = stored_config(cluster, name)
     assert stored is not None, f"connector {name} is not in the config topic"
     assert stored["connector.class"] == SHARE_SINK, stored
@@ -73,6 +73,7 @@ def _assert_stored_share_form(cluster: Cluster, name: str, operator: Dict[str, s
     assert stored["share.internal.form"] == "flag", stored
     # The switch is not stored under its own key: a source connector's clients would get it.
     assert SHARE_FLAG not in stored and stored["share.internal.form.flag"] == "share", stored
+    return stored
 
 
 def _wait_running(rest: Rest, name: str, tasks: int) -> dict:
@@ -150,12 +151,18 @@ def test_put_get_round_trip_patch_and_back_to_classic(cluster: Cluster, worker: 
     cluster.create_topic(topic, partitions=2)
     cfg = _file_flag_config(cluster, name, topic, tasks=2)
     path = f"/connectors/{_q(name)}/config"
+    exchanges = []  # the REST round trip as it happened, kept with the figures for the notes
     try:
         answer = worker._retry_busy(lambda: worker.put(path, cfg))
+        exchanges.append({"request": f"PUT {path}", "body": cfg, "response": answer})
         assert answer["config"] == cfg and answer["type"] == "sink", answer
-        assert worker.get(path) == cfg, "PUT then GET of the config differ"
-        _wait_running(worker, name, 2)
-        _assert_stored_share_form(cluster, name, cfg)
+        got = worker.get(path)
+        exchanges.append({"request": f"GET {path}", "response": got})
+        assert got == cfg, "PUT then GET of the config differ"
+        status = _wait_running(worker, name, 2)
+        exchanges.append({"request": f"GET /connectors/{_q(name)}/status", "response": status})
+        stored = _assert_stored_share_form(cluster, name, cfg)
+        exchanges.append({"config topic holds": stored})
         # The same PUT again (what Strimzi does whenever it sees a difference) changes nothing.
         again = worker._retry_busy(lambda: worker.put(path, cfg))
         assert again["config"] == cfg, again
@@ -171,14 +178,19 @@ def test_put_get_round_trip_patch_and_back_to_classic(cluster: Cluster, worker: 
         # Moving back: the same map without the flag runs on the classic runtime.
         classic = {k: v for k, v in patched.items() if k != SHARE_FLAG}
         mark = LogMark(cluster, 0)
-        worker._retry_busy(lambda: worker.put(path, classic))
-        assert worker.get(path) == classic
+        answer = worker._retry_busy(lambda: worker.put(path, classic))
+        exchanges.append({"request": f"PUT {path}", "body": classic, "response": answer})
+        got = worker.get(path)
+        exchanges.append({"request": f"GET {path}", "response": got})
+        assert got == classic
         stored = stored_config(cluster, name)
+        exchanges.append({"config topic holds": stored})
         assert stored == classic, f"the classic form is stored as {stored}"
         wait_for("a classic WorkerSinkTask of the connector",
                  lambda: mark.lines(rf"WorkerSinkTask\{{id={name}-\d+\}}"), timeout=120,
                  on_timeout=lambda: connector_trace(worker, name))
         assert _wait_running(worker, name, 3)["type"] == "sink"
+        record_figures("14-kip-switch-round-trip", exchanges=exchanges)
     finally:
         delete_connector(worker, name)
 
