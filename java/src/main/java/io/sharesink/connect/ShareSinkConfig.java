@@ -570,6 +570,23 @@ public class ShareSinkConfig extends AbstractConfig {
     return settings;
   }
 
+  /**
+   * The share consumer's client settings: {@link #clientSettings}'s layers with the worker's {@code
+   * consumer.*} and the connector's {@code consumer.override.*} between them, as {@link
+   * ShareConsumerSettings} describes. The override policy is the caller's to check.
+   *
+   * @throws ConfigException on {@value #BOOTSTRAP_SERVERS_CONFIG} when no layer gives bootstrap
+   *     servers
+   */
+  ShareConsumerSettings shareConsumerSettings(WorkerDefaults worker) {
+    ShareConsumerSettings layered = ShareConsumerSettings.layer(worker, originals());
+    Object bootstrap = layered.settings().get("bootstrap.servers");
+    if (bootstrap == null || bootstrap.toString().isBlank()) {
+      throw new ConfigException(BOOTSTRAP_SERVERS_CONFIG, null, missingBootstrapMessage(worker));
+    }
+    return layered;
+  }
+
   static String missingBootstrapMessage(WorkerDefaults worker) {
     return "no bootstrap servers for the share group: set "
         + BOOTSTRAP_SERVERS_CONFIG

@@ -1,0 +1,113 @@
+package io.sharesink.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sharesink.engine.KafkaClientConfigTranslator;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ShareConsumerSettingsTest {
+
+  private static final WorkerDefaults WORKER =
+      new WorkerDefaults(
+          Path.of("/etc/kafka/connect-distributed.properties"),
+          Map.of(
+              "bootstrap.servers", "worker:9092",
+              "security.protocol", "SASL_SSL",
+              "sasl.mechanism", "SCRAM-SHA-512",
+              "group.id", "connect-cluster",
+              "consumer.max.poll.records", "200",
+              "consumer.fetch.max.bytes", "1000000",
+              "consumer.sasl.mechanism", "PLAIN",
+              "consumer.client.id", "from-worker",
+              "consumer.auto.offset.reset", "latest"));
+
+  @Test
+  void eachLayerOverridesTheOneBelow() {
+    Map<String, String> connector =
+        Map.of(
+            "consumer.override.fetch.max.bytes", "2000000",
+            "consumer.override.client.id", "orders-sink",
+            "consumer.override.fetch.min.bytes", "1024",
+            "share.consumer.fetch.min.bytes", "4096");
+    ShareConsumerSettings layered = ShareConsumerSettings.layer(WORKER, connector);
+    Map<String, Object> s = layered.settings();
+    assertEquals("worker:9092", s.get("bootstrap.servers")); // worker connection settings
+    assertEquals("SASL_SSL", s.get("security.protocol"));
+    assertEquals("PLAIN", s.get("sasl.mechanism")); // worker consumer.* over the top level
+    assertEquals("200", s.get("max.poll.records")); // worker consumer.*
+    assertEquals("2000000", s.get("fetch.max.bytes")); // consumer.override.* over consumer.*
+    assertEquals("orders-sink", s.get("client.id"));
+    assertEquals("4096", s.get("fetch.min.bytes")); // share.consumer.* over everything
+    assertEquals("worker consumer.max.poll.records", layered.origin("max.poll.records"));
+    assertEquals("consumer.override.fetch.max.bytes", layered.origin("fetch.max.bytes"));
+    assertEquals("share.consumer.fetch.min.bytes", layered.origin("fetch.min.bytes"));
+    assertEquals("worker security.protocol", layered.origin("security.protocol"));
+    // The worker's own group.id is not a connection setting.
+    assertFalse(s.containsKey("group.id"));
+  }
+
+  @Test
+  void settingsAShareConsumerDoesNotTakeAreLeftOutAndNamed() {
+    Map<String, String> connector =
+        Map.of(
+            "consumer.override.group.protocol", "share",
+            "consumer.override.group.id", "mine",
+            "consumer.override.enable.auto.commit", "true",
+            "share.consumer.key.deserializer", "x.Y",
+            "consumer.override.max.poll.records", "50");
+    ShareConsumerSettings layered = ShareConsumerSettings.layer(WORKER, connector);
+    Map<String, Object> s = layered.settings();
+    for (String key :
+        List.of(
+            "group.protocol",
+            "group.id",
+            "enable.auto.commit",
+            "key.deserializer",
+            "auto.offset.reset")) {
+      assertFalse(s.containsKey(key), key);
+    }
+    String ignored = String.join("; ", layered.ignored());
+    for (String origin :
+        List.of(
+            "consumer.override.group.protocol",
+            "consumer.override.group.id",
+            "consumer.override.enable.auto.commit",
+            "share.consumer.key.deserializer",
+            "worker consumer.auto.offset.reset (the share group's start position is"
+                + " share.auto.offset.reset)")) {
+      assertTrue(ignored.contains(origin), ignored);
+    }
+    assertEquals("50", s.get("max.poll.records"));
+  }
+
+  @Test
+  void pollAndFetchSizesReachTheNativeEnginesProperties() {
+    Map<String, String> connector =
+        Map.of(
+            "consumer.override.max.poll.records", "77",
+            "consumer.override.fetch.max.wait.ms", "250");
+    Map<String, String> props =
+        KafkaClientConfigTranslator.translate(
+            ShareConsumerSettings.layer(WORKER, connector).settings());
+    assertEquals("77", props.get("max.poll.records"));
+    assertEquals("1000000", props.get("fetch.max.bytes"));
+    assertEquals("250", props.get("fetch.max.wait.ms"));
+    assertEquals("from-worker", props.get("client.id"));
+  }
+
+  @Test
+  void theShareConsumerGetsTheLayersTheAdminClientDoesNot() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.put("consumer.override.max.poll.records", "10");
+    ShareSinkConfig config = new ShareSinkConfig(props);
+    assertEquals("10", config.shareConsumerSettings(WORKER).settings().get("max.poll.records"));
+    assertEquals(
+        "localhost:9092", config.shareConsumerSettings(WORKER).settings().get("bootstrap.servers"));
+    assertFalse(config.clientSettings(WORKER).containsKey("max.poll.records"));
+  }
+}
