@@ -21,6 +21,7 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.connect.connector.Connector;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkConnector;
@@ -60,7 +61,10 @@ public class ShareSinkConnector extends SourceConnector {
           "header.converter",
           "transforms",
           "predicates",
-          "errors.");
+          "errors.",
+          // The share consumer's settings: the tasks build it, as the runtime builds a sink
+          // task's consumer from the connector's config.
+          ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX);
 
   private Map<String, String> props;
   private SinkConnector legacyConnector;
@@ -126,7 +130,40 @@ public class ShareSinkConnector extends SourceConnector {
       validateLegacy(parsed, connectorConfigs, values);
       validateCluster(parsed, connectorConfigs.get("name"), values);
     }
+    validateConsumerOverrides(connectorConfigs, values);
     return new Config(new ArrayList<>(values.values()));
+  }
+
+  /**
+   * The worker's {@code connector.client.config.override.policy} on the connector's {@code
+   * consumer.override.*} keys, each refusal on its key, in the policy's words: the runtime asks it
+   * for sink connectors only, and to it this is a source connector.
+   */
+  private static void validateConsumerOverrides(
+      Map<String, String> props, Map<String, ConfigValue> values) {
+    WorkerDefaults worker;
+    try {
+      worker = WorkerDefaults.load(props.get(ShareSinkConfig.WORKER_CONFIG_CONFIG));
+    } catch (IllegalArgumentException e) {
+      return; // reported on share.worker.config by validateCluster
+    }
+    ClientOverridePolicy.of(worker)
+        .refusals(props.get("name"), legacyClassOrOurs(props), props)
+        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+  }
+
+  /** The legacy sink's class for the policy to see, or ours while it cannot be loaded. */
+  private static Class<? extends Connector> legacyClassOrOurs(Map<String, String> props) {
+    String name = props.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+    if (name == null || name.isBlank()) {
+      return ShareSinkConnector.class;
+    }
+    try {
+      return LegacyPlugins.loadSinkConnectorClass(
+          ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, name.trim());
+    } catch (ConfigException e) {
+      return ShareSinkConnector.class; // reported on share.sink.connector.class already
+    }
   }
 
   private static boolean hasErrors(Map<String, ConfigValue> values) {
@@ -248,6 +285,10 @@ public class ShareSinkConnector extends SourceConnector {
     String groupId = config.groupId(name);
 
     WorkerDefaults worker = config.workerDefaults();
+    Class<? extends SinkConnector> legacyClass =
+        LegacyPlugins.loadSinkConnectorClass(
+            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
+    ClientOverridePolicy.of(worker).ensureAllowed(name, legacyClass, this.props);
     Map<String, Object> clientSettings = config.clientSettings(worker);
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(
@@ -285,9 +326,6 @@ public class ShareSinkConnector extends SourceConnector {
     // The admin client stays open for the lag gauges.
     lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
 
-    Class<? extends SinkConnector> legacyClass =
-        LegacyPlugins.loadSinkConnectorClass(
-            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
     legacyLoader = legacyClass.getClassLoader();
     legacyConnector = LegacyPlugins.newInstance(legacyClass);
     Map<String, String> legacyProps = LegacyConfigs.forConnector(this.props, legacyClass.getName());

@@ -109,6 +109,7 @@ class ShareSinkConnectorTest {
     props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
     props.put("errors.tolerance", "all");
     props.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
+    props.put("consumer.override.max.poll.records", "10");
     // A legacy connector that returns only its own key, and one that copies everything.
     List<Map<String, String>> legacy =
         List.of(
@@ -129,6 +130,8 @@ class ShareSinkConnectorTest {
       assertEquals(Integer.toString(id), task.get(ShareSinkConfig.TASK_ID_CONFIG));
       assertEquals("broker", task.get(ShareSinkConfig.DLQ_RESOLVED_CONFIG));
       assertEquals("route", task.get("transforms"));
+      // The tasks build the share consumer, so they need the connector's consumer overrides.
+      assertEquals("10", task.get("consumer.override.max.poll.records"));
     }
     // The legacy connector's own value wins; added keys are stripped again for the legacy task.
     assertEquals("all", configs.get(0).get("errors.tolerance"));
