@@ -7,6 +7,7 @@ import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import io.sharesink.engine.EngineException;
+import io.sharesink.engine.NativeEngineSettings;
 import io.sharesink.engine.NativeShareConsumerEngine;
 import io.sharesink.engine.ShareConsumerEngine;
 import io.sharesink.engine.kafka.KafkaShareConsumerEngine;
@@ -87,12 +88,22 @@ public class ShareSinkTask extends SourceTask {
     Class<? extends SinkConnector> connectorClass =
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
+    // As the worker does before it builds a sink task's consumer: this worker's policy decides.
+    ClientOverridePolicy.of(worker).ensureAllowed(connectorName, connectorClass, props);
+    ShareConsumerSettings consumerSettings = config.shareConsumerSettings(worker);
+    if (!consumerSettings.ignored().isEmpty()) {
+      log.warn(
+          "{}: consumer settings a share consumer does not take, ignored: {}",
+          taskName,
+          consumerSettings.ignored());
+    }
     Class<? extends SinkTask> taskClass = legacyTaskClass(connectorClass, props);
     SinkTask legacyTask = LegacyPlugins.newInstance(taskClass);
 
     String clientId = "connector-share-" + taskName;
     EngineChoice choice =
-        EngineChoice.choose(config.engine(), clientSettings, NativeLoader::loadFailure);
+        EngineChoice.choose(
+            config.engine(), consumerSettings.settings(), NativeLoader::loadFailure);
     if (choice.fallbackReason() != null) {
       log.warn(
           "{}: {}={}: running the Java KafkaShareConsumer engine: {}",
@@ -101,10 +112,16 @@ public class ShareSinkTask extends SourceTask {
           config.engine(),
           choice.fallbackReason());
     }
+    if (ShareSinkConfig.ENGINE_NATIVE.equals(choice.engine())) {
+      String unread = unreadByNativeEngine(consumerSettings);
+      if (unread != null) {
+        log.warn("{}: {}", taskName, unread);
+      }
+    }
     ShareConsumerEngine newEngine =
         openEngine(
             choice.engine(),
-            clientSettings,
+            consumerSettings.settings(),
             groupId,
             clientId,
             config.topics(),
@@ -141,6 +158,26 @@ public class ShareSinkTask extends SourceTask {
         taskClass.getName(),
         groupId,
         choice.engine());
+  }
+
+  /**
+   * The settings the native engine would not use, each named as the operator set it, in a sentence
+   * for a WARN; null when it uses them all.
+   */
+  static String unreadByNativeEngine(ShareConsumerSettings consumerSettings) {
+    List<String> unread = NativeEngineSettings.unread(consumerSettings.settings());
+    if (unread.isEmpty()) {
+      return null;
+    }
+    List<String> named =
+        unread.stream().map(k -> k + " (" + consumerSettings.origin(k) + ")").toList();
+    return "the native engine does not use these consumer settings, so they have no effect: "
+        + String.join(", ", named)
+        + " (the Java client does: "
+        + ShareSinkConfig.ENGINE_CONFIG
+        + "="
+        + ShareSinkConfig.ENGINE_JAVA
+        + ")";
   }
 
   /** The client settings a producer knows (consumer-only ones would only make it warn). */

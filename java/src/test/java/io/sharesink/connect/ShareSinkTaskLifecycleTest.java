@@ -10,6 +10,7 @@ import io.sharesink.engine.Acknowledgements;
 import io.sharesink.engine.EngineMetrics;
 import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.ShareConsumerEngine;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -252,6 +253,7 @@ class ShareSinkTaskLifecycleTest {
   private static class ScriptedTask extends ShareSinkTask {
     IdleEngine engine = new IdleEngine();
     long stuckTimeoutMs;
+    Map<String, Object> clientSettings;
 
     @Override
     ShareConsumerEngine openEngine(
@@ -264,6 +266,7 @@ class ShareSinkTaskLifecycleTest {
       assertEquals("connect-share-files", groupId);
       assertEquals("connector-share-files-1", clientId);
       this.stuckTimeoutMs = stuckTimeoutMs;
+      this.clientSettings = clientSettings;
       return engine;
     }
   }
@@ -357,6 +360,60 @@ class ShareSinkTaskLifecycleTest {
             Map.of("bootstrap.servers", "b:9092", "share.buffer.hold.max.ms", "5000"), 120_000);
     assertEquals("5000", explicit.get("share.buffer.hold.max.ms"));
     assertNull(client.get("share.buffer.hold.max.ms"), "the client settings are left as they are");
+  }
+
+  @Test
+  void theShareConsumerGetsTheConnectorsConsumerOverrides() {
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put("consumer.override.max.poll.records", "42");
+    props.put("consumer.override.client.id", "orders");
+    props.put("consumer.override.auto.offset.reset", "latest");
+    task.start(props);
+    assertEquals("42", task.clientSettings.get("max.poll.records"));
+    assertEquals("orders", task.clientSettings.get("client.id"));
+    assertNull(task.clientSettings.get("auto.offset.reset"), "a share consumer refuses it");
+    task.stop();
+  }
+
+  @Test
+  void aTaskOnAWorkerWhosePolicyRefusesTheOverridesDoesNotStart() throws Exception {
+    Path worker = dir.resolve("worker.properties");
+    Files.writeString(
+        worker, "bootstrap.servers=localhost:9092\nconnector.client.config.override.policy=None\n");
+    ScriptedTask task = new ScriptedTask();
+    task.initialize(CONTEXT);
+    Map<String, String> props = taskProps();
+    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, worker.toString());
+    props.put("consumer.override.max.poll.records", "42");
+    ConnectException e = assertThrows(ConnectException.class, () -> task.start(props));
+    assertTrue(e.getMessage().startsWith("Client Config Overrides not allowed"), e.getMessage());
+    assertNull(task.clientSettings, "no engine was opened");
+    task.stop();
+  }
+
+  @Test
+  void settingsTheNativeEngineDoesNotUseAreNamedWhereTheyWereSet() {
+    WorkerDefaults worker =
+        new WorkerDefaults(null, Map.of("bootstrap.servers", "b:9092", "client.dns.lookup", "x"));
+    ShareConsumerSettings settings =
+        ShareConsumerSettings.layer(
+            worker,
+            Map.of(
+                "consumer.override.max.partition.fetch.bytes", "1",
+                "consumer.override.max.poll.records", "5"));
+    String warning = ShareSinkTask.unreadByNativeEngine(settings);
+    assertTrue(
+        warning.contains(
+            "client.dns.lookup (worker client.dns.lookup), max.partition.fetch.bytes"
+                + " (consumer.override.max.partition.fetch.bytes)"),
+        warning);
+    assertTrue(!warning.contains("max.poll.records"), warning);
+    assertNull(
+        ShareSinkTask.unreadByNativeEngine(
+            ShareConsumerSettings.layer(
+                new WorkerDefaults(null, Map.of("bootstrap.servers", "b:9092")), Map.of())));
   }
 
   @Test
