@@ -387,3 +387,33 @@ def test_worker_wide_default_runs_connectors_without_the_flag_in_share_mode(clus
         delete_connector(worker, name)
         delete_connector(worker, classic_name)
         stop_worker_if_running(cluster, 1)
+
+
+def test_consumer_override_refused_by_a_none_policy(cluster: Cluster, worker: Rest, tmp_path):
+    """The worker's connector.client.config.override.policy decides on consumer.override.* in
+    share mode as it does for a classic sink (the runtime asks it for sink connectors only, and
+    the stored form is a source connector, so sharesink asks it): worker 1 runs policy None,
+    worker 0 the default (All). Validation runs on the worker that is asked."""
+    name = uniq("kip-policy-")
+    cfg = dict(_file_flag_config(cluster, name, name, tasks=1),
+               **{"consumer.override.max.poll.records": "10"})
+    refused = ("The 'None' policy does not allow 'max.poll.records' to be overridden in the "
+               "connector configuration.")
+    try:
+        cluster.start_worker(1, plugin_archive=default_plugin_archive(),
+                             extra={"connector.client.config.override.policy": "None"})
+        w1 = cluster.rest(1)
+
+        def errors(rest: Rest, config: Dict[str, str]) -> Dict[str, list]:
+            return Rest.validation_errors(rest._retry_busy(lambda: rest.put(
+                f"/connector-plugins/{_q(FILE_SINK)}/config/validate", config)))
+
+        on_none = errors(w1, cfg)
+        assert on_none.get("consumer.override.max.poll.records") == [refused], on_none
+        # The switch itself is never an override the policy sees.
+        assert SHARE_FLAG not in on_none, on_none
+        assert errors(worker, cfg) == {}, "policy All refused an override"
+        without = {k: v for k, v in cfg.items() if k != "consumer.override.max.poll.records"}
+        assert errors(w1, without) == {}, "policy None refused the flag form itself"
+    finally:
+        stop_worker_if_running(cluster, 1)
