@@ -162,6 +162,8 @@ public class ShareSinkConfig extends AbstractConfig {
           + " worker's command line (ConnectDistributed <file>). Read on every worker that runs a"
           + " task, so each uses its own.";
 
+  public static final String DELIVERY_COUNT_HEADER_CONFIG = SinkDriverConfig.DELIVERY_COUNT_HEADER;
+
   // ---- commit (the driver's keys, documented here so the reference is complete)
 
   public static final String COMMIT_INTERVAL_MS_CONFIG = SinkDriverConfig.COMMIT_INTERVAL_MS;
@@ -257,6 +259,7 @@ public class ShareSinkConfig extends AbstractConfig {
         ++order,
         Width.LONG,
         "Topics");
+    defineDriverKeys(def, GROUP_LEGACY_SINK, order, List.of(DELIVERY_COUNT_HEADER_CONFIG));
 
     order = 0;
     def.define(
@@ -417,6 +420,7 @@ public class ShareSinkConfig extends AbstractConfig {
     defineDriverKeys(
         def,
         GROUP_COMMIT,
+        0,
         List.of(
             COMMIT_INTERVAL_MS_CONFIG,
             COMMIT_MAX_RECORDS_CONFIG,
@@ -425,6 +429,7 @@ public class ShareSinkConfig extends AbstractConfig {
     defineDriverKeys(
         def,
         GROUP_RESTART,
+        0,
         List.of(
             TASK_RESTART_MAX_ATTEMPTS_CONFIG,
             TASK_RESTART_BACKOFF_MS_CONFIG,
@@ -432,8 +437,8 @@ public class ShareSinkConfig extends AbstractConfig {
     return def;
   }
 
-  private static void defineDriverKeys(ConfigDef def, String group, List<String> keys) {
-    int order = 0;
+  /** Defines the driver's {@code keys} in {@code group}, ordered after {@code order}. */
+  private static void defineDriverKeys(ConfigDef def, String group, int order, List<String> keys) {
     for (String key : keys) {
       ConfigDef.ConfigKey k = SinkDriverConfig.CONFIG_DEF.configKeys().get(key);
       def.define(

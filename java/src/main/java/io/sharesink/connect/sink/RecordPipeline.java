@@ -13,8 +13,9 @@ import org.apache.kafka.connect.storage.HeaderConverter;
 /**
  * Turns a raw share record into what the sink runtime would have put: key and value converted with
  * the header-aware three-argument calls, each header through the header converter, a SinkRecord
- * carrying the original topic/partition/offset, then the transform chain. Each stage runs under the
- * error handling's retries; a failure leaves as {@link RecordFailedException}.
+ * carrying the original topic/partition/offset (plus, when asked, a header with the record's
+ * delivery count), then the transform chain. Each stage runs under the error handling's retries; a
+ * failure leaves as {@link RecordFailedException}.
  */
 final class RecordPipeline implements AutoCloseable {
 
@@ -25,19 +26,29 @@ final class RecordPipeline implements AutoCloseable {
   private final ErrorHandling errors;
   private final boolean internalRecords;
 
+  /** Name of the delivery count header, or null for none. */
+  private final String deliveryCountHeader;
+
+  /**
+   * @param deliveryCountHeader the header that carries each record's delivery count, or null (or
+   *     empty) for none
+   */
   RecordPipeline(
       Converter keyConverter,
       Converter valueConverter,
       HeaderConverter headerConverter,
       TransformChain transforms,
       ErrorHandling errors,
-      boolean internalRecords) {
+      boolean internalRecords,
+      String deliveryCountHeader) {
     this.keyConverter = keyConverter;
     this.valueConverter = valueConverter;
     this.headerConverter = headerConverter;
     this.transforms = transforms;
     this.errors = errors;
     this.internalRecords = internalRecords && InternalSinkRecords.available();
+    this.deliveryCountHeader =
+        deliveryCountHeader == null || deliveryCountHeader.isEmpty() ? null : deliveryCountHeader;
   }
 
   boolean buildsInternalRecords() {
@@ -72,6 +83,12 @@ final class RecordPipeline implements AutoCloseable {
             headerConverter.getClass(),
             () -> LoaderSwap.call(LoaderSwap.loaderOf(headerConverter), () -> headers(raw)),
             stopping);
+    if (deliveryCountHeader != null) {
+      // Added before the transforms, so an SMT or predicate can route on it. One header only: a
+      // header of that name the producer wrote would otherwise shadow the broker's count.
+      headers.remove(deliveryCountHeader);
+      headers.addInt(deliveryCountHeader, raw.deliveryCount());
+    }
     // -1 means "no timestamp" (null in Connect); brokers accept no other negative timestamp.
     Long timestamp = raw.timestamp() < 0 ? null : raw.timestamp();
     SinkRecord record =

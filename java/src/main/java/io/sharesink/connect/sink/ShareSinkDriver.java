@@ -162,7 +162,13 @@ public final class ShareSinkDriver {
     this.engine = Objects.requireNonNull(engine, "engine");
     this.pipeline =
         new RecordPipeline(
-            keyConverter, valueConverter, headerConverter, transforms, errors, internalRecords);
+            keyConverter,
+            valueConverter,
+            headerConverter,
+            transforms,
+            errors,
+            internalRecords,
+            config.deliveryCountHeader());
     this.errors = errors;
     this.config = config;
     this.taskName = taskName;

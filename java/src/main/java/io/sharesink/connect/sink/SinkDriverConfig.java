@@ -41,6 +41,8 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String TASK_RESTART_BACKOFF_MAX_MS = "share.task.restart.backoff.max.ms";
   public static final long TASK_RESTART_BACKOFF_MAX_MS_DEFAULT = 30_000;
 
+  public static final String DELIVERY_COUNT_HEADER = "share.delivery.count.header";
+
   public static final String ERRORS_TOLERANCE = "errors.tolerance";
   public static final String ERRORS_RETRY_TIMEOUT = "errors.retry.timeout";
   public static final String ERRORS_RETRY_MAX_DELAY = "errors.retry.delay.max.ms";
@@ -50,11 +52,30 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String DLQ_CONTEXT_HEADERS = "errors.deadletterqueue.context.headers.enable";
 
   private static final String SHARE_GROUP = "Share commit";
+  private static final String RECORD_GROUP = "Legacy sink";
   private static final String ERROR_GROUP = "Error Handling";
   private static final String RESTART_GROUP = "Legacy task restarts";
 
   public static final ConfigDef CONFIG_DEF =
       new ConfigDef()
+          .define(
+              DELIVERY_COUNT_HEADER,
+              Type.STRING,
+              "",
+              Importance.LOW,
+              "Name of a header to add to every record the sink gets, carrying how many times the "
+                  + "share group has delivered the record (an INT32: 1 on the first delivery, 2 "
+                  + "after one redelivery, up to the group's share.delivery.count.limit). Empty "
+                  + "(default): no header. A redelivery happens when a lock runs out, a task "
+                  + "fails or stops, or another member releases the record, so a sink or SMT can "
+                  + "use it to de-duplicate, or to route records delivered many times elsewhere "
+                  + "(a predicate on the header, for instance). The header is added after the "
+                  + "header converter and before the connector's transforms, so transforms and "
+                  + "predicates see it; a header of the same name on the record is replaced.",
+              RECORD_GROUP,
+              3,
+              Width.MEDIUM,
+              "Delivery count header")
           .define(
               COMMIT_INTERVAL_MS,
               Type.LONG,
@@ -305,6 +326,12 @@ public final class SinkDriverConfig extends AbstractConfig {
   /** True when an empty preCommit result ACCEPTs everything confirmed. */
   public boolean acceptOnEmptyPreCommit() {
     return EMPTY_PRECOMMIT_ACCEPT.equals(getString(EMPTY_PRECOMMIT).toLowerCase(Locale.ROOT));
+  }
+
+  /** The delivery count header's name, or null when none is added. */
+  public String deliveryCountHeader() {
+    String name = getString(DELIVERY_COUNT_HEADER).trim();
+    return name.isEmpty() ? null : name;
   }
 
   /** How long a stuck call or a failing put keeps its records renewed before they are released. */

@@ -972,6 +972,65 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void theDeliveryCountHeaderCountsRedeliveriesAndTransformsSeeIt() {
+    long lock = 1_000;
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, lock, 10, 2);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    AtomicInteger attempts = new AtomicInteger();
+    task.onPut =
+        records -> {
+          if (!records.isEmpty() && attempts.incrementAndGet() == 1) {
+            // The locks run out while the put fails: the broker delivers the records again.
+            time.setCurrentTimeMs(time.milliseconds() + 1_500);
+            task.ctx().timeout(10);
+            throw new RetriableException("database busy");
+          }
+        };
+    // A transform conditioned on the header: it only fires when the header is already there.
+    DriverFixture fixture =
+        start(
+            task,
+            props(
+                "share.delivery.count.header", "x-delivery-count",
+                "transforms", "seen",
+                "transforms.seen.type", "org.apache.kafka.connect.transforms.RegexRouter",
+                "transforms.seen.regex", "(.*)",
+                "transforms.seen.replacement", "$1-counted",
+                "transforms.seen.predicate", "counted",
+                "predicates", "counted",
+                "predicates.counted.type",
+                    "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+                "predicates.counted.name", "x-delivery-count"),
+            group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+
+    List<List<SinkRecord>> nonEmpty = task.puts.stream().filter(p -> !p.isEmpty()).toList();
+    assertEquals(2, nonEmpty.size(), "the failed put, then the redelivered records");
+    for (int delivery = 1; delivery <= 2; delivery++) {
+      for (SinkRecord record : nonEmpty.get(delivery - 1)) {
+        List<org.apache.kafka.connect.header.Header> counts = new ArrayList<>();
+        record.headers().allWithName("x-delivery-count").forEachRemaining(counts::add);
+        assertEquals(1, counts.size(), record + ": one delivery count header");
+        assertEquals(delivery, counts.get(0).value(), record + ": delivery " + delivery);
+        assertEquals(org.apache.kafka.connect.data.Schema.INT32_SCHEMA, counts.get(0).schema());
+        assertEquals("t-counted", record.topic(), "the transform saw the header");
+      }
+    }
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void noDeliveryCountHeaderUnlessAsked() {
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 10, 2);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    DriverFixture fixture = start(task, props(), group);
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(10), "all accepted");
+    assertTrue(
+        task.puts.stream().flatMap(List::stream).allMatch(r -> r.headers().isEmpty()),
+        "no header added by default");
+  }
+
+  @Test
   void aRetryBatchWhoseLocksRanOutIsNotPutAgain() {
     long lock = 1_000;
     InMemoryShareGroup group = InMemoryShareGroup.withValues(time, lock, 10, 3);
