@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
@@ -140,7 +141,11 @@ public class ShareSinkConfig extends AbstractConfig {
           + " same way (share.consumer.<setting>: security.protocol, sasl.*, ssl.*,"
           + " max.poll.records, ...); it is used by the share consumer, by the admin client that"
           + " sets the group configs and by the DLQ producer. Connection settings not given here"
-          + " come from the worker configuration file.";
+          + " come from the worker configuration file. Validation (and the connector's and each"
+          + " task's start) refuses a value that is not a comma-separated list of host:port, or"
+          + " that names a host DNS cannot resolve, whether it is set here or comes from the"
+          + " worker's bootstrap.servers (the error says which); a host that resolves but does not"
+          + " answer is not refused (the cluster may be down for now).";
 
   public static final String SECURITY_PROTOCOL_CONFIG = "share.consumer.security.protocol";
   private static final String SECURITY_PROTOCOL_DOC =
@@ -590,6 +595,48 @@ public class ShareSinkConfig extends AbstractConfig {
       throw new ConfigException(BOOTSTRAP_SERVERS_CONFIG, null, missingBootstrapMessage(worker));
     }
     return layered;
+  }
+
+  /**
+   * What is wrong with the bootstrap servers in {@code clientSettings} (see {@link
+   * BootstrapServers}), said of the setting they came from: {@value #BOOTSTRAP_SERVERS_CONFIG} when
+   * the connector sets it, else the worker configuration's {@code bootstrap.servers}. Empty when
+   * they are well-formed and every host resolves.
+   */
+  Optional<String> bootstrapServersProblem(
+      Map<String, Object> clientSettings,
+      WorkerDefaults worker,
+      BootstrapServers.HostResolver resolver) {
+    String value = String.valueOf(clientSettings.get("bootstrap.servers"));
+    return BootstrapServers.problem(value, resolver)
+        .map(
+            problem ->
+                originals().containsKey(BOOTSTRAP_SERVERS_CONFIG)
+                    ? BOOTSTRAP_SERVERS_CONFIG + "=" + value + ": " + problem
+                    : "bootstrap.servers="
+                        + value
+                        + " from "
+                        + worker
+                        + ": "
+                        + problem
+                        + " (set "
+                        + BOOTSTRAP_SERVERS_CONFIG
+                        + " on the connector to use other servers)");
+  }
+
+  /**
+   * {@link #bootstrapServersProblem} as an exception, for a connector or task about to connect.
+   *
+   * @throws ConfigException naming the setting the bootstrap servers came from
+   */
+  void checkBootstrapServers(
+      Map<String, Object> clientSettings,
+      WorkerDefaults worker,
+      BootstrapServers.HostResolver resolver) {
+    Optional<String> problem = bootstrapServersProblem(clientSettings, worker, resolver);
+    if (problem.isPresent()) {
+      throw new ConfigException(problem.get());
+    }
   }
 
   static String missingBootstrapMessage(WorkerDefaults worker) {

@@ -76,6 +76,18 @@ public class ShareSinkConnector extends SourceConnector {
 
   private ShareGroupLag lag;
 
+  /** Looks up the bootstrap hosts in validate() and start(). */
+  private final BootstrapServers.HostResolver resolver;
+
+  public ShareSinkConnector() {
+    this(BootstrapServers.HostResolver.DNS);
+  }
+
+  /** A connector whose bootstrap host lookups go to {@code resolver}; for tests. */
+  ShareSinkConnector(BootstrapServers.HostResolver resolver) {
+    this.resolver = resolver;
+  }
+
   @Override
   public String version() {
     return Version.get();
@@ -90,8 +102,8 @@ public class ShareSinkConnector extends SourceConnector {
    * Our keys' results merged with the legacy connector's own {@code validate()} on its settings,
    * plus checks no single key can make: the native library loads (reported on {@value
    * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns on share mode), bootstrap
-   * servers are known, the worker file is readable, and the group settings fit the cluster's bounds
-   * (when the cluster answers within a few seconds).
+   * servers are known, well-formed and resolvable, the worker file is readable, and the group
+   * settings fit the cluster's bounds (when the cluster answers within a few seconds).
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
@@ -128,7 +140,7 @@ public class ShareSinkConnector extends SourceConnector {
     if (!hasErrors(values)) {
       ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
       validateLegacy(parsed, connectorConfigs, values);
-      validateCluster(parsed, connectorConfigs.get("name"), values);
+      validateCluster(parsed, connectorConfigs.get("name"), values, resolver);
     }
     validateConsumerOverrides(connectorConfigs, values);
     return new Config(new ArrayList<>(values.values()));
@@ -208,7 +220,10 @@ public class ShareSinkConnector extends SourceConnector {
    * then use Kafka's defaults.
    */
   private static void validateCluster(
-      ShareSinkConfig parsed, String connectorName, Map<String, ConfigValue> values) {
+      ShareSinkConfig parsed,
+      String connectorName,
+      Map<String, ConfigValue> values,
+      BootstrapServers.HostResolver resolver) {
     WorkerDefaults worker;
     try {
       worker = WorkerDefaults.load(parsed.workerConfigPath());
@@ -222,6 +237,14 @@ public class ShareSinkConnector extends SourceConnector {
     } catch (ConfigException e) {
       value(values, ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG)
           .addErrorMessage(ShareSinkConfig.missingBootstrapMessage(worker));
+      return;
+    }
+    // A value no client can use: say so on the key the operator set, not as an outage.
+    Optional<String> bootstrapProblem =
+        parsed.bootstrapServersProblem(clientSettings, worker, resolver);
+    if (bootstrapProblem.isPresent()) {
+      value(values, ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG)
+          .addErrorMessage(bootstrapProblem.get());
       return;
     }
     String groupId = null;
@@ -290,6 +313,7 @@ public class ShareSinkConnector extends SourceConnector {
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
     ClientOverridePolicy.of(worker).ensureAllowed(name, legacyClass, this.props);
     Map<String, Object> clientSettings = config.clientSettings(worker);
+    config.checkBootstrapServers(clientSettings, worker, resolver);
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(
             clientSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);

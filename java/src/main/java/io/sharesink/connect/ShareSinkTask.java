@@ -84,6 +84,8 @@ public class ShareSinkTask extends SourceTask {
 
     WorkerDefaults worker = config.workerDefaults();
     Map<String, Object> clientSettings = config.clientSettings(worker);
+    // This worker's DNS may differ from the one that validated the connector.
+    config.checkBootstrapServers(clientSettings, worker, BootstrapServers.HostResolver.DNS);
 
     Class<? extends SinkConnector> connectorClass =
         LegacyPlugins.loadSinkConnectorClass(

@@ -1,18 +1,25 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.Set;
 import org.apache.kafka.common.config.Config;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.connect.source.SourceConnector;
 import org.apache.kafka.connect.source.SourceConnectorContext;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class ShareSinkConnectorTest {
 
@@ -82,6 +89,55 @@ class ShareSinkConnectorTest {
     errors = errors(new ShareSinkConnector().validate(props));
     assertTrue(errors.containsKey("errors.deadletterqueue.topic.name"), errors::toString);
     assertTrue(errors.containsKey(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG), errors::toString);
+  }
+
+  @Test
+  void validationRefusesMalformedOrUnresolvableBootstrapServersNamingTheKey() {
+    BootstrapServers.HostResolver dns =
+        host -> {
+          if (!host.equals("127.0.0.1")) {
+            throw new java.net.UnknownHostException(host);
+          }
+        };
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092;127.0.0.1:9093");
+    String message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    assertTrue(message.startsWith("share.consumer.bootstrap.servers=127.0.0.1:9092;"), message);
+    assertTrue(message.contains("separate servers with ','"), message);
+
+    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1,kafka-typo:9092");
+    message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    assertTrue(message.startsWith("share.consumer.bootstrap.servers="), message);
+    assertTrue(message.contains("host kafka-typo cannot be resolved"), message);
+  }
+
+  @Test
+  void aBadBootstrapFromTheWorkerFileIsReportedAsTheWorkerFiles(@TempDir Path dir)
+      throws IOException {
+    Path workerFile = dir.resolve("worker.properties");
+    Files.writeString(workerFile, "bootstrap.servers=kafka-typo:9092\n");
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, workerFile.toString());
+    BootstrapServers.HostResolver dns =
+        host -> {
+          throw new java.net.UnknownHostException(host);
+        };
+    String message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    assertTrue(message.startsWith("bootstrap.servers=kafka-typo:9092 from "), message);
+    assertTrue(message.contains(workerFile.toString()), message);
+    assertTrue(message.contains("set share.consumer.bootstrap.servers on the connector"), message);
+
+    // start() refuses it the same way, before any client is built.
+    ConfigException e =
+        assertThrows(ConfigException.class, () -> new ShareSinkConnector(dns).start(props));
+    assertEquals(message, e.getMessage());
+  }
+
+  private static String bootstrapError(Config config) {
+    Map<String, List<String>> errors = errors(config);
+    assertEquals(Set.of(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), errors.keySet());
+    return String.join(" ", errors.get(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG));
   }
 
   private static Map<String, List<String>> errors(Config config) {
