@@ -40,7 +40,13 @@ public class ShareSinkConfig extends AbstractConfig {
   public static final String TOPICS_CONFIG = "topics";
   private static final String TOPICS_DOC =
       "Topics the share group consumes. Also passed to the legacy connector and its tasks as"
-          + " their 'topics'. (topics.regex is not supported: share groups subscribe by name.)";
+          + " their 'topics'. (topics.regex is not supported: share groups subscribe by name.) A"
+          + " topic that does not exist is not a validation error, since it may be created after"
+          + " the connector and a share group gets its partitions once it is (Connect's"
+          + " validation has no warnings, and an error would refuse the connector): validation"
+          + " and the connector's start log a WARN naming the topic and the connector, the"
+          + " connector looks again every 15 s, repeats the WARN every 10 minutes, and logs once"
+          + " when the topic exists.";
 
   // ---- share group
 

@@ -21,6 +21,7 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Connector;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -75,6 +76,7 @@ public class ShareSinkConnector extends SourceConnector {
   private Integer derivedCommitMaxRecords;
 
   private ShareGroupLag lag;
+  private TopicWatchThread topicWatch;
 
   /** Looks up the bootstrap hosts in validate() and start(). */
   private final BootstrapServers.HostResolver resolver;
@@ -256,7 +258,20 @@ public class ShareSinkConnector extends SourceConnector {
     ClusterFacts facts = null;
     try (ShareGroupAdmin admin =
         ShareGroupAdmin.create(clientSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
-      facts = admin.facts(groupId, parsed.dlqTopic());
+      RuntimeException factsFailure = null;
+      try {
+        facts = admin.facts(groupId, parsed.dlqTopic());
+      } catch (RuntimeException e) {
+        factsFailure = e;
+      }
+      // A cluster that answered (even refusing the group configs) can say which topics exist;
+      // one that timed out would only make the REST call wait again.
+      if (factsFailure == null || !timedOut(factsFailure)) {
+        warnAboutMissingTopics(admin, parsed, connectorName);
+      }
+      if (factsFailure != null) {
+        throw factsFailure;
+      }
     } catch (RuntimeException e) {
       Throwable auth = authenticationFailure(e);
       if (auth != null) {
@@ -282,6 +297,30 @@ public class ShareSinkConnector extends SourceConnector {
         .groupSettings()
         .problems(facts)
         .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+  }
+
+  /**
+   * A topic that does not exist is logged, not refused: Connect's validation has errors only, and
+   * an error would refuse the connector, while creating the topic after the connector is a valid
+   * order (the share group picks it up once it exists; the connector keeps checking).
+   */
+  private static void warnAboutMissingTopics(
+      ShareGroupAdmin admin, ShareSinkConfig parsed, String connectorName) {
+    try {
+      MissingTopics.warnAtValidation(connectorName, admin.missingTopics(parsed.topics()));
+    } catch (RuntimeException e) {
+      log.debug("Validation could not check that topics {} exist: {}", parsed.topics(), e);
+    }
+  }
+
+  private static boolean timedOut(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof java.util.concurrent.TimeoutException
+          || t instanceof org.apache.kafka.common.errors.TimeoutException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static Throwable authenticationFailure(Throwable e) {
@@ -347,8 +386,11 @@ public class ShareSinkConnector extends SourceConnector {
               + e.getMessage(),
           e);
     }
-    // The admin client stays open for the lag gauges.
+    // The admin client stays open for the lag gauges and the missing-topic checks.
     lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
+    topicWatch =
+        TopicWatchThread.startIfMissing(
+            new MissingTopics(name, config.topics(), admin::missingTopics, Time.SYSTEM), name);
 
     legacyLoader = legacyClass.getClassLoader();
     legacyConnector = LegacyPlugins.newInstance(legacyClass);
@@ -459,6 +501,10 @@ public class ShareSinkConnector extends SourceConnector {
 
   @Override
   public void stop() {
+    if (topicWatch != null) {
+      topicWatch.close();
+      topicWatch = null;
+    }
     if (lag != null) {
       lag.close();
       lag = null;

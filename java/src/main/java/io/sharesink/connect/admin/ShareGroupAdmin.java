@@ -22,12 +22,14 @@ import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.connect.errors.ConnectException;
 
@@ -152,6 +154,36 @@ public final class ShareGroupAdmin implements AutoCloseable {
       }
     }
     return out;
+  }
+
+  /**
+   * The topics of {@code topics} the cluster does not know, in their order. A topic the client may
+   * not describe counts as existing: only the broker's "unknown topic" makes one missing.
+   *
+   * @throws ConnectException when the cluster does not answer within the timeout
+   */
+  public List<String> missingTopics(Collection<String> topics) {
+    Map<String, KafkaFuture<TopicDescription>> described =
+        admin.describeTopics(topics).topicNameValues();
+    List<String> missing = new ArrayList<>();
+    for (String topic : topics) {
+      KafkaFuture<TopicDescription> future = described.get(topic);
+      if (future == null) {
+        continue;
+      }
+      try {
+        get(future, "describing topic " + topic);
+      } catch (ConnectException e) {
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+          if (e.getCause() instanceof TopicAuthorizationException) {
+            continue;
+          }
+          throw e;
+        }
+        missing.add(topic);
+      }
+    }
+    return missing;
   }
 
   /** Sets ({@code value} non-null) or deletes ({@code value} null) group configs, in one call. */
