@@ -94,6 +94,50 @@ class ShareSinkDriverBrokerTest {
   }
 
   @Test
+  void aRecordReleasedByOneTaskReachesTheNextWithDeliveryCountHeaderTwo() throws Exception {
+    String bootstrap = bootstrap();
+    String topic = unique("driver-count");
+    String group = unique("driver-count-group");
+    createTopic(bootstrap, topic, 1);
+    configureGroup(bootstrap, group, Map.of("share.auto.offset.reset", "earliest"));
+    produce(bootstrap, topic, List.of("a", "b", "c"));
+    Map<String, String> props =
+        Map.of("share.commit.interval.ms", "200", "share.delivery.count.header", "x-delivery");
+
+    // The first task never reports anything flushed: its stop RELEASEs all three records.
+    ScriptedSinkTask first = new ScriptedSinkTask();
+    first.onPreCommit = offsets -> Map.of();
+    try (KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      DriverFixture fixture = DriverFixture.start(first, props, engine);
+      try {
+        fixture.runUntil(() -> first.allPut().size() == 3, Duration.ofSeconds(60), "3 records put");
+      } finally {
+        fixture.driver.stop();
+      }
+    }
+    ScriptedSinkTask second = new ScriptedSinkTask();
+    try (KafkaShareConsumerEngine engine =
+        new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic))) {
+      DriverFixture fixture = DriverFixture.start(second, props, engine);
+      try {
+        fixture.runUntil(
+            () -> fixture.driver.metrics().snapshot().recordsAccepted() == 3,
+            Duration.ofSeconds(60),
+            "3 records accepted by the second task");
+      } finally {
+        fixture.driver.stop();
+      }
+    }
+    assertEquals(List.of(1, 1, 1), deliveryCounts(first.allPut()));
+    assertEquals(List.of(2, 2, 2), deliveryCounts(second.allPut()));
+  }
+
+  private static List<Object> deliveryCounts(List<SinkRecord> records) {
+    return records.stream().map(r -> r.headers().lastWithName("x-delivery").value()).toList();
+  }
+
+  @Test
   void twoTasksShareOnePartitionAndTogetherWriteEveryRecordOnce() throws Exception {
     String bootstrap = bootstrap();
     String topic = unique("driver-two");
