@@ -170,6 +170,16 @@ class ShareSinkConfigTest {
   }
 
   @Test
+  void theDeliveryCountHeaderIsOffByDefaultAndANameAsWritten() {
+    assertEquals(Map.of(), errors(validConfig()));
+    Map<String, String> props = validConfig();
+    props.put(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery-count");
+    assertEquals(Map.of(), errors(props));
+    props.put(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery\u0007count");
+    assertTrue(errors(props).containsKey(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG));
+  }
+
+  @Test
   void documentsEveryKey() {
     ShareSinkConfig.CONFIG_DEF
         .configKeys()

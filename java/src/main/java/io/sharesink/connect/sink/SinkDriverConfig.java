@@ -7,6 +7,7 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigDef.Width;
+import org.apache.kafka.common.config.ConfigException;
 
 /**
  * The settings the sink driver reads: sharesink's commit cadence and policy, plus Connect's own
@@ -62,6 +63,7 @@ public final class SinkDriverConfig extends AbstractConfig {
               DELIVERY_COUNT_HEADER,
               Type.STRING,
               "",
+              new HeaderName(),
               Importance.LOW,
               "Name of a header to add to every record the sink gets, carrying how many times the "
                   + "share group has delivered the record (an INT32: 1 on the first delivery, 2 "
@@ -387,6 +389,23 @@ public final class SinkDriverConfig extends AbstractConfig {
    */
   public boolean offersErrantRecordReporter() {
     return !dlqTopic().isEmpty() || logErrors();
+  }
+
+  /** Empty (no header), or a header name a sink or SMT can match as written. */
+  static final class HeaderName implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      // ConfigDef has already trimmed it.
+      String text = value == null ? "" : value.toString();
+      if (text.chars().anyMatch(Character::isISOControl)) {
+        throw new ConfigException(name, value, "a header name has no control characters");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "empty (no header), or a header name";
+    }
   }
 
   public static void main(String[] args) {
