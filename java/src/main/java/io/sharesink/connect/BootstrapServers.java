@@ -9,10 +9,11 @@ import java.util.regex.Pattern;
 
 /**
  * Checks a {@code bootstrap.servers} value before any client is built from it: a comma-separated
- * list of {@code host:port} (an optional {@code SCHEME://} prefix, an IPv6 address in brackets),
- * every host known to DNS. Kafka's clients would refuse the same value later, from inside a task,
- * with an error that names {@code bootstrap.servers}, not the setting the operator wrote. A host
- * that resolves but does not answer is not a problem here: the cluster may be down for now.
+ * list of {@code host:port} (an optional {@code SCHEME://} prefix, an IPv6 address with or without
+ * brackets, as Kafka's clients take it), every host known to DNS. Kafka's clients would refuse the
+ * same value later, from inside a task, with an error that names {@code bootstrap.servers}, not the
+ * setting the operator wrote. A host that resolves but does not answer is not a problem here: the
+ * cluster may be down for now.
  */
 final class BootstrapServers {
 
@@ -83,19 +84,20 @@ final class BootstrapServers {
       if (portNumber < 0) {
         return Optional.of("'" + entry + "': port '" + port + "' is not a number from 1 to 65535");
       }
-      if (host.startsWith("[") && host.endsWith("]")) {
+      boolean bracketed = host.startsWith("[") && host.endsWith("]");
+      if (bracketed) {
         host = host.substring(1, host.length() - 1);
-        if (!IPV6.matcher(host).matches()) {
-          return Optional.of("'" + entry + "': '" + host + "' is not an IPv6 address");
-        }
-      } else if (!HOST_NAME.matcher(host).matches()) {
+      }
+      // IPv6 goes in brackets, but Kafka's clients take one without too (the last ':' is the
+      // port's).
+      boolean ipv6 = bracketed || host.contains(":");
+      if (!(ipv6 ? IPV6 : HOST_NAME).matcher(host).matches()) {
         return Optional.of(
             "'"
                 + entry
                 + "': '"
                 + host
-                + "' is not a host name"
-                + (host.contains(":") ? " (an IPv6 address goes in brackets: [::1]:9092)" : "")
+                + (ipv6 ? "' is not a host name or an IPv6 address" : "' is not a host name")
                 + (host.matches(".*[;\\s].*") ? " (separate servers with ',')" : ""));
       }
       out.add(new Address(host, portNumber));

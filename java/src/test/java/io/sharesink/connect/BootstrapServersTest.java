@@ -39,7 +39,7 @@ class BootstrapServersTest {
     assertEquals(Optional.empty(), problem("a:9092"));
     assertEquals(Optional.empty(), problem(" a:9092 , b.example.com:9093,"));
     assertEquals(Optional.empty(), problem("SASL_SSL://b.example.com:9093"));
-    assertEquals(Optional.empty(), problem("10.0.0.1:1,[::1]:65535"));
+    assertEquals(Optional.empty(), problem("10.0.0.1:1,[::1]:65535,::1:9092"));
   }
 
   @Test
@@ -52,8 +52,8 @@ class BootstrapServersTest {
     assertProblem("a:70000", "port '70000'");
     assertProblem("a:9092;b:9092", "(separate servers with ',')");
     assertProblem("a 9092:1", "(separate servers with ',')");
-    assertProblem("::1:9092", "(an IPv6 address goes in brackets");
-    assertProblem("[zz]:9092", "'zz' is not an IPv6 address");
+    assertProblem("host:name:9092", "'host:name' is not a host name or an IPv6 address");
+    assertProblem("[zz]:9092", "'zz' is not a host name or an IPv6 address");
     assertProblem(" , ", "no address given");
     assertProblem("", "no address given");
   }
