@@ -78,11 +78,13 @@ final class BootstrapServers {
       if (colon <= 0 || colon == address.length() - 1) {
         return Optional.of("'" + entry + "' is not host:port");
       }
+      // The caller shows the whole value: name the entry only when there are several.
+      String where = entry.equals(value.trim()) ? "" : "'" + entry + "': ";
       String host = address.substring(0, colon);
       String port = address.substring(colon + 1);
       int portNumber = parsePort(port);
       if (portNumber < 0) {
-        return Optional.of("'" + entry + "': port '" + port + "' is not a number from 1 to 65535");
+        return Optional.of(where + "port '" + port + "' is not a number from 1 to 65535");
       }
       boolean bracketed = host.startsWith("[") && host.endsWith("]");
       if (bracketed) {
@@ -93,9 +95,8 @@ final class BootstrapServers {
       boolean ipv6 = bracketed || host.contains(":");
       if (!(ipv6 ? IPV6 : HOST_NAME).matcher(host).matches()) {
         return Optional.of(
-            "'"
-                + entry
-                + "': '"
+            where
+                + "'"
                 + host
                 + (ipv6 ? "' is not a host name or an IPv6 address" : "' is not a host name")
                 + (host.matches(".*[;\\s].*") ? " (separate servers with ',')" : ""));

@@ -47,7 +47,8 @@ class BootstrapServersTest {
     assertProblem("a", "'a' is not host:port");
     assertProblem("a:", "'a:' is not host:port");
     assertProblem(":9092", "':9092' is not host:port");
-    assertProblem("a:x", "port 'x' is not a number");
+    assertEquals(Optional.of("port 'x' is not a number from 1 to 65535"), problem("a:x"));
+    assertProblem("a:1,b:x", "'b:x': port 'x' is not a number");
     assertProblem("a:0", "port '0' is not a number from 1 to 65535");
     assertProblem("a:70000", "port '70000'");
     assertProblem("a:9092;b:9092", "(separate servers with ',')");
