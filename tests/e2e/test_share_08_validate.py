@@ -111,6 +111,20 @@ def test_broker_dlq_needs_the_cluster_prefix(cluster: Cluster, worker: Rest):
     assert "dlq." in " ".join(m for k in keys for m in errs[k])
 
 
+def test_malformed_or_unresolvable_bootstrap_is_an_error_on_the_key_set(cluster: Cluster,
+                                                                        worker: Rest):
+    key = "share.consumer.bootstrap.servers"
+    port = cluster.bootstrap.rsplit(":", 1)[1]
+    # A ';' between servers, and a host no DNS knows (.invalid never resolves, RFC 6761).
+    for value, expected in ((f"127.0.0.1:{port};127.0.0.1:{port}", "separate servers with ','"),
+                            (f"127.0.0.1:{port},kafka-typo.invalid:9092",
+                             "host kafka-typo.invalid cannot be resolved")):
+        errs = _errors(worker, _base(cluster, **{key: value}))
+        assert set(errs) == {key}, f"{value}: expected an error on {key} only: {errs}"
+        msg = " ".join(errs[key])
+        assert msg.startswith(f"{key}={value}") and expected in msg, msg
+
+
 def test_legacy_connector_errors_are_reported(cluster: Cluster, worker: Rest, postgres):
     # Debezium JDBC's own validate() (run as the classic runtime would) flags batch.size=abc on
     # its own key; through sharesink the same error must appear on the same key.
