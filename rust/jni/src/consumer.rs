@@ -50,48 +50,86 @@ pub fn encode_config_blob(props: &[(&str, &str)], topics: &[&str]) -> Vec<u8> {
     b
 }
 
+/// Reads length-prefixed values from a blob written by Java (see [`parse_config_blob`]).
+struct BlobReader<'a> {
+    blob: &'a [u8],
+    pos: usize,
+}
+
+impl BlobReader<'_> {
+    fn i32(&mut self) -> Result<usize, Error> {
+        let bytes = self
+            .blob
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
+        self.pos += 4;
+        let v = i32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        usize::try_from(v)
+            .map_err(|_| Error::InvalidArgument(format!("negative length {v} in config")))
+    }
+
+    fn string(&mut self) -> Result<String, Error> {
+        let len = self.i32()?;
+        let bytes = self
+            .blob
+            .get(self.pos..self.pos + len)
+            .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
+        self.pos += len;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| Error::InvalidArgument("configuration is not UTF-8".into()))
+    }
+
+    fn topics(&mut self) -> Result<Vec<String>, Error> {
+        (0..self.i32()?).map(|_| self.string()).collect()
+    }
+
+    /// Bytes after the last value mean the two sides disagree on the layout.
+    fn finish(self) -> Result<(), Error> {
+        if self.pos != self.blob.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} unexpected bytes after the blob's values",
+                self.blob.len() - self.pos
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Reads the create blob: little-endian `i32 n, n × (key, value), i32 t, t × topic`, each
 /// string as `i32 length, UTF-8 bytes` (written by NativeShareConsumerEngine.configBlob).
 pub(crate) fn parse_config_blob(
     blob: &[u8],
 ) -> Result<(HashMap<String, String>, Vec<String>), Error> {
-    struct Reader<'a> {
-        blob: &'a [u8],
-        pos: usize,
-    }
-    impl Reader<'_> {
-        fn i32(&mut self) -> Result<usize, Error> {
-            let bytes = self
-                .blob
-                .get(self.pos..self.pos + 4)
-                .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
-            self.pos += 4;
-            let v = i32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-            usize::try_from(v)
-                .map_err(|_| Error::InvalidArgument(format!("negative length {v} in config")))
-        }
-        fn string(&mut self) -> Result<String, Error> {
-            let len = self.i32()?;
-            let bytes = self
-                .blob
-                .get(self.pos..self.pos + len)
-                .ok_or_else(|| Error::InvalidArgument("configuration blob is truncated".into()))?;
-            self.pos += len;
-            String::from_utf8(bytes.to_vec())
-                .map_err(|_| Error::InvalidArgument("configuration is not UTF-8".into()))
-        }
-    }
-    let mut r = Reader { blob, pos: 0 };
+    let mut r = BlobReader { blob, pos: 0 };
     let mut props = HashMap::new();
     for _ in 0..r.i32()? {
         let key = r.string()?;
         let value = r.string()?;
         props.insert(key, value);
     }
-    let topics = (0..r.i32()?)
-        .map(|_| r.string())
-        .collect::<Result<Vec<_>, _>>()?;
+    let topics = r.topics()?;
     Ok((props, topics))
+}
+
+/// Reads a subscribe blob: `i32 t, t × topic`, the topic part of the create blob (written by
+/// NativeShareConsumerEngine.topicsBlob).
+pub(crate) fn parse_topics_blob(blob: &[u8]) -> Result<Vec<String>, Error> {
+    let mut r = BlobReader { blob, pos: 0 };
+    let topics = r.topics()?;
+    r.finish()?;
+    Ok(topics)
+}
+
+/// Writes a subscribe blob as Java's `NativeShareConsumerEngine.topicsBlob` does: for the tests
+/// of this crate, which stand in for Java.
+#[doc(hidden)]
+pub fn encode_topics_blob(topics: &[&str]) -> Vec<u8> {
+    let mut b = (topics.len() as i32).to_le_bytes().to_vec();
+    for t in topics {
+        b.extend((t.len() as i32).to_le_bytes());
+        b.extend(t.as_bytes());
+    }
+    b
 }
 
 impl ConsumerHandle {
@@ -170,6 +208,15 @@ impl ConsumerHandle {
         self.consumer.wakeup();
     }
 
+    /// Replaces the member's subscription; the next heartbeat carries it and the assignment
+    /// follows. Returns at once: nothing here waits for the broker.
+    pub(crate) fn subscribe(&self, topics_blob: &[u8]) -> Result<(), Error> {
+        let topics = parse_topics_blob(topics_blob)?;
+        let _runtime = self.lease.enter();
+        let _span = self.span.enter();
+        Ok(self.consumer.subscribe(topics)?)
+    }
+
     pub(crate) fn acknowledge(&self, request: &[u8]) -> Result<(), Error> {
         let acks = ack_layout::read_acks(request)?;
         let _runtime = self.lease.enter();
@@ -225,6 +272,20 @@ mod tests {
         assert_eq!(props["client.id"], "ü");
         assert_eq!(topics, vec!["a", "b"]);
         assert!(parse_config_blob(&b[..b.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn topics_blob_round_trip() {
+        let b = encode_topics_blob(&["a", "ü-topic"]);
+        assert_eq!(parse_topics_blob(&b).unwrap(), vec!["a", "ü-topic"]);
+        assert_eq!(
+            parse_topics_blob(&encode_topics_blob(&[])).unwrap(),
+            Vec::<String>::new()
+        );
+        assert!(parse_topics_blob(&b[..b.len() - 1]).is_err());
+        let mut longer = b.clone();
+        longer.push(0);
+        assert!(parse_topics_blob(&longer).is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use jni::{Env, EnvUnowned, JavaVM};
 
 use crate::consumer::ConsumerHandle;
 
-pub use consumer::encode_config_blob;
+pub use consumer::{encode_config_blob, encode_topics_blob};
 pub use error::{thrown_kind_names, Error, ThrowNative};
 
 /// Rust allocations of this library (not the JVM's) go to mimalloc, which keeps freed pages for
@@ -129,6 +129,20 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_wakeup<'local>(
     handle: jlong,
 ) {
     env.with_env(|_| consumer(handle).map(ConsumerHandle::wakeup))
+        .resolve::<ThrowNative>()
+}
+
+/// `static native void subscribe(long handle, byte[] topics)`: replaces the subscription with
+/// the topics of the blob (`i32 t, t × topic`); an empty list is refused (the broker refuses a
+/// member joining with none).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_subscribe<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    topics: JByteArray<'local>,
+) {
+    env.with_env(|env| intern_subscribe(env, handle, &topics))
         .resolve::<ThrowNative>()
 }
 
@@ -258,6 +272,19 @@ fn intern_create(env: &mut Env<'_>, config: &JByteArray<'_>) -> Result<jlong, Er
     let blob = env.convert_byte_array(config)?;
     let handle = ConsumerHandle::create(&blob)?;
     Ok(Box::into_raw(handle) as jlong)
+}
+
+fn intern_subscribe(
+    env: &mut Env<'_>,
+    handle: jlong,
+    topics: &JByteArray<'_>,
+) -> Result<(), Error> {
+    let consumer = consumer(handle)?;
+    if topics.is_null() {
+        return Err(Error::InvalidArgument("topics must not be null".into()));
+    }
+    let blob = env.convert_byte_array(topics)?;
+    consumer.subscribe(&blob)
 }
 
 /// The consumer behind a handle.

@@ -17,6 +17,7 @@ use sharesink_jni::{
     Java_io_sharesink_engine_NativeEngine_panicForTest as panic_for_test,
     Java_io_sharesink_engine_NativeEngine_poll as poll,
     Java_io_sharesink_engine_NativeEngine_probe as probe,
+    Java_io_sharesink_engine_NativeEngine_subscribe as subscribe,
 };
 
 type TestResult = Result<(), jni::errors::Error>;
@@ -222,6 +223,12 @@ fn consumer_exports_refuse_bad_input_with_config_errors() {
             // SAFETY: `memory` outlives the buffer's use in this test.
             let buffer = unsafe { env.new_direct_byte_buffer(memory.as_mut_ptr(), memory.len())? };
             poll(unowned(env), JClass::null(), 0, buffer, 10);
+            let thrown = take_native_exception(env)?;
+            assert_eq!(thrown.kind, "CONFIG");
+            assert!(thrown.message.contains("handle"), "{}", thrown.message);
+
+            let topics = env.byte_array_from_slice(&sharesink_jni::encode_topics_blob(&["t"]))?;
+            subscribe(unowned(env), JClass::null(), 0, topics);
             let thrown = take_native_exception(env)?;
             assert_eq!(thrown.kind, "CONFIG");
             assert!(thrown.message.contains("handle"), "{}", thrown.message);
