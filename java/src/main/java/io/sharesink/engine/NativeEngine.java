@@ -68,6 +68,13 @@ public final class NativeEngine {
    */
   static native int poll(long handle, ByteBuffer buffer, long timeoutMs);
 
+  /**
+   * Replaces the member's subscription with the topics in {@code topics} (little-endian {@code i32
+   * t, t × topic}, the topic part of the {@link #create} blob); the next heartbeat carries it.
+   * Returns at once. An empty list is a CONFIG error.
+   */
+  static native void subscribe(long handle, byte[] topics);
+
   /** Makes a blocked (or the next) {@link #poll} return 0 at once. */
   static native void wakeup(long handle);
 

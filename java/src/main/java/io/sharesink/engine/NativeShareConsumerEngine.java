@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -115,6 +116,24 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     out.putInt(topics.size());
     for (int i = props.size() * 2; i < strings.length; i++) {
       out.putInt(strings[i].length).put(strings[i]);
+    }
+    return out.array();
+  }
+
+  /** The subscribe blob: little-endian {@code i32 t, t × topic}. */
+  static byte[] topicsBlob(Collection<String> topics) {
+    byte[][] names = new byte[topics.size()][];
+    int size = 4;
+    int i = 0;
+    for (String topic : topics) {
+      names[i] = topic.getBytes(StandardCharsets.UTF_8);
+      size += 4 + names[i].length;
+      i++;
+    }
+    ByteBuffer out = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    out.putInt(names.length);
+    for (byte[] name : names) {
+      out.putInt(name.length).put(name);
     }
     return out.array();
   }
@@ -234,6 +253,21 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
       renew.add(r.topic(), r.partition(), r.firstOffset(), r.lastOffset(), AckType.RENEW);
     }
     acknowledge(renew);
+  }
+
+  /**
+   * Hands the new subscription to the native member, which sends it with an immediate heartbeat.
+   * Its log line about the change is re-logged by the next poll.
+   */
+  @Override
+  public void subscribe(Collection<String> topics) {
+    byte[] blob = topicsBlob(topics);
+    long h = enter();
+    try {
+      NativeEngine.subscribe(h, blob);
+    } finally {
+      exit();
+    }
   }
 
   @Override

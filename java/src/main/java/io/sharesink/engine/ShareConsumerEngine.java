@@ -1,6 +1,7 @@
 package io.sharesink.engine;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 
 /**
@@ -12,7 +13,7 @@ import java.util.List;
  * the driver's lock keeper, to RENEW held records while the task thread is busy in a call that
  * blocks: implementations must accept it from any thread, and keep the order of acknowledgements
  * queued from one thread. {@link #wakeup} may be called from any thread and makes a blocked {@link
- * #poll} return an empty batch promptly.
+ * #poll} return an empty batch promptly. {@link #subscribe} is called from the polling thread.
  */
 public interface ShareConsumerEngine extends AutoCloseable {
 
@@ -30,6 +31,15 @@ public interface ShareConsumerEngine extends AutoCloseable {
 
   /** Sends the acknowledgements now and waits for the broker's result for each range. */
   List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout);
+
+  /**
+   * Replaces the topics this member subscribes to (a topic pattern re-resolved): the member stays
+   * in the group, the new list reaches the group coordinator with the next heartbeat, and the
+   * assignment follows. Records already handed out stay valid to acknowledge. Returns at once.
+   *
+   * @param topics at least one topic name: the broker refuses a member joining with none
+   */
+  void subscribe(Collection<String> topics);
 
   /** Makes a blocked {@link #poll} return; callable from any thread. */
   void wakeup();

@@ -13,6 +13,7 @@ import io.sharesink.engine.ShareConsumerEngine;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,6 +76,13 @@ class ShareSinkTaskLifecycleTest {
     public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
       return List.of();
     }
+
+    @Override
+    public void subscribe(Collection<String> topics) {
+      subscriptions.add(List.copyOf(topics));
+    }
+
+    final List<List<String>> subscriptions = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Override
     public void wakeup() {

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -112,6 +113,13 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private volatile Thread pollThread;
 
   private final Map<Key, Deferred> deferred = new LinkedHashMap<>();
+
+  /**
+   * A subscription asked for and not yet given to the consumer: applied under {@link #lock} right
+   * before the consumer's next poll, after the renewals that poll needs, so the change never meets
+   * the consumer in the middle of a use by the lock keeper's thread.
+   */
+  private final AtomicReference<List<String>> pendingSubscription = new AtomicReference<>();
 
   /** Records polled while draining for acknowledgeSync, handed out by the next poll. */
   private final List<ConsumerRecord<byte[], byte[]>> undelivered = new ArrayList<>();
@@ -237,6 +245,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     }
     lastPollUnacknowledged.clear();
     pruneDeferred();
+    applyPendingSubscription();
     long start = time.nanoseconds();
     ConsumerRecords<byte[], byte[]> records;
     try {
@@ -254,6 +263,35 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
           new Key(record.topic(), record.partition(), record.offset()), record);
     }
     return records;
+  }
+
+  /**
+   * Queues the new subscription for the next consumer poll: the client is used by one thread at a
+   * time, and its {@code subscribe} replaces the whole subscription, as wanted here.
+   */
+  @Override
+  public void subscribe(Collection<String> topics) {
+    if (topics.isEmpty()) {
+      // The Java client would read an empty list as unsubscribe() and leave the group.
+      throw new EngineException(
+          EngineException.Kind.CONFIG, "at least one topic is required to subscribe");
+    }
+    ensureOpen();
+    pendingSubscription.set(List.copyOf(topics));
+  }
+
+  /** Called with {@link #lock} held, before a consumer poll. */
+  private void applyPendingSubscription() {
+    List<String> topics = pendingSubscription.getAndSet(null);
+    if (topics == null) {
+      return;
+    }
+    try {
+      consumer.subscribe(topics);
+    } catch (KafkaException e) {
+      throw translate("subscribe", e);
+    }
+    log.info("{}: subscription changed to {}", name, topics);
   }
 
   /** Forgets decisions whose record has not come back for two lock durations: it never will. */

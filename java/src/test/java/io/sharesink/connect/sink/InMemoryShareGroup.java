@@ -9,6 +9,7 @@ import io.sharesink.engine.ShareConsumerEngine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -215,6 +216,11 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
   }
 
   @Override
+  public void subscribe(Collection<String> topics) {
+    // One in-memory group holds one topic set; the driver's tests never change it.
+  }
+
+  @Override
   public void wakeup() {
     first.wakeup();
   }
@@ -378,6 +384,9 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
       }
       return results;
     }
+
+    @Override
+    public void subscribe(Collection<String> topics) {}
 
     @Override
     public void wakeup() {
