@@ -4,11 +4,15 @@ import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
@@ -40,13 +44,28 @@ public class ShareSinkConfig extends AbstractConfig {
   public static final String TOPICS_CONFIG = "topics";
   private static final String TOPICS_DOC =
       "Topics the share group consumes. Also passed to the legacy connector and its tasks as"
-          + " their 'topics'. (topics.regex is not supported: share groups subscribe by name.) A"
-          + " topic that does not exist is not a validation error, since it may be created after"
-          + " the connector and a share group gets its partitions once it is (Connect's"
-          + " validation has no warnings, and an error would refuse the connector): validation"
-          + " and the connector's start log a WARN naming the topic and the connector, the"
-          + " connector looks again every 15 s, repeats the WARN every 10 minutes, and logs once"
-          + " when the topic exists.";
+          + " their 'topics'. Set this or topics.regex, not both. A topic that does not exist"
+          + " is not a validation error, since it may be created after the connector and a share"
+          + " group gets its partitions once it is (Connect's validation has no warnings, and an"
+          + " error would refuse the connector): validation and the connector's start log a WARN"
+          + " naming the topic and the connector, the connector looks again every 15 s, repeats"
+          + " the WARN every 10 minutes, and logs once when the topic exists.";
+
+  public static final String TOPICS_REGEX_CONFIG = "topics.regex";
+  private static final String TOPICS_REGEX_DOC =
+      "A Java regular expression: the share group consumes every topic whose whole name matches it."
+          + " Share groups subscribe by name, so each task lists the cluster's topics and"
+          + " re-checks every metadata.max.age.ms (share.consumer.metadata.max.age.ms, default"
+          + " 300000): a new matching topic is consumed, a deleted one dropped, within that bound."
+          + " Internal topics (names starting with '__'), the worker's config, offset and status"
+          + " topics and the connector's DLQ topic never match. While nothing matches, a task"
+          + " waits outside the group. Set this or topics, not both.";
+
+  /** Kafka's consumer setting for how often the pattern is matched against the cluster again. */
+  public static final String METADATA_MAX_AGE_MS = "metadata.max.age.ms";
+
+  /** Kafka's default for {@value #METADATA_MAX_AGE_MS}. */
+  public static final long METADATA_MAX_AGE_MS_DEFAULT = 300_000;
 
   // ---- share group
 
@@ -262,14 +281,25 @@ public class ShareSinkConfig extends AbstractConfig {
     def.define(
         TOPICS_CONFIG,
         Type.LIST,
-        ConfigDef.NO_DEFAULT_VALUE,
-        new NonEmptyListValidator(),
+        "",
+        new TopicNamesValidator(),
         Importance.HIGH,
         TOPICS_DOC,
         GROUP_LEGACY_SINK,
         ++order,
         Width.LONG,
         "Topics");
+    def.define(
+        TOPICS_REGEX_CONFIG,
+        Type.STRING,
+        "",
+        new RegexValidator(),
+        Importance.HIGH,
+        TOPICS_REGEX_DOC,
+        GROUP_LEGACY_SINK,
+        ++order,
+        Width.LONG,
+        "Topics regex");
     defineDriverKeys(def, GROUP_LEGACY_SINK, order, List.of(DELIVERY_COUNT_HEADER_CONFIG));
 
     order = 0;
@@ -472,6 +502,73 @@ public class ShareSinkConfig extends AbstractConfig {
 
   public List<String> topics() {
     return getList(TOPICS_CONFIG);
+  }
+
+  /** {@value #TOPICS_REGEX_CONFIG}, when set. */
+  public Optional<Pattern> topicsRegex() {
+    String regex = getString(TOPICS_REGEX_CONFIG);
+    return regex == null || regex.isBlank()
+        ? Optional.empty()
+        : Optional.of(Pattern.compile(regex));
+  }
+
+  /**
+   * What is wrong with the choice of topics, as Connect's SinkConnectorConfig checks it: exactly
+   * one of {@value #TOPICS_CONFIG} and {@value #TOPICS_REGEX_CONFIG}; the DLQ topic not among them.
+   * Keyed by the setting to blame; empty when nothing is.
+   */
+  public static Map<String, String> topicChoiceProblems(Map<String, String> props) {
+    String list = props.getOrDefault(TOPICS_CONFIG, "").trim();
+    String regex = props.getOrDefault(TOPICS_REGEX_CONFIG, "").trim();
+    String dlq = props.getOrDefault(DLQ_TOPIC_CONFIG, "").trim();
+    Map<String, String> problems = new LinkedHashMap<>();
+    if (!list.isEmpty() && !regex.isEmpty()) {
+      problems.put(
+          TOPICS_REGEX_CONFIG,
+          TOPICS_CONFIG + " and " + TOPICS_REGEX_CONFIG + " are mutually exclusive: set one");
+    } else if (list.isEmpty() && regex.isEmpty()) {
+      problems.put(TOPICS_CONFIG, "set " + TOPICS_CONFIG + " or " + TOPICS_REGEX_CONFIG);
+    } else if (!dlq.isEmpty()) {
+      if (!list.isEmpty()
+          && Arrays.stream(list.split(",")).map(String::trim).anyMatch(dlq::equals)) {
+        problems.put(
+            TOPICS_CONFIG, "the DLQ topic '" + dlq + "' may not be one of the topics consumed");
+      } else if (!regex.isEmpty() && matchesQuietly(regex, dlq)) {
+        problems.put(
+            TOPICS_REGEX_CONFIG,
+            "the DLQ topic '" + dlq + "' may not be matched by the pattern of the topics consumed");
+      }
+    }
+    return problems;
+  }
+
+  private static boolean matchesQuietly(String regex, String topic) {
+    try {
+      return Pattern.compile(regex).matcher(topic).matches();
+    } catch (PatternSyntaxException e) {
+      return false; // reported by the key's own validator
+    }
+  }
+
+  /**
+   * {@value #METADATA_MAX_AGE_MS} among the client settings (so {@code
+   * share.consumer.metadata.max.age.ms}), else Kafka's default.
+   */
+  public static long metadataMaxAgeMs(Map<String, Object> clientSettings) {
+    Object value = clientSettings.get(METADATA_MAX_AGE_MS);
+    if (value == null || value.toString().isBlank()) {
+      return METADATA_MAX_AGE_MS_DEFAULT;
+    }
+    try {
+      long ms = Long.parseLong(value.toString().trim());
+      if (ms > 0) {
+        return ms;
+      }
+    } catch (NumberFormatException e) {
+      // fall through
+    }
+    throw new ConfigException(
+        CONSUMER_PREFIX + METADATA_MAX_AGE_MS, value, "must be a positive number of milliseconds");
   }
 
   /** {@code share.group.id}, or {@code connect-share-<connectorName>}. */
@@ -679,22 +776,40 @@ public class ShareSinkConfig extends AbstractConfig {
     }
   }
 
-  static final class NonEmptyListValidator implements ConfigDef.Validator {
+  /** A list of names, possibly empty (then topics.regex names the topics), without blanks. */
+  static final class TopicNamesValidator implements ConfigDef.Validator {
     @Override
     public void ensureValid(String name, Object value) {
       if (value instanceof List<?> list
-          && !list.isEmpty()
-          && list.stream().allMatch(v -> v != null && !v.toString().isBlank())) {
-        return;
-      }
-      if (value != null) {
-        throw new ConfigException(name, value, "must be a non-empty list of names");
+          && list.stream().anyMatch(v -> v == null || v.toString().isBlank())) {
+        throw new ConfigException(name, value, "must be a list of names without empty entries");
       }
     }
 
     @Override
     public String toString() {
-      return "non-empty list";
+      return "list of topic names";
+    }
+  }
+
+  /** Unset, or a Java regular expression that compiles. */
+  static final class RegexValidator implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value == null || value.toString().isBlank()) {
+        return;
+      }
+      try {
+        Pattern.compile(value.toString());
+      } catch (PatternSyntaxException e) {
+        throw new ConfigException(
+            name, value, "is not a valid regular expression: " + e.getDescription());
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "a Java regular expression";
     }
   }
 

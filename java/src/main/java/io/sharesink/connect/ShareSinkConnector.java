@@ -133,11 +133,11 @@ public class ShareSinkConnector extends SourceConnector {
                           + ")"));
     }
 
-    String regex = connectorConfigs.get("topics.regex");
-    if (regex != null && !regex.isBlank()) {
-      value(values, "topics.regex")
-          .addErrorMessage(
-              "share groups subscribe by topic name: list the topics in 'topics' instead");
+    // Exactly one of topics and topics.regex, as the sink runtime requires; a malformed pattern
+    // is already reported on topics.regex by its ConfigDef validator.
+    if (!hasErrors(values)) {
+      ShareSinkConfig.topicChoiceProblems(connectorConfigs)
+          .forEach((key, message) -> value(values, key).addErrorMessage(message));
     }
     if (!hasErrors(values)) {
       ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
@@ -364,6 +364,15 @@ public class ShareSinkConnector extends SourceConnector {
               config.groupSettings(),
               config.topics(),
               config.migrationEnabled() ? ShareSinkConfig.classicGroupId(name) : null);
+      if (config.migrationEnabled() && config.topicsRegex().isPresent()) {
+        log.warn(
+            "Share group {}: {} seeds offsets for the topics listed in {} only; with {} it seeds"
+                + " nothing",
+            groupId,
+            ShareSinkConfig.MIGRATION_ENABLE_CONFIG,
+            ShareSinkConfig.TOPICS_CONFIG,
+            ShareSinkConfig.TOPICS_REGEX_CONFIG);
+      }
       dlqMode = setup.dlqMode();
       derivedCommitMaxRecords = derivedCommitMaxRecords(this.props, setup.recordLocks());
       if (derivedCommitMaxRecords != null) {
@@ -411,7 +420,7 @@ public class ShareSinkConnector extends SourceConnector {
         legacyClass.getName(),
         legacyVersion(),
         groupId,
-        config.topics());
+        config.topicsRegex().map(p -> "matching '" + p + "'").orElse(config.topics().toString()));
   }
 
   // Only for the log line: a legacy connector whose version() breaks (e.g. a plugin built for
@@ -481,6 +490,14 @@ public class ShareSinkConnector extends SourceConnector {
               added.add(key);
             }
           });
+      // The sink runtime hands its tasks the topic choice; a source task config lacks it unless
+      // the legacy connector copied it.
+      for (String key :
+          List.of(ShareSinkConfig.TOPICS_CONFIG, ShareSinkConfig.TOPICS_REGEX_CONFIG)) {
+        if (props.containsKey(key)) {
+          taskConfig.putIfAbsent(key, props.get(key));
+        }
+      }
       taskConfig.putAll(shareKeys);
       taskConfig.put(ShareSinkConfig.SINK_TASK_CLASS_CONFIG, legacyTaskClass);
       taskConfig.put(ShareSinkConfig.CONNECTOR_NAME_CONFIG, props.get("name"));

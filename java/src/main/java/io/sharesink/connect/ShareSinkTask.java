@@ -6,6 +6,8 @@ import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
 import io.sharesink.connect.sink.SinkDriverConfig;
+import io.sharesink.connect.topics.AdminTopicLister;
+import io.sharesink.connect.topics.TopicPatternSubscription;
 import io.sharesink.engine.EngineException;
 import io.sharesink.engine.NativeEngineSettings;
 import io.sharesink.engine.NativeShareConsumerEngine;
@@ -17,10 +19,17 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.SortedSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -67,6 +76,21 @@ public class ShareSinkTask extends SourceTask {
   private boolean cleanedUp;
   private Duration pollTimeout = Duration.ofMillis(ShareSinkConfig.POLL_TIMEOUT_MS_DEFAULT);
   private String taskName = "sharesink";
+
+  /** How long one listing of the cluster's topics for {@code topics.regex} may take. */
+  static final Duration LIST_TOPICS_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Joins the group on the given topics and starts the legacy task; set by start(). */
+  private Consumer<List<String>> memberStart;
+
+  /** {@code topics.regex}, when set; used on the task thread only. */
+  private TopicPatternSubscription topicPattern;
+
+  /** What the member subscribes to now (for {@code topics.regex}'s log lines). */
+  private List<String> subscribed = List.of();
+
+  /** A task waiting for a topic to match waits on this; stop() notifies it. */
+  private final Object idle = new Object();
 
   @Override
   public String version() {
@@ -120,46 +144,160 @@ public class ShareSinkTask extends SourceTask {
         log.warn("{}: {}", taskName, unread);
       }
     }
-    ShareConsumerEngine newEngine =
-        openEngine(
-            choice.engine(),
-            consumerSettings.settings(),
-            groupId,
-            clientId,
-            config.topics(),
-            new SinkDriverConfig(props).taskStuckTimeoutMs());
-    try {
-      ShareSinkDriverBuilder builder =
-          new ShareSinkDriverBuilder()
-              .task(legacyTask)
-              .taskProps(legacyTaskProps(props, taskClass.getName()))
-              .driverProps(props)
-              .connectorProps(pluginProps(props, worker))
-              .connectorName(connectorName)
-              .taskId(taskId)
-              .taskName(taskName)
-              .engine(newEngine)
-              .classLoader(Thread.currentThread().getContextClassLoader())
-              .pluginMetrics(context.pluginMetrics());
-      String dlqMode =
-          props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
-      if (GroupSettings.BROKER.equals(dlqMode)) {
-        builder.brokerWritesDeadLetters(true);
-      } else {
-        builder.deadLetterProducerConfig(producerSettings(clientSettings));
-      }
-      driver = builder.start();
-      engine = newEngine;
-    } catch (RuntimeException | Error e) {
-      closeQuietly(newEngine);
-      throw e;
+    SinkDriverConfig driverConfig = new SinkDriverConfig(props);
+    memberStart =
+        topics -> {
+          ShareConsumerEngine newEngine =
+              openEngine(
+                  choice.engine(),
+                  consumerSettings.settings(),
+                  groupId,
+                  clientId,
+                  topics,
+                  driverConfig.taskStuckTimeoutMs());
+          try {
+            ShareSinkDriverBuilder builder =
+                new ShareSinkDriverBuilder()
+                    .task(legacyTask)
+                    .taskProps(legacyTaskProps(props, taskClass.getName()))
+                    .driverProps(props)
+                    .connectorProps(pluginProps(props, worker))
+                    .connectorName(connectorName)
+                    .taskId(taskId)
+                    .taskName(taskName)
+                    .engine(newEngine)
+                    .classLoader(Thread.currentThread().getContextClassLoader())
+                    .pluginMetrics(context.pluginMetrics());
+            String dlqMode =
+                props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
+            if (GroupSettings.BROKER.equals(dlqMode)) {
+              builder.brokerWritesDeadLetters(true);
+            } else {
+              builder.deadLetterProducerConfig(producerSettings(clientSettings));
+            }
+            driver = builder.start();
+            engine = newEngine;
+          } catch (RuntimeException | Error e) {
+            closeQuietly(newEngine);
+            throw e;
+          }
+          log.info(
+              "{}: legacy sink task {} runs on share group {} (engine {})",
+              taskName,
+              taskClass.getName(),
+              groupId,
+              choice.engine());
+        };
+    Optional<Pattern> pattern = config.topicsRegex();
+    if (pattern.isEmpty()) {
+      memberStart.accept(config.topics());
+      return;
     }
-    log.info(
-        "{}: legacy sink task {} runs on share group {} (engine {})",
-        taskName,
-        taskClass.getName(),
-        groupId,
-        choice.engine());
+    topicPattern =
+        openTopicPattern(
+            pattern.get(), config, clientSettings, consumerSettings.settings(), worker);
+    // Join at once when the cluster answers quickly; otherwise the poll loop joins later.
+    topicPattern.poll();
+    topicPattern.awaitListing(pollTimeout.toMillis());
+    followTopicPattern();
+    if (driver == null) {
+      log.info(
+          "{}: no topic matching topics.regex '{}' yet: the task joins share group {} when one"
+              + " appears",
+          taskName,
+          pattern.get(),
+          groupId);
+    }
+  }
+
+  /**
+   * The subscription for {@code topics.regex}: the pattern matched against the cluster's topics
+   * every {@code metadata.max.age.ms}, never matching the worker's own topics or the DLQ topic.
+   */
+  TopicPatternSubscription openTopicPattern(
+      Pattern pattern,
+      ShareSinkConfig config,
+      Map<String, Object> clientSettings,
+      Map<String, Object> consumerSettings,
+      WorkerDefaults worker) {
+    Set<String> excluded = new HashSet<>(worker.internalTopics());
+    if (!config.dlqTopic().isEmpty()) {
+      excluded.add(config.dlqTopic());
+    }
+    long checkIntervalMs = ShareSinkConfig.metadataMaxAgeMs(consumerSettings);
+    Map<String, Object> adminSettings = new HashMap<>(clientSettings);
+    adminSettings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
+    adminSettings.keySet().retainAll(AdminClientConfig.configNames());
+    Admin admin = Admin.create(adminSettings);
+    return new TopicPatternSubscription(
+        pattern,
+        excluded,
+        new AdminTopicLister(admin, LIST_TOPICS_TIMEOUT),
+        Time.SYSTEM,
+        checkIntervalMs,
+        taskName);
+  }
+
+  /**
+   * Called on the task thread with no cycle running: applies what the pattern matches now. The
+   * first non-empty match joins the group; a later change replaces the member's subscription. A
+   * match that becomes empty leaves the member subscribed to the names it had: they are gone from
+   * the cluster, so the broker assigns nothing of them, and the broker refuses a member that
+   * subscribes to nothing when it (re)joins.
+   */
+  private void followTopicPattern() {
+    TopicPatternSubscription pattern = topicPattern;
+    if (pattern == null || cleanedUp) {
+      return;
+    }
+    Optional<SortedSet<String>> changed = pattern.poll();
+    if (changed.isEmpty()) {
+      return;
+    }
+    List<String> topics = List.copyOf(changed.get());
+    if (topics.isEmpty()) {
+      if (driver != null) {
+        log.info(
+            "{}: the share member stays subscribed to {}, which no longer exist: nothing is"
+                + " assigned of them until a matching topic appears",
+            taskName,
+            subscribed);
+      }
+      return;
+    }
+    if (driver == null) {
+      memberStart.accept(topics);
+    } else {
+      try {
+        engine.subscribe(topics);
+      } catch (EngineException e) {
+        throw NativeErrors.toConnect(taskName + ": cannot change the subscription", e);
+      }
+      log.info("{}: share member subscribes to {} (was {})", taskName, topics, subscribed);
+    }
+    subscribed = topics;
+  }
+
+  /** A task waiting for its first matching topic: wait without spinning, wake on stop. */
+  private void waitForTopics() {
+    TopicPatternSubscription pattern = topicPattern;
+    if (pattern == null) {
+      return;
+    }
+    long waitMs =
+        Math.min(pollTimeout.toMillis(), pattern.nextCheckMs() - System.currentTimeMillis());
+    pattern.awaitListing(pollTimeout.toMillis());
+    if (waitMs > 0) {
+      synchronized (idle) {
+        if (!stopRequested) {
+          try {
+            idle.wait(waitMs);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+    }
   }
 
   /**
@@ -350,8 +488,13 @@ public class ShareSinkTask extends SourceTask {
     }
     cycleLock.lock();
     try {
+      if (stopRequested) {
+        return null;
+      }
+      followTopicPattern();
       ShareSinkDriver current = driver;
-      if (stopRequested || current == null) {
+      if (current == null) {
+        waitForTopics();
         return null;
       }
       current.runCycle(pollTimeout);
@@ -382,6 +525,9 @@ public class ShareSinkTask extends SourceTask {
   @Override
   public void stop() {
     stopRequested = true;
+    synchronized (idle) {
+      idle.notifyAll();
+    }
     ShareSinkDriver current = driver;
     if (current != null) {
       current.wakeup();
@@ -417,6 +563,14 @@ public class ShareSinkTask extends SourceTask {
     ShareConsumerEngine currentEngine = engine;
     driver = null;
     engine = null;
+    if (topicPattern != null) {
+      try {
+        topicPattern.close();
+      } catch (RuntimeException e) {
+        log.warn("{}: closing the topic lister failed", taskName, e);
+      }
+      topicPattern = null;
+    }
     try {
       if (current != null) {
         current.stop();

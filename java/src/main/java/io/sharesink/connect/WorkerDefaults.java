@@ -7,10 +7,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -106,6 +108,25 @@ final class WorkerDefaults {
   }
 
   /** The worker's Kafka client connection settings: bootstrap, security, SASL and TLS. */
+  /**
+   * The worker's own topics (distributed mode's {@code config.storage.topic}, {@code
+   * offset.storage.topic}, {@code status.storage.topic}), as far as its settings name them: a topic
+   * pattern must never consume them.
+   */
+  Set<String> internalTopics() {
+    Set<String> topics = new HashSet<>();
+    for (String key : INTERNAL_TOPIC_KEYS) {
+      String topic = settings.get(key);
+      if (topic != null && !topic.isBlank()) {
+        topics.add(topic.trim());
+      }
+    }
+    return topics;
+  }
+
+  static final List<String> INTERNAL_TOPIC_KEYS =
+      List.of("config.storage.topic", "offset.storage.topic", "status.storage.topic");
+
   Map<String, String> clientSettings() {
     Map<String, String> client = new HashMap<>();
     settings.forEach(

@@ -70,7 +70,11 @@ class ShareSinkConfigTest {
     props.remove(ShareSinkConfig.TOPICS_CONFIG);
     Map<String, List<String>> errors = errors(props);
     assertTrue(errors.containsKey(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG), errors::toString);
-    assertTrue(errors.containsKey(ShareSinkConfig.TOPICS_CONFIG), errors::toString);
+    // topics or topics.regex: a rule across two keys, checked as Connect's SinkConnectorConfig
+    // does.
+    assertTrue(!errors.containsKey(ShareSinkConfig.TOPICS_CONFIG), errors::toString);
+    assertTrue(
+        ShareSinkConfig.topicChoiceProblems(props).containsKey(ShareSinkConfig.TOPICS_CONFIG));
     // It may come from the worker file: checked by the connector's validate(), not the ConfigDef.
     assertTrue(!errors.containsKey(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), errors::toString);
   }
@@ -94,10 +98,56 @@ class ShareSinkConfigTest {
   }
 
   @Test
-  void rejectsAnEmptyTopicList() {
+  void rejectsAnEmptyTopicListWithoutAPattern() {
     Map<String, String> props = validConfig();
     props.put(ShareSinkConfig.TOPICS_CONFIG, "");
+    assertEquals(
+        List.of(ShareSinkConfig.TOPICS_CONFIG),
+        List.copyOf(ShareSinkConfig.topicChoiceProblems(props).keySet()));
+    props.put(ShareSinkConfig.TOPICS_CONFIG, "a,,b");
     assertTrue(errors(props).containsKey(ShareSinkConfig.TOPICS_CONFIG));
+  }
+
+  @Test
+  void takesExactlyOneOfTopicsAndAValidPattern() {
+    Map<String, String> props = validConfig();
+    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders-.*");
+    assertEquals(
+        List.of(ShareSinkConfig.TOPICS_REGEX_CONFIG),
+        List.copyOf(ShareSinkConfig.topicChoiceProblems(props).keySet()));
+    props.remove(ShareSinkConfig.TOPICS_CONFIG);
+    assertEquals(Map.of(), ShareSinkConfig.topicChoiceProblems(props));
+    assertEquals(Map.of(), errors(props));
+    assertEquals("orders-.*", new ShareSinkConfig(props).topicsRegex().orElseThrow().pattern());
+
+    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders-(");
+    String error = errors(props).get(ShareSinkConfig.TOPICS_REGEX_CONFIG).get(0);
+    assertTrue(error.contains("not a valid regular expression"), error);
+  }
+
+  @Test
+  void thePatternMayNotMatchTheDlqTopic() {
+    Map<String, String> props = validConfig();
+    props.remove(ShareSinkConfig.TOPICS_CONFIG);
+    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders.*");
+    props.put(ShareSinkConfig.DLQ_TOPIC_CONFIG, "orders-dlq");
+    assertTrue(
+        ShareSinkConfig.topicChoiceProblems(props)
+            .get(ShareSinkConfig.TOPICS_REGEX_CONFIG)
+            .contains("DLQ"));
+    props.put(ShareSinkConfig.DLQ_TOPIC_CONFIG, "dlq.orders");
+    assertEquals(Map.of(), ShareSinkConfig.topicChoiceProblems(props));
+  }
+
+  @Test
+  void theCheckIntervalIsTheConsumersMetadataMaxAge() {
+    assertEquals(300_000, ShareSinkConfig.metadataMaxAgeMs(Map.of()));
+    assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(Map.of("metadata.max.age.ms", "5000")));
+    Map<String, String> props = validConfig();
+    props.put("share.consumer.metadata.max.age.ms", "5000");
+    ShareSinkConfig config = new ShareSinkConfig(props);
+    assertEquals(
+        5_000, ShareSinkConfig.metadataMaxAgeMs(config.clientSettings(WorkerDefaults.NONE)));
   }
 
   @Test

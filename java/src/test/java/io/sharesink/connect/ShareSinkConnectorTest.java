@@ -195,9 +195,11 @@ class ShareSinkConnectorTest {
     Map<String, String> legacyTask =
         ShareSinkTask.legacyTaskProps(
             configs.get(0), "org.apache.kafka.connect.file.FileStreamSinkTask");
+    // The topics come along as the sink runtime hands them to its tasks.
     assertEquals(
         Map.of(
             "file", "/tmp/out.txt",
+            "topics", "orders, refunds",
             "task.class", "org.apache.kafka.connect.file.FileStreamSinkTask"),
         legacyTask);
     Map<String, String> legacyTask1 =
