@@ -89,6 +89,9 @@ public class ShareSinkTask extends SourceTask {
   /** What the member subscribes to now (for {@code topics.regex}'s log lines). */
   private List<String> subscribed = List.of();
 
+  /** The clock of the topic pattern's checks; a seam for tests. */
+  Time time = Time.SYSTEM;
+
   /** A task waiting for a topic to match waits on this; stop() notifies it. */
   private final Object idle = new Object();
 
@@ -197,9 +200,11 @@ public class ShareSinkTask extends SourceTask {
         openTopicPattern(
             pattern.get(), config, clientSettings, consumerSettings.settings(), worker);
     // Join at once when the cluster answers quickly; otherwise the poll loop joins later.
-    topicPattern.poll();
-    topicPattern.awaitListing(pollTimeout.toMillis());
     followTopicPattern();
+    if (driver == null && !topicPattern.resolved()) {
+      topicPattern.awaitListing(pollTimeout.toMillis());
+      followTopicPattern();
+    }
     if (driver == null) {
       log.info(
           "{}: no topic matching topics.regex '{}' yet: the task joins share group {} when one"
@@ -233,7 +238,7 @@ public class ShareSinkTask extends SourceTask {
         pattern,
         excluded,
         new AdminTopicLister(admin, LIST_TOPICS_TIMEOUT),
-        Time.SYSTEM,
+        time,
         checkIntervalMs,
         taskName);
   }
@@ -284,8 +289,7 @@ public class ShareSinkTask extends SourceTask {
     if (pattern == null) {
       return;
     }
-    long waitMs =
-        Math.min(pollTimeout.toMillis(), pattern.nextCheckMs() - System.currentTimeMillis());
+    long waitMs = Math.min(pollTimeout.toMillis(), pattern.nextCheckMs() - time.milliseconds());
     pattern.awaitListing(pollTimeout.toMillis());
     if (waitMs > 0) {
       synchronized (idle) {

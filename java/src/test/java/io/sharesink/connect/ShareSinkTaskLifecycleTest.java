@@ -279,6 +279,54 @@ class ShareSinkTaskLifecycleTest {
     }
   }
 
+  /** A task on {@code topics.regex} over a fake cluster whose topics the test changes. */
+  private static class PatternTask extends ScriptedTask {
+    final java.util.Set<String> clusterTopics = new java.util.concurrent.ConcurrentSkipListSet<>();
+    final org.apache.kafka.common.utils.MockTime clock =
+        new org.apache.kafka.common.utils.MockTime(0, 1_000, 0);
+    List<String> joinedWith;
+    int opened;
+
+    PatternTask() {
+      time = clock;
+    }
+
+    @Override
+    ShareConsumerEngine openEngine(
+        String kind,
+        Map<String, Object> clientSettings,
+        String groupId,
+        String clientId,
+        List<String> topics,
+        long stuckTimeoutMs) {
+      opened++;
+      joinedWith = List.copyOf(topics);
+      return super.openEngine(kind, clientSettings, groupId, clientId, topics, stuckTimeoutMs);
+    }
+
+    @Override
+    io.sharesink.connect.topics.TopicPatternSubscription openTopicPattern(
+        java.util.regex.Pattern pattern,
+        ShareSinkConfig config,
+        Map<String, Object> clientSettings,
+        WorkerDefaults worker) {
+      assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(clientSettings));
+      io.sharesink.connect.topics.TopicLister lister =
+          new io.sharesink.connect.topics.TopicLister() {
+            @Override
+            public org.apache.kafka.common.KafkaFuture<java.util.Set<String>> topicNames() {
+              return org.apache.kafka.common.KafkaFuture.completedFuture(
+                  java.util.Set.copyOf(clusterTopics));
+            }
+
+            @Override
+            public void close() {}
+          };
+      return new io.sharesink.connect.topics.TopicPatternSubscription(
+          pattern, java.util.Set.of(), lister, clock, 5_000, "files-1");
+    }
+  }
+
   private static final SourceTaskContext CONTEXT =
       new SourceTaskContext() {
         @Override
@@ -306,6 +354,60 @@ class ShareSinkTaskLifecycleTest {
     props.put(ShareSinkConfig.TASK_ID_CONFIG, "1");
     props.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "2000");
     return props;
+  }
+
+  private Map<String, String> patternTaskProps() {
+    Map<String, String> props = taskProps();
+    props.remove(ShareSinkConfig.TOPICS_CONFIG);
+    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders-.*");
+    props.put("share.consumer.metadata.max.age.ms", "5000");
+    // A task without a member waits up to the poll timeout for a topic: keep the test short.
+    props.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "10");
+    return props;
+  }
+
+  @Test
+  void aPatternJoinsOnWhatMatchesAndFollowsTheCluster() {
+    PatternTask task = new PatternTask();
+    task.clusterTopics.addAll(List.of("orders-1", "refunds", "__orders-internal"));
+    task.initialize(CONTEXT);
+    task.start(patternTaskProps());
+    assertEquals(List.of("orders-1"), task.joinedWith);
+    task.clusterTopics.add("orders-2");
+    assertNull(task.poll());
+    assertEquals(List.of(), task.engine.subscriptions, "no check before metadata.max.age.ms");
+    task.clock.sleep(5_000);
+    assertNull(task.poll());
+    assertEquals(List.of(List.of("orders-1", "orders-2")), task.engine.subscriptions);
+    task.clusterTopics.remove("orders-1");
+    task.clock.sleep(5_000);
+    assertNull(task.poll());
+    assertEquals(List.of("orders-2"), task.engine.subscriptions.get(1));
+    // Nothing left: the member keeps the deleted names (the broker assigns nothing of them).
+    task.clusterTopics.remove("orders-2");
+    task.clock.sleep(5_000);
+    assertNull(task.poll());
+    assertEquals(2, task.engine.subscriptions.size());
+    task.stop();
+    assertEquals(1, task.opened);
+    assertEquals(1, task.engine.closes.get());
+  }
+
+  @Test
+  void aPatternMatchingNothingWaitsOutsideTheGroupUntilATopicAppears() {
+    PatternTask task = new PatternTask();
+    task.initialize(CONTEXT);
+    task.start(patternTaskProps());
+    assertEquals(0, task.opened, "no member without a topic");
+    assertTrue(!dir.resolve("out.txt").toFile().exists(), "nor a legacy task");
+    assertNull(task.poll());
+    task.clusterTopics.add("orders-1");
+    task.clock.sleep(5_000);
+    assertNull(task.poll());
+    assertEquals(List.of("orders-1"), task.joinedWith);
+    assertTrue(dir.resolve("out.txt").toFile().exists(), "the legacy task started");
+    task.stop();
+    assertEquals(1, task.engine.closes.get());
   }
 
   @Test
