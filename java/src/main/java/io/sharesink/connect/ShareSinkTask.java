@@ -309,7 +309,11 @@ public class ShareSinkTask extends SourceTask {
    * for a WARN; null when it uses them all.
    */
   static String unreadByNativeEngine(ShareConsumerSettings consumerSettings) {
-    List<String> unread = NativeEngineSettings.unread(consumerSettings.settings());
+    List<String> unread =
+        NativeEngineSettings.unread(consumerSettings.settings()).stream()
+            // Read by the task itself: how often topics.regex is matched again.
+            .filter(k -> !k.equals(ShareSinkConfig.METADATA_MAX_AGE_MS))
+            .toList();
     if (unread.isEmpty()) {
       return null;
     }

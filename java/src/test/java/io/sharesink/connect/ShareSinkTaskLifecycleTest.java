@@ -309,8 +309,9 @@ class ShareSinkTaskLifecycleTest {
         java.util.regex.Pattern pattern,
         ShareSinkConfig config,
         Map<String, Object> clientSettings,
+        Map<String, Object> consumerSettings,
         WorkerDefaults worker) {
-      assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(clientSettings));
+      assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(consumerSettings));
       io.sharesink.connect.topics.TopicLister lister =
           new io.sharesink.connect.topics.TopicLister() {
             @Override
