@@ -16,6 +16,10 @@ the records it wrote before id 0 are committed).
   returns after its records were released: it must not acknowledge them), the group's lag is 0.
 
 The lock is released before record 0 reaches the delivery-count limit (5).
+
+The delivery count reaches the sink (`share.delivery.count.header=dc`): Debezium's own
+`HeaderToValue` SMT (in Debezium's JDBC plugin) copies the header into a `delivery_count` column,
+so row 0, written after its redelivery, says 2 or more, and every row has one.
 """
 
 from __future__ import annotations
@@ -76,8 +80,9 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
     topic = table = name
     cluster.create_topic(topic, partitions=3)
     cluster.psql(f"SET ROLE {postgres['user']};\n"
-                 f"CREATE TABLE {table} (id bigint NOT NULL PRIMARY KEY, name text, seq bigint NOT NULL);\n"
-                 f"INSERT INTO {table} VALUES (0, 'locked', 0);", db="sharesink")
+                 f"CREATE TABLE {table} (id bigint NOT NULL PRIMARY KEY, name text, seq bigint NOT NULL,"
+                 " delivery_count integer);\n"
+                 f"INSERT INTO {table} VALUES (0, 'locked', 0, NULL);", db="sharesink")
     lock = RowLock(cluster, table, 0)
     written = lambda: pg_scalar(cluster, f"SELECT count(*) FROM {table} WHERE seq = 1", default=0) or 0  # noqa: E731
     produce_rows(cluster, topic, range(1, N))
@@ -86,7 +91,15 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
     cfg = share_config(cluster, name, topic, JDBC_SINK, TASKS)
     cfg.update(jdbc_config(postgres, **{"batch.size": "1"}))
     cfg.update({"share.record.lock.duration.ms": str(LOCK_MS), "share.commit.interval.ms": "2000",
-                "share.task.stuck.timeout.ms": str(STUCK_MS)})
+                "share.task.stuck.timeout.ms": str(STUCK_MS),
+                # The delivery count as a header, and into the row by a third-party SMT (the
+                # column exists already: an ALTER TABLE would wait behind the row lock).
+                "share.delivery.count.header": "dc",
+                "transforms": "count",
+                "transforms.count.type": "io.debezium.transforms.HeaderToValue",
+                "transforms.count.headers": "dc",
+                "transforms.count.fields": "delivery_count",
+                "transforms.count.operation": "copy"})
     group = group_of(name)
     max_waiters = 0
     try:
@@ -129,6 +142,11 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
         offs = share_group_offsets(cluster, group)
         lag = total_lag(offs)
         final = written()
+        row0_count = pg_scalar(cluster, f"SELECT delivery_count FROM {table} WHERE id = 0")
+        without_count = pg_scalar(
+            cluster, f"SELECT count(*) FROM {table} WHERE delivery_count IS NULL", default=-1)
+        redelivered_rows = pg_scalar(
+            cluster, f"SELECT count(*) FROM {table} WHERE delivery_count >= 2", default=0)
         record_figures("5-slow-task-row-lock", tasks=TASKS, partitions=3, produced=N,
                        delivered=final, duplicated="n/a (upsert)", lost=N - final,
                        rows_written_while_locked=rows_while_locked,
@@ -139,7 +157,9 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
                        seconds_to_second_waiter=round(held_s, 1),
                        max_backends_waiting_on_the_row=max_waiters,
                        seconds_to_record0_after_release=round(after_release_s, 1),
-                       task_failed=bool(failed), group_lag_after_stop=lag)
+                       task_failed=bool(failed), group_lag_after_stop=lag,
+                       record0_delivery_count=row0_count, rows_without_delivery_count=without_count,
+                       rows_written_from_a_redelivery=redelivered_rows)
         assert rows_while_locked == N - 1, "the other tasks did not write everything while one was stuck"
         assert waiters_within_bound == 1, (
             f"record 0 reached another task {alone_s:.0f}s after the first blocked on it, within "
@@ -153,6 +173,9 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
         assert final == N
         assert failed is None, f"a task failed:\n{failed[:4000]}"
         assert lag == 0, f"share group lag after the run: {offs}"
+        assert row0_count is not None and row0_count >= 2, (
+            f"row 0, written after its redelivery, has delivery_count {row0_count}")
+        assert without_count == 0, f"{without_count} rows without a delivery count"
     finally:
         lock.release()
         delete_connector(worker, name)
