@@ -24,8 +24,9 @@ import time
 from harness.cluster import Cluster, Rest
 from helpers import (FILE_SINK, STRING_CONVERTER, Progress, Sampler, accepted_upper_bound,
                      connector_trace, count_figures, delete_connector, drain_group, file_line_count,
-                     file_lines, group_of, produce_values, record_figures, share_config,
-                     share_group_offsets, start_connector, stop_connector, total_lag, uniq)
+                     file_lines, group_of, produce_values, record_figures,
+                     settled_share_group_offsets, share_config, share_group_offsets,
+                     start_connector, stop_connector, total_lag, uniq)
 
 N = 30_000
 TASKS = 8
@@ -70,7 +71,7 @@ def test_filestream_every_record_once_in_the_file(cluster: Cluster, worker: Rest
         samples = sampler.stop()
         lines_at_stop = file_line_count(out)
 
-        offs = share_group_offsets(cluster, group)
+        offs = settled_share_group_offsets(cluster, group)
         lag = total_lag(offs)
         time.sleep(5)
         lines_after = file_line_count(out)

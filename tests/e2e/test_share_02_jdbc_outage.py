@@ -27,7 +27,7 @@ import time
 from harness.cluster import Cluster, Rest
 from helpers import (JDBC_SINK, Progress, Sampler, connector_trace, delete_connector,
                      failed_task_trace, group_of, jdbc_config, pg_distinct_ids, pg_rows,
-                     produce_rows, record_figures, share_config, share_group_offsets,
+                     produce_rows, record_figures, settled_share_group_offsets, share_config,
                      start_connector, stop_connector, task_states, total_lag, uniq)
 
 N = 100_000
@@ -99,7 +99,7 @@ def test_jdbc_postgres_outage_loses_nothing(cluster: Cluster, worker: Rest, post
         restarts = _restarts_in_log(cluster, name)
         time.sleep(3)
         stop_connector(worker, name)
-        offs = share_group_offsets(cluster, group)
+        offs = settled_share_group_offsets(cluster, group)
         lag = total_lag(offs)
         rows = pg_rows(cluster, table)
         distinct = pg_distinct_ids(cluster, table)

@@ -13,9 +13,9 @@ import time
 
 from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import (JDBC_SINK, Progress, connector_trace, delete_connector, group_of, jdbc_config,
-                     pg_distinct_ids, pg_rows, produce_rows, record_figures, share_config,
-                     share_group_offsets, start_connector, stop_connector, stop_worker_if_running,
-                     total_lag, uniq, wait_for)
+                     pg_distinct_ids, pg_rows, produce_rows, record_figures,
+                     settled_share_group_offsets, share_config, start_connector, stop_connector,
+                     stop_worker_if_running, total_lag, uniq, wait_for)
 
 N = 40_000
 TASKS = 6
@@ -68,7 +68,7 @@ def test_kill_9_of_a_worker_loses_nothing(cluster: Cluster, worker: Rest, postgr
                  timeout=180, on_timeout=lambda: connector_trace(worker, name))
         time.sleep(3)
         stop_connector(worker, name)
-        offs = share_group_offsets(cluster, group)
+        offs = settled_share_group_offsets(cluster, group)
         lag = total_lag(offs)
         rows = pg_rows(cluster, table)
         distinct = pg_distinct_ids(cluster, table)

@@ -30,7 +30,7 @@ import time
 from harness.cluster import Cluster, Rest
 from helpers import (JDBC_SINK, Progress, connector_trace, delete_connector, failed_task_trace,
                      group_of, jdbc_config, pg_scalar, pg_waiting_on_locks, produce_rows,
-                     record_figures, share_config, share_group_offsets, start_connector,
+                     record_figures, settled_share_group_offsets, share_config, start_connector,
                      stop_connector, total_lag, uniq, wait_for)
 
 N = 3000
@@ -139,7 +139,7 @@ def test_slow_task_does_not_hold_the_others(cluster: Cluster, worker: Rest, post
         time.sleep(LOCK_MS / 1000)  # let the blocked tasks' stale acks come back
         failed = failed_task_trace(worker, name)
         stop_connector(worker, name)
-        offs = share_group_offsets(cluster, group)
+        offs = settled_share_group_offsets(cluster, group)
         lag = total_lag(offs)
         final = written()
         row0_count = pg_scalar(cluster, f"SELECT delivery_count FROM {table} WHERE id = 0")

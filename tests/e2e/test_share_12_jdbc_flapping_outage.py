@@ -35,7 +35,7 @@ import time
 from harness.cluster import Cluster, Rest
 from helpers import (JDBC_SINK, LogMark, Progress, Sampler, connector_trace, delete_connector,
                      failed_task_trace, group_of, jdbc_config, pg_distinct_ids, pg_rows,
-                     produce_rows, record_figures, share_config, share_group_offsets,
+                     produce_rows, record_figures, settled_share_group_offsets, share_config,
                      start_connector, stop_connector, task_states, total_lag, uniq)
 
 BACKLOG = 3_000           # produced before the start, written before the outage
@@ -129,7 +129,7 @@ def test_jdbc_flapping_outage_burns_no_delivery(cluster: Cluster, worker: Rest, 
         time.sleep(3)
         watcher.stop()
         stop_connector(worker, name)
-        offs = share_group_offsets(cluster, group)
+        offs = settled_share_group_offsets(cluster, group)
         lag = total_lag(offs)
         rows, distinct = pg_rows(cluster, table), pg_distinct_ids(cluster, table)
         lines = [l for l in log.text().splitlines() if f"{name}|" in l or f"{name}-" in l]

@@ -30,9 +30,10 @@ from typing import Dict
 from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import (FILE_SINK, JDBC_SINK, SHARE_FLAG, SHARE_SINK, STRING_CONVERTER, LogMark,
                      Progress, connector_trace, count_figures, delete_connector, drain_group,
-                     file_line_count, file_lines, flag_config, group_of, jdbc_config, pg_distinct_ids, pg_rows, produce_rows, produce_values,
-                     record_figures, share_group_offsets, stop_connector, stop_worker_if_running,
-                     stored_config, total_lag, uniq, wait_for, worker_log)
+                     file_line_count, file_lines, flag_config, group_of, jdbc_config,
+                     pg_distinct_ids, pg_rows, produce_rows, produce_values, record_figures,
+                     settled_share_group_offsets, share_group_offsets, stop_connector,
+                     stop_worker_if_running, stored_config, total_lag, uniq, wait_for, worker_log)
 
 BUFFERING_SINK = "io.sharesink.testsinks.BufferingSinkConnector"
 FILE_SINK_TASK = "org.apache.kafka.connect.file.FileStreamSinkTask"
@@ -128,7 +129,7 @@ def test_flag_form_filestream_every_record_once_shown_as_written(cluster: Cluste
         # Checked once the connector is gone: while a partition's last records are ACCEPTed, the
         # start offset the broker reports can stay behind them (seen on Kafka 4.4 with every
         # record ACCEPTed by the tasks), so a running lag proves nothing either way.
-        offs = share_group_offsets(cluster, group_of(name))
+        offs = settled_share_group_offsets(cluster, group_of(name))
         lag = total_lag(offs)
         left = drain_group(cluster, topic, group_of(name), N, timeout_ms=10000)
         figs = count_figures(values, file_lines(out))
@@ -325,7 +326,7 @@ def test_flag_form_jdbc_every_record_once(cluster: Cluster, worker: Rest, postgr
             JDBC_N, stall=120, timeout=600, on_timeout=lambda: connector_trace(worker, name))
         time.sleep(3)  # one more commit cycle, then stop: the final commit ACCEPTs the rest
         stop_connector(worker, name)
-        lag = total_lag(share_group_offsets(cluster, group_of(name)))
+        lag = total_lag(settled_share_group_offsets(cluster, group_of(name)))
         rows, distinct = pg_rows(cluster, table), pg_distinct_ids(cluster, table)
         record_figures("14-kip-switch-jdbc", tasks=JDBC_TASKS, partitions=3, produced=JDBC_N,
                        delivered=rows, distinct_delivered=distinct, duplicated=rows - distinct,

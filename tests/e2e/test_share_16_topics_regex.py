@@ -17,9 +17,9 @@ import re
 import time
 
 from harness.cluster import Cluster, Rest
-from helpers import (FILE_SINK, STRING_CONVERTER, LogMark, Progress, connector_trace,
-                     count_figures, delete_connector, drain_group, file_line_count, file_lines,
-                     group_of, produce_values, record_figures, share_config, share_group_offsets,
+from helpers import (FILE_SINK, STRING_CONVERTER, LogMark, Progress, connector_trace, count_figures,
+                     delete_connector, drain_group, file_line_count, file_lines, group_of,
+                     produce_values, record_figures, settled_share_group_offsets, share_config,
                      start_connector, stop_connector, total_lag, uniq, wait_for)
 
 N_FIRST = 3_000
@@ -81,9 +81,14 @@ def test_topics_regex_picks_up_a_topic_created_while_running(cluster: Cluster, w
         stop_connector(worker, name)
         # Checked once the connector is gone, as scenarios 1 and 14 do (the start offsets the
         # broker reports while a partition's last records are ACCEPTed are no proof).
-        offsets = {k: v for k, v in share_group_offsets(cluster, group_of(name)).items()
+        offsets = {k: v for k, v in
+                   settled_share_group_offsets(cluster, group_of(name), timeout=10).items()
                    if k[0] == second}
-        lag = total_lag(offsets)
+        # Kafka 4.4 has more than once answered "-" (no summary) for one partition of this topic
+        # created mid-run, for 30 s after the stop, with every record of it in the file and none
+        # left in the group: such a partition proves nothing either way, the drain below does.
+        reported = {k: v for k, v in offsets.items() if v["lag"] is not None}
+        lag = total_lag(reported)
         left = drain_group(cluster, second, group_of(name), N_SECOND + N_AFTER_DELETE,
                            timeout_ms=10000)
         expected = first_values + second_values + late_values
@@ -94,6 +99,8 @@ def test_topics_regex_picks_up_a_topic_created_while_running(cluster: Cluster, w
                        seconds_to_drop_deleted_topic=round(drop_seconds, 1),
                        records_of_remaining_topic=N_SECOND + N_AFTER_DELETE,
                        lag_of_remaining_topic_after_stop=lag,
+                       partitions_without_offsets=sorted(f"{t}-{p}" for (t, p) in offsets
+                                                         if (t, p) not in reported),
                        left_in_group_after_stop=left,
                        offsets={f"{t}-{p}": v for (t, p), v in offsets.items()})
         assert picked_up_lines, "no INFO line about the new matching topic"
@@ -101,6 +108,7 @@ def test_topics_regex_picks_up_a_topic_created_while_running(cluster: Cluster, w
         assert figs["unexpected"] == 0, f"lines that are not produced values: " \
             f"{[l for l in got if l not in set(expected)][:3]}"
         assert figs["duplicated"] == 0, f"{figs['duplicated']} duplicates without any fault"
+        assert reported, f"no partition of {second} reports share group offsets: {offsets}"
         assert lag == 0, f"share group lag of {second} after stop: {offsets}"
         assert left == 0, f"{left} records of {second} were still in the share group after the run"
     finally:
