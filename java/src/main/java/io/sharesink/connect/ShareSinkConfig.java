@@ -106,9 +106,12 @@ public class ShareSinkConfig extends AbstractConfig {
           + " not yet acknowledged). A partition delivers about this many records per"
           + " fetch-commit-acknowledge cycle, so with a fast sink it bounds throughput. Must lie"
           + " within the broker's group.share.min/max.partition.max.record.locks (100 and 4000 by"
-          + " default). Unset: the group's current value, else the broker's"
-          + " group.share.partition.max.record.locks (2000). share.commit.max.records, when not"
-          + " set, follows this window.";
+          + " default). Unset: when the group still runs with the broker's default window"
+          + " (group.share.partition.max.record.locks, 2000), the connector sets the broker's"
+          + " maximum (group.share.max.partition.max.record.locks, 4000 by default), because the"
+          + " default window held a fast sink below the classic runtime's throughput; a window"
+          + " set on the group by other means is kept, and a broker without the maximum (Kafka"
+          + " 4.2) is left alone. share.commit.max.records, when not set, follows this window.";
 
   public static final String DLQ_MODE_CONFIG = "share.dlq.mode";
   public static final String DLQ_MODE_AUTO = "auto";
@@ -351,7 +354,7 @@ public class ShareSinkConfig extends AbstractConfig {
         PARTITION_MAX_RECORD_LOCKS_CONFIG,
         Type.INT,
         null,
-        new OptionalAtLeast(100),
+        new OptionalAtLeast(100, "the broker's maximum, see the description"),
         Importance.MEDIUM,
         PARTITION_MAX_RECORD_LOCKS_DOC,
         GROUP_SHARE_GROUP,
@@ -831,9 +834,16 @@ public class ShareSinkConfig extends AbstractConfig {
   /** Unset, or an integer of at least {@code min}. */
   static final class OptionalAtLeast implements ConfigDef.Validator {
     private final int min;
+    private final String unset;
 
     OptionalAtLeast(int min) {
+      this(min, "the broker's default");
+    }
+
+    /** {@code unset}: what an unset value means, for the configuration reference. */
+    OptionalAtLeast(int min, String unset) {
       this.min = min;
+      this.unset = unset;
     }
 
     @Override
@@ -845,7 +855,7 @@ public class ShareSinkConfig extends AbstractConfig {
 
     @Override
     public String toString() {
-      return "unset (the broker's default), or at least " + min;
+      return "unset (" + unset + "), or at least " + min;
     }
   }
 

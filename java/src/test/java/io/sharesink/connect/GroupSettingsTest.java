@@ -1,6 +1,7 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.admin.ClusterFacts;
@@ -110,19 +111,51 @@ class GroupSettingsTest {
     // Unreachable cluster: Kafka's default bounds.
     assertTrue(tooMany.problems(null).containsKey("share.partition.max.record.locks"));
 
-    // Unset: not set on the group; the window is the group's own, else the broker's, else 2000.
+    // Unreachable cluster: nothing set, Kafka's default window.
     GroupSettings unset = settings(null, null, "connect", "", 5000);
-    assertEquals(
-        null, unset.groupConfigs("connect", facts).get("share.partition.max.record.locks"));
-    assertEquals(2000, unset.effectiveRecordLocks(facts));
-    assertEquals(
-        3000,
-        unset.effectiveRecordLocks(
-            new ClusterFacts(
-                OptionalInt.of(2), broker, Map.of("share.partition.max.record.locks", "3000"))));
-    assertEquals(
-        2000, unset.effectiveRecordLocks(new ClusterFacts(OptionalInt.of(2), Map.of(), Map.of())));
+    assertEquals(null, unset.groupConfigs("connect", null).get("share.partition.max.record.locks"));
     assertEquals(2000, unset.effectiveRecordLocks(null));
+  }
+
+  @Test
+  void unsetRaisesTheBrokersDefaultWindowToItsMaximum() {
+    Map<String, String> broker =
+        Map.of(
+            "group.share.max.partition.max.record.locks", "4000",
+            "group.share.partition.max.record.locks", "2000");
+    GroupSettings unset = settings(null, null, "connect", "", 5000);
+    // A new group (no value reported) and a group at the broker's default: raised to the maximum.
+    for (Map<String, String> group :
+        List.of(Map.<String, String>of(), Map.of("share.partition.max.record.locks", "2000"))) {
+      ClusterFacts facts = new ClusterFacts(OptionalInt.of(2), broker, group);
+      assertEquals(
+          "4000", unset.groupConfigs("connect", facts).get("share.partition.max.record.locks"));
+      assertEquals(4000, unset.effectiveRecordLocks(facts));
+      assertTrue(unset.problems(facts).isEmpty(), () -> unset.problems(facts).toString());
+    }
+    // A window someone set on the group is kept.
+    ClusterFacts own =
+        new ClusterFacts(
+            OptionalInt.of(2), broker, Map.of("share.partition.max.record.locks", "3000"));
+    assertFalse(unset.groupConfigs("connect", own).containsKey("share.partition.max.record.locks"));
+    assertEquals(3000, unset.effectiveRecordLocks(own));
+    // A broker that reports no maximum (Kafka 4.2: no such group config) is left alone.
+    ClusterFacts old =
+        new ClusterFacts(
+            OptionalInt.of(1), Map.of("group.share.partition.max.record.locks", "2000"), Map.of());
+    assertFalse(unset.groupConfigs("connect", old).containsKey("share.partition.max.record.locks"));
+    assertEquals(2000, unset.effectiveRecordLocks(old));
+    // A broker whose default already is its maximum: nothing to raise.
+    ClusterFacts atMax =
+        new ClusterFacts(
+            OptionalInt.of(2),
+            Map.of(
+                "group.share.max.partition.max.record.locks", "4000",
+                "group.share.partition.max.record.locks", "4000"),
+            Map.of());
+    assertFalse(
+        unset.groupConfigs("connect", atMax).containsKey("share.partition.max.record.locks"));
+    assertEquals(4000, unset.effectiveRecordLocks(atMax));
   }
 
   @Test

@@ -96,6 +96,11 @@ public record ClusterFacts(
     return parse(brokerConfigs.get(name));
   }
 
+  /** A numeric config of the group, absent when not reported. */
+  public Optional<Long> groupLong(String name) {
+    return parse(groupConfigs.get(name));
+  }
+
   /** The lock duration the group runs with: its own setting, else the broker's default. */
   public Optional<Long> effectiveLockDurationMs() {
     Optional<Long> group = parse(groupConfigs.get("share.record.lock.duration.ms"));

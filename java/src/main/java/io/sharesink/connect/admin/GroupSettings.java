@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The group configs sharesink sets on its share group, and the checks against the broker's bounds.
@@ -16,8 +17,8 @@ import java.util.Map;
  * @param dlqMode {@code auto}, {@code broker} or {@code connect}
  * @param dlqTopic Connect's {@code errors.deadletterqueue.topic.name}, "" for none
  * @param commitIntervalMs {@code share.commit.interval.ms}
- * @param partitionMaxRecordLocks {@code share.partition.max.record.locks}, or null to keep the
- *     broker's
+ * @param partitionMaxRecordLocks {@code share.partition.max.record.locks}, or null for the default
+ *     of {@link #recordLocksToSet}
  */
 public record GroupSettings(
     String autoOffsetReset,
@@ -28,7 +29,7 @@ public record GroupSettings(
     long commitIntervalMs,
     Integer partitionMaxRecordLocks) {
 
-  /** Settings without a record-lock window of their own (the broker's applies). */
+  /** Settings without a record-lock window of their own (see {@link #recordLocksToSet}). */
   public GroupSettings(
       String autoOffsetReset,
       Integer lockDurationMs,
@@ -112,8 +113,9 @@ public record GroupSettings(
     if (deliveryCountLimit != null) {
       configs.put(DELIVERY_COUNT_LIMIT, deliveryCountLimit.toString());
     }
-    if (partitionMaxRecordLocks != null) {
-      configs.put(PARTITION_MAX_RECORD_LOCKS, partitionMaxRecordLocks.toString());
+    Long recordLocks = recordLocksToSet(facts);
+    if (recordLocks != null) {
+      configs.put(PARTITION_MAX_RECORD_LOCKS, recordLocks.toString());
     }
     if (BROKER.equals(resolvedDlqMode) && !dlqTopic.isEmpty()) {
       configs.put(DLQ_TOPIC, dlqTopic);
@@ -224,16 +226,47 @@ public record GroupSettings(
 
   /**
    * The record-lock window (in-flight records per share-partition) the group runs with once these
-   * settings are applied: ours, else the group's own {@code share.partition.max.record.locks}, else
-   * the broker's {@code group.share.partition.max.record.locks}, else Kafka's default (2000).
+   * settings are applied: what {@link #recordLocksToSet} sets, else the group's own {@code
+   * share.partition.max.record.locks}, else the broker's {@code
+   * group.share.partition.max.record.locks}, else Kafka's default (2000).
    */
   public long effectiveRecordLocks(ClusterFacts facts) {
-    if (partitionMaxRecordLocks != null) {
-      return partitionMaxRecordLocks;
+    Long toSet = recordLocksToSet(facts);
+    if (toSet != null) {
+      return toSet;
     }
     return facts == null
         ? DEFAULT_RECORD_LOCKS
         : facts.effectiveRecordLocks().orElse(DEFAULT_RECORD_LOCKS);
+  }
+
+  /**
+   * The record-lock window to set on the group, or null to leave the group's as it is. Ours when
+   * given. Unset, the broker's maximum ({@code group.share.max.partition.max.record.locks}, 4000 by
+   * default) while the group still runs with the broker's default window: a partition delivers
+   * about one window per fetch-commit-acknowledge cycle, and with Kafka's default window of 2000 a
+   * fast sink ran at 0.9 of the classic runtime, with 4000 at 1.15 (docs/benchmarks, row (d)). A
+   * group whose window someone set keeps it, and a broker that reports no maximum (4.2, which has
+   * no such group config) is left alone.
+   */
+  Long recordLocksToSet(ClusterFacts facts) {
+    if (partitionMaxRecordLocks != null) {
+      return partitionMaxRecordLocks.longValue();
+    }
+    if (facts == null) {
+      return null;
+    }
+    Optional<Long> max = facts.brokerLong(ClusterFacts.MAX_RECORD_LOCKS);
+    long brokerDefault =
+        facts.brokerLong(ClusterFacts.BROKER_RECORD_LOCKS).orElse(DEFAULT_RECORD_LOCKS);
+    Optional<Long> group = facts.groupLong(PARTITION_MAX_RECORD_LOCKS);
+    if (max.isEmpty() || max.get() <= brokerDefault) {
+      return null;
+    }
+    if (group.isPresent() && group.get() != brokerDefault) {
+      return null;
+    }
+    return max.get();
   }
 
   /** A group setting outside the broker's bounds for it is a problem on its key. */
