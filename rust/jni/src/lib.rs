@@ -231,6 +231,29 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_runtimeRunning<'loc
         .resolve::<ThrowNative>()
 }
 
+/// `static native long committedBytes()`: the memory this library's allocator holds from the
+/// operating system now (mimalloc, linked into this library only, so the JVM's own allocations
+/// are not in it): every consumer's buffers, sessions and the runtime of this worker together.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_committedBytes<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jlong {
+    env.with_env(|_| Ok::<_, Error>(allocator_committed_bytes()))
+        .resolve::<ThrowNative>()
+}
+
+fn allocator_committed_bytes() -> jlong {
+    let mut committed = 0usize;
+    let none = std::ptr::null_mut();
+    // SAFETY: mi_process_info accepts null for every out-parameter it should not write; the one
+    // given points at a live usize.
+    unsafe {
+        libmimalloc_sys::mi_process_info(none, none, none, none, none, &mut committed, none, none)
+    };
+    jlong::try_from(committed).unwrap_or(jlong::MAX)
+}
+
 /// `static native int layoutSelfTest(ByteBuffer out)`: writes the fixed batch of
 /// `batch_layout::self_test_records` as `poll` would, so Java can check its reader against the
 /// writer. Returns the record count, or minus the bytes needed.

@@ -11,6 +11,7 @@ use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::{jni_sig, jni_str, Env, EnvUnowned, InitArgsBuilder, JNIVersion, JavaVM};
 use sharesink_jni::thrown_kind_names;
 use sharesink_jni::{
+    Java_io_sharesink_engine_NativeEngine_committedBytes as committed_bytes,
     Java_io_sharesink_engine_NativeEngine_create as create,
     Java_io_sharesink_engine_NativeEngine_layoutSelfTest as layout_self_test,
     Java_io_sharesink_engine_NativeEngine_nativeVersion as native_version,
@@ -130,6 +131,24 @@ fn native_version_is_the_crate_version() {
             let version = native_version(unowned(env), JClass::null());
             assert!(!env.exception_check());
             assert_eq!(version.try_to_string(env)?, env!("CARGO_PKG_VERSION"));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn committed_bytes_follow_the_librarys_allocations() {
+    jvm()
+        .attach_current_thread(|env| -> TestResult {
+            let before = committed_bytes(unowned(env), JClass::null());
+            // This test binary allocates through the library's global allocator, as the
+            // library's own code does inside a worker.
+            let held = vec![1u8; 64 << 20];
+            let during = committed_bytes(unowned(env), JClass::null());
+            assert!(!env.exception_check());
+            assert!(before > 0, "{before}");
+            assert!(during - before >= 60 << 20, "{before} -> {during}");
+            drop(held);
             Ok(())
         })
         .unwrap();

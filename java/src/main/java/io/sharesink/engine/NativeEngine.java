@@ -109,6 +109,12 @@ public final class NativeEngine {
   /** Frees the handle; no other call on it may be running or follow. */
   static native void destroy(long handle);
 
+  /**
+   * Bytes the native library's allocator holds from the operating system now: every engine of this
+   * JVM together (the JVM's own memory is not in it).
+   */
+  static native long committedBytes();
+
   /** Whether the native engine runtime (its threads) exists now. */
   static native boolean runtimeRunning();
 

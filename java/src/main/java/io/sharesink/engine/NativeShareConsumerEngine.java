@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -340,6 +341,12 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
         }
       }
     }
+  }
+
+  /** What the native library's allocator holds from the operating system now. */
+  @Override
+  public OptionalLong offHeapBytes() {
+    return OptionalLong.of(NativeEngine.committedBytes());
   }
 
   /** Whether the native engine runtime (its threads) exists now; for tests and diagnostics. */

@@ -3,6 +3,7 @@ package io.sharesink.engine;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.OptionalLong;
 
 /**
  * One share-group member, as the Connect adapter sees it. The adapter knows nothing of the wire
@@ -46,6 +47,14 @@ public interface ShareConsumerEngine extends AutoCloseable {
 
   /** A snapshot of the engine's counters for this member. */
   EngineMetrics metrics();
+
+  /**
+   * Bytes the engine holds outside the Java heap, for every member of this JVM together (one native
+   * library serves them all); empty for an engine that keeps everything on the heap.
+   */
+  default OptionalLong offHeapBytes() {
+    return OptionalLong.empty();
+  }
 
   /**
    * Ends every share session (releasing unacknowledged records at once) and leaves the group.

@@ -74,6 +74,9 @@ class ShareGroupSetupBrokerTest {
       assertEquals("4", facts.groupConfigs().get("share.delivery.count.limit"));
       assertEquals(dlq, facts.groupConfigs().get("errors.deadletterqueue.topic.name"));
       assertEquals("true", facts.groupConfigs().get("errors.deadletterqueue.copy.record.enable"));
+      // No window given: the broker's default (2000) raised to its maximum (4000 on Kafka 4.4).
+      assertEquals("4000", facts.groupConfigs().get("share.partition.max.record.locks"));
+      assertEquals(4000, result.recordLocks());
 
       // Switching to connect mode removes the broker DLQ again.
       GroupSettings connect = new GroupSettings("earliest", null, null, "connect", dlq, 5_000);
