@@ -16,11 +16,17 @@ that others would wait on); the task running that put is stalled, the others are
 (c) tasks.max is changed through the REST API (PUT config) during the run.
 Fast sink (d): Kafka's FileStream sink writing fixed-width values to a file; rate from the file
 size sampled every 50 ms.
+Latency (e): bench/peers/rate-producer sends records at a fixed rate, each value carrying the
+wall time it was sent; the FileStream file is tailed every 5 ms (one line in LAT_SAMPLE read at
+fixed offsets: lines are fixed-width) and the JDBC rows carry produced_us beside written_at, so
+produce -> written latency comes per record, for both runtimes, same sink, same topic layout.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -33,18 +39,20 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
 ROW_SLEEP = 0.02
 
-# (d') what an operator tunes for a fast sink on a broker with Kafka's default limits: the
-# group's record-lock window raised to the broker's group maximum (4000 records per
-# share-partition, group.share.max.partition.max.record.locks; share.commit.max.records then
-# follows as half of it).
-FAST_TUNED = {
-    "share.partition.max.record.locks": "4000",
-}
+# (d') and (b'): the group's record-lock window at Kafka's default (2000 records per
+# share-partition, group.share.partition.max.record.locks), what sharesink ran with before its
+# default became the broker's group maximum (4000, group.share.max.partition.max.record.locks).
+# share.commit.max.records follows as half of the window.
+KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
 
-# (b') the stall with the group's record-lock window at the broker's group maximum: a test of
-# the explanation for (b)'s loss above 1/N (the window is counted from the lowest unacknowledged
-# offset, which the stalled task holds; 2000 records last ~11 s at (b)'s rate per partition).
-STALL_WINDOW = {"share.partition.max.record.locks": "4000"}
+# (e) latency: fixed produce rates as fractions of what the classic runtime made in this run's
+# (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
+LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)
+LAT_SLOW_FRACTIONS = (0.5, 1.5)
+LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
+LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
+RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
+JMX_READ = Path(__file__).resolve().parent / "peers" / "jmx-read" / "JmxRead.java"
 
 SCHEMA = json.dumps({"type": "struct", "optional": False, "name": "bench.Row", "fields": [
     {"field": "id", "type": "int64", "optional": False},
@@ -75,6 +83,14 @@ class Connect:
         self.warm_share = 2 if q else 4          # (d) unrecorded sharesink runs before it
         self.share_tasks = 12
         self.counter = 0
+        self.lat_fast_s = 8 if q else 20        # (e) produce time per fast-sink rate
+        self.lat_slow_s = 15 if q else 30       # (e) produce time per slow-sink rate
+        self.lat_skip_s = 1.0                   # (e) records of the first second are not timed
+        self.lat_drain_s = 10                   # (e) at most this long after the last send
+        self.producer_cp: Optional[str] = None
+        self.scale_tasks = (12, 50, 100)        # (f) sharesink tasks on the 12-partition topic
+        self.run_f = 20 if q else 40            # (f) measured run length after the first row
+        self.n_scale = 150_000 if q else 300_000
 
     # ---- set-up
 
@@ -95,12 +111,65 @@ class Connect:
             ids = range(s, min(self.n_slow, s + chunk))
             self.c.produce("bench_slow", [_value(i) for i in ids], keys=[str(i) for i in ids],
                            timeout=1800)
+        if "f" in ctx.scenarios:
+            ctx.say(f"connect: producing {self.n_scale:,} JSON records to bench_scale "
+                    "(12 partitions)")
+            self.c.create_topic("bench_scale", partitions=12)
+            for s in range(0, self.n_scale, chunk):
+                ids = range(s, min(self.n_scale, s + chunk))
+                self.c.produce("bench_scale", [_value(i) for i in ids],
+                               keys=[str(i) for i in ids], timeout=1800)
         self.c.create_topic("bench_fast", partitions=3)
         self.fast_width = 10
         chunk = 500_000
         for s in range(0, self.n_fast, chunk):
             self.c.produce("bench_fast", [f"v{i:09d}" for i in range(s, min(self.n_fast, s + chunk))],
                            timeout=1800)
+
+    def build_producer(self) -> str:
+        """Compile RateProducer against the harness's Kafka jars (once per run)."""
+        if self.producer_cp is None:
+            out = self.ctx.logs.parent / "rate-producer"
+            out.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", self.c.classpath,
+                            str(RATE_PRODUCER)], check=True, capture_output=True, text=True)
+            self.producer_cp = f"{out}:{self.c.classpath}"
+        return self.producer_cp
+
+    def engine_off_heap_mib(self, pid: int, connector: str) -> Optional[float]:
+        """sharesink's `share-engine-off-heap-bytes` (the same in every task: one native library
+        per worker) read from the worker's JMX through the attach API; None when unavailable."""
+        out = self.ctx.logs.parent / "jmx-read"
+        java = self.c.java_cmd("x")[0]
+        try:
+            if not (out / "JmxRead.class").exists():
+                out.mkdir(parents=True, exist_ok=True)
+                subprocess.run([str(Path(java).with_name("javac")), "-nowarn", "-d", str(out),
+                                str(JMX_READ)], check=True, capture_output=True, text=True)
+            p = subprocess.run([java, "-cp", str(out), "JmxRead", str(pid),
+                                f"kafka.connect:type=plugins,connector={connector},*",
+                                "share-engine-off-heap-bytes"],
+                               capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            self.ctx.say(f"      (engine off-heap bytes unavailable: {e})")
+            return None
+        values = [float(line.rsplit(" ", 1)[1]) for line in p.stdout.splitlines() if " " in line]
+        return round(max(values) / 2 ** 20, 1) if values else None
+
+    def start_producer(self, topic: str, rate: float, seconds: float, fmt: str, log: Path):
+        cmd = self.c.java_cmd("RateProducer", [self.c.bootstrap, topic, f"{rate:.1f}",
+                                               str(seconds), fmt], heap="512m")
+        i = cmd.index("-cp")
+        cmd[i + 1] = self.build_producer()
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+
+    @staticmethod
+    def producer_result(p: subprocess.Popen, timeout: float) -> Dict[str, Any]:
+        out, _ = p.communicate(timeout=timeout)
+        for line in reversed((out or "").splitlines()):
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"RateProducer exited {p.returncode} without its summary")
 
     def cpu_window(self):
         import proc
@@ -375,6 +444,200 @@ END $$;
             r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)
         return r
 
+    def latency_fast(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
+        """(e) FileStream sink at a fixed produce rate: produce -> line-in-the-file latency."""
+        name, _ = self.fresh("e", runtime)
+        topic = f"lat_{name}"
+        self.c.create_topic(topic, partitions=3)
+        path = self.c.state_dir / f"{name}.out"
+        cfg = self.file_config(runtime, name, path, tasks)
+        cfg["topics"] = topic
+        self.start(name, cfg, tasks)
+        time.sleep(3)  # the tasks have joined their group before the first record is sent
+        samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
+        t_end_produce = None
+        prod = self.start_producer(topic, rate, self.lat_fast_s, "plain",
+                                   self.ctx.log(f"rate-producer-{name}"))
+        pos, sent = 0, None
+        step = LAT_LINE * LAT_SAMPLE
+        try:
+            with open(path, "ab"):
+                pass
+            with open(path, "rb") as f:
+                while True:
+                    f.seek(0, 2)
+                    size = f.tell()
+                    now = time.time()
+                    complete = size - size % LAT_LINE
+                    while pos + LAT_LINE <= complete:
+                        f.seek(pos)
+                        samples.append((int(f.read(16)), now))
+                        pos += step
+                    if t_end_produce is None and prod.poll() is not None:
+                        t_end_produce = now
+                        sent = self.producer_result(prod, 10)
+                    if sent is not None and (complete // LAT_LINE >= sent["sent"]
+                                             or now - t_end_produce > self.lat_drain_s):
+                        break
+                    time.sleep(0.005)
+            lines = complete // LAT_LINE
+            t_last = time.time()
+        finally:
+            if prod.poll() is None:
+                prod.kill()
+            self.stop(name)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        skip_us = (sent or {}).get("first_us", 0) + int(self.lat_skip_s * 1e6)
+        timed = [(st, t) for st, t in samples if st >= skip_us]
+        lat = [t * 1000 - st / 1000 for st, t in timed]
+        arrivals = [t for _, t in timed]
+        # lines never written count with their age at the end (a lower bound), one in LAT_SAMPLE
+        r = self._latency_figures(runtime, tasks, rate, sent, lines, lat, arrivals, t_end_produce,
+                                  sampled=LAT_SAMPLE,
+                                  unwritten=max(0, sent["sent"] - lines) // LAT_SAMPLE,
+                                  unwritten_age_ms=(t_last - t_end_produce) * 1000)
+        r["failed"] = self.failed(name)
+        return r
+
+    def latency_slow(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
+        """(e) the JDBC sink with the slow trigger at a fixed produce rate: produce -> INSERT."""
+        name, table = self.fresh("e", runtime)
+        topic = f"lat_{name}"
+        self.c.create_topic(topic, partitions=3)
+        self.sql(f"""
+DROP TABLE IF EXISTS {table};
+CREATE TABLE {table} (id bigint NOT NULL, produced_us bigint NOT NULL,
+                      written_at timestamptz NOT NULL DEFAULT clock_timestamp());
+ALTER TABLE {table} OWNER TO {self.pg['user']};
+CREATE FUNCTION {table}_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_sleep({ROW_SLEEP}); NEW.written_at := clock_timestamp(); RETURN NEW; END $$;
+CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION {table}_slow();
+""")
+        cfg = self.jdbc_config(runtime, name, table, tasks)
+        cfg["topics"] = topic
+        self.start(name, cfg, tasks)
+        time.sleep(3)
+        prod = self.start_producer(topic, rate, self.lat_slow_s, "json",
+                                   self.ctx.log(f"rate-producer-{name}"))
+        try:
+            sent = self.producer_result(prod, self.lat_slow_s + 120)
+            t_end_produce = time.time()
+            deadline = t_end_produce + self.lat_drain_s
+            while time.time() < deadline and self.count(table) < sent["sent"]:
+                time.sleep(0.5)
+            t_stop = time.time()
+            written = self.count(table)
+        finally:
+            if prod.poll() is None:
+                prod.kill()
+            failed = self.failed(name)
+            self.stop(name)
+        skip_us = sent.get("first_us", 0) + int(self.lat_skip_s * 1e6)
+        out = self.sql(f"SELECT extract(epoch FROM written_at), produced_us FROM {table} "
+                       f"WHERE produced_us >= {skip_us} AND written_at <= to_timestamp({t_stop})")
+        rows = [tuple(float(x) for x in ln.split("|")) for ln in out.split() if "|" in ln]
+        lat = [w * 1000 - p / 1000 for w, p in rows]
+        arrivals = [w for w, _ in rows]
+        # what was sent but not written by the end counts with its age then (a lower bound)
+        expected_timed = sent["sent"] - round(self.lat_skip_s * rate)
+        missing = max(0, expected_timed - len(rows))
+        # rows the tasks still wrote while the connector was being deleted are not counted
+        r = self._latency_figures(runtime, tasks, rate, sent, written, lat, arrivals,
+                                  t_end_produce, sampled=1, unwritten=missing,
+                                  unwritten_age_ms=(t_stop - t_end_produce) * 1000)
+        r["failed"] = failed
+        return r
+
+    def scale(self, tasks: int, per_task_rate: float) -> Dict[str, Any]:
+        """(f) sharesink with `tasks` tasks on the 12-partition topic, slow sink: rows/s over
+        the second half of a run against the ideal (tasks x one task's rate), and the worker's
+        footprint in the middle of that half."""
+        import proc
+        name, table = self.fresh("f", "share")
+        self.make_table(table)
+        self.set_trigger(table, ROW_SLEEP, 0)
+        cfg = self.jdbc_config("share", name, table, tasks)
+        cfg["topics"] = "bench_scale"
+        # one PostgreSQL connection per task (Debezium's pool keeps 5 by default): 100 tasks
+        # stay within the harness's max_connections
+        cfg.update({"connection.pool.min_size": "1", "connection.pool.max_size": "1",
+                    "connection.pool.acquire_increment": "1"})
+        pid = int(self.c._recorded("worker-0")["pid"])
+        ports = [self.c.broker_ports(i).plaintext for i in range(self.c.brokers)]
+        jcmd = str(Path(self.c.java_cmd("x")[0]).with_name("jcmd"))
+        idle = proc.footprint(pid, ports)
+        t_put = time.time()
+        self.rest.put_connector(name, cfg)
+        self.rest.wait_connector_running(name, tasks=tasks, timeout=300)
+        started_s = time.time() - t_put
+        cpu, busy = {}, {}
+        try:
+            t0 = self.wait_first_row(table)
+            self._sleep_until(t0 + self.run_f / 2, table, name)
+            w = self.cpu_window()
+            self._sleep_until(t0 + self.run_f * 3 / 4, table, name)
+            busy = proc.footprint(pid, ports)
+            heap = self._heap_used_mib(pid, jcmd)
+            engine_mib = self.engine_off_heap_mib(pid, name)
+            self._sleep_until(t0 + self.run_f, table, name)
+            cpu = w.stop()
+        finally:
+            self.stop(name)
+        ts = self.times(table)
+        lo, hi = t0 + self.run_f / 2, t0 + self.run_f
+        n = sum(1 for t in ts if lo <= t < hi)
+        ideal = tasks * per_task_rate
+        r = {"tasks": tasks, "partitions": 12, "seconds_to_running": round(started_s, 1),
+             "rows_per_s": round(n / (hi - lo), 1), "ideal_rows_per_s": round(ideal, 1),
+             "of_ideal": round(n / (hi - lo) / ideal, 3) if ideal else None,
+             "idle": idle, "running": busy, "heap_used_mib": heap,
+             "failed": self.failed(name)}
+        r.update(cpu)
+        for k in ("rss_mib", "threads", "broker_connections"):
+            if busy.get(k) is not None and idle.get(k) is not None:
+                r[f"{k}_added"] = round(busy[k] - idle[k], 1)
+                r[f"{k}_per_task"] = round((busy[k] - idle[k]) / tasks, 2)
+        # the engine library's own allocator, all tasks of the worker (the worker runs no other
+        # sharesink connector during (f))
+        r["engine_off_heap_mib"] = engine_mib
+        r["engine_off_heap_mib_per_task"] = round(engine_mib / tasks, 2) if engine_mib else None
+        return r
+
+    @staticmethod
+    def _heap_used_mib(pid: int, jcmd: str) -> Optional[float]:
+        try:
+            p = subprocess.run([jcmd, str(pid), "GC.heap_info"], capture_output=True, text=True,
+                               timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        for line in p.stdout.splitlines():
+            if "used" in line and "total" in line:
+                v = line.split("used")[1].split()[0]
+                num = float("".join(ch for ch in v if ch.isdigit()))
+                return round(num / 1024, 1) if v.upper().endswith("K") else num
+        return None
+
+    def _latency_figures(self, runtime, tasks, rate, sent, written, lat, arrivals, t_end_produce,
+                         sampled, unwritten=0, unwritten_age_ms=0.0) -> Dict[str, Any]:
+        if not sent:
+            return {"runtime": runtime, "tasks": tasks, "rate": rate,
+                    "error": "the producer did not finish"}
+        # "kept up": at most one second of records still unwritten one second after the
+        # last send (the queue did not grow).
+        by_end = sum(1 for t in arrivals if t <= t_end_produce + 1) * sampled
+        timed = sent["sent"] - round(self.lat_skip_s * rate)
+        backlog = max(0, timed - by_end)
+        lat = sorted(lat + [unwritten_age_ms] * unwritten)
+        return {"runtime": runtime, "tasks": tasks, "rate": round(rate, 1),
+                "achieved_rate": sent.get("records_per_s"), "sent": sent["sent"],
+                "send_failed": sent.get("failed"), "written": written,
+                "timed": len(lat), "one_in": sampled, "unwritten_at_end": unwritten,
+                "backlog_1s_after_last_send": backlog, "kept_up": backlog <= rate,
+                **percentiles(lat)}
+
     def _sleep_until(self, t_wall: float, table: str, name: str) -> None:
         last = 0.0
         while time.time() < t_wall:
@@ -385,6 +648,16 @@ END $$;
                 if f:
                     raise RuntimeError(f"{name} failed: {f}")
                 self.ctx.say(f"      ... {self.count(table):,} rows")
+
+
+def percentiles(lat_ms: List[float]) -> Dict[str, Optional[float]]:
+    """p50, p99, p99.9 and max (nearest rank) of latencies in ms."""
+    s = sorted(lat_ms)
+    n = len(s)
+
+    def q(p):
+        return round(s[min(n - 1, max(0, math.ceil(p * n) - 1))], 1) if n else None
+    return {"p50_ms": q(0.5), "p99_ms": q(0.99), "p999_ms": q(0.999), "max_ms": q(1.0)}
 
 
 def run(ctx, res: Dict[str, Any]) -> None:
@@ -419,7 +692,7 @@ def run(ctx, res: Dict[str, Any]) -> None:
     a_sh = attempt("a_share", cx.slow_rate, "share", share_n)
     b_cl = attempt("b_classic", cx.stalled, "classic", 3)
     b_sh = attempt("b_share", cx.stalled, "share", share_n)
-    b_sh2 = attempt("b_share_window", cx.stalled, "share", share_n, dict(STALL_WINDOW))
+    b_sh2 = attempt("b_share_window", cx.stalled, "share", share_n, dict(KAFKA_DEFAULT_WINDOW))
     c_cl = attempt("c_classic", cx.task_change, "classic", 2, 3)
     c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
     if "d" in ctx.scenarios:
@@ -431,30 +704,89 @@ def run(ctx, res: Dict[str, Any]) -> None:
             ctx.say(f"connect: warm-up failed: {e.__class__.__name__}: {str(e)[:300]}")
     d_cl = attempt("d_classic", cx.fast, "classic", 3)
     d_sh = attempt("d_share", cx.fast, "share", 3)
-    # the operator's knob for (d): a bigger record-lock window
-    d_sh2 = attempt("d_share_tuned", cx.fast, "share", 3, dict(FAST_TUNED))
+    # (d') Kafka's default record-lock window, against sharesink's default (the maximum)
+    d_sh2 = attempt("d_share_window_2000", cx.fast, "share", 3, dict(KAFKA_DEFAULT_WINDOW))
 
     def val(r, k):
         return None if r.get("error") else r.get(k)
+
 
     def put(key, value, reason):
         res[key] = value
         if value is None:
             res[key + "_reason"] = reason
 
+    # (e) latency at fixed rates, from what classic made in (d) and (a) of this run
+    lat_rows = []
+    if "e" in ctx.scenarios:
+        fast_base = val(d_cl, "records_per_s")
+        slow_base = val(a_cl, "rows_per_s")
+        res["latency_basis"] = {
+            "fast_records_per_s": fast_base or 100_000,
+            "fast_from": "(d) classic" if fast_base else "nominal 100,000/s ((d) not measured)",
+            "slow_rows_per_s": slow_base or 130,
+            "slow_from": "(a) classic" if slow_base else "nominal 130/s ((a) not measured)"}
+        for frac in LAT_FAST_FRACTIONS:
+            rate = frac * res["latency_basis"]["fast_records_per_s"]
+            for runtime in ("classic", "share"):
+                key = f"e_fast_{int(frac * 100)}_{runtime}"
+                lat_rows.append((key, attempt(key, cx.latency_fast, runtime, 3, rate)))
+        for frac in LAT_SLOW_FRACTIONS:
+            rate = frac * res["latency_basis"]["slow_rows_per_s"]
+            for runtime, tasks in (("classic", 3), ("share", share_n)):
+                key = f"e_slow_{int(frac * 100)}_{runtime}"
+                lat_rows.append((key, attempt(key, cx.latency_slow, runtime, tasks, rate)))
+    for key, r in lat_rows:
+        for q in ("p50", "p99", "p999", "max"):
+            res[f"latency_{key[2:]}_{q}_ms"] = val(r, f"{q}_ms")
+        res[f"latency_{key[2:]}_kept_up"] = val(r, "kept_up")
+    for sink, fracs in (("fast", LAT_FAST_FRACTIONS), ("slow", LAT_SLOW_FRACTIONS)):
+        for frac in fracs:
+            k = f"{sink}_{int(frac * 100)}"
+            cl, sh = res.get(f"latency_{k}_classic_p99_ms"), res.get(f"latency_{k}_share_p99_ms")
+            res[f"latency_{k}_p99_share_vs_classic"] = round(sh / cl, 2) if cl and sh else None
+    # the goal: sharesink's p99 no higher than classic's at every rate where both keep up
+    both = [res[f"latency_{k}_p99_share_vs_classic"]
+            for k in (f"{sink}_{int(f * 100)}" for sink, fr in (("fast", LAT_FAST_FRACTIONS),
+                                                                ("slow", LAT_SLOW_FRACTIONS))
+                      for f in fr)
+            if res.get(f"latency_{k}_classic_kept_up") and res.get(f"latency_{k}_share_kept_up")
+            and res.get(f"latency_{k}_p99_share_vs_classic") is not None]
+    put("latency_p99_share_vs_classic_worst", max(both) if both else None,
+        "not run (--scenarios)" if "e" not in ctx.scenarios else "no rate at which both kept up")
+
+    # (f) the KIP's headline: many more tasks than partitions
+    scale_runs = []
+    if "f" in ctx.scenarios:
+        cl_rate = val(a_cl, "rows_per_s")
+        per_task = cl_rate / 3 if cl_rate else 1 / ROW_SLEEP
+        res["scale_basis"] = {
+            "per_task_rows_per_s": round(per_task, 2),
+            "from": "(a) classic rows/s ÷ 3 tasks (one put's real time)" if cl_rate
+            else f"1 / {ROW_SLEEP} s ((a) not measured)"}
+        for n in cx.scale_tasks:
+            scale_runs.append((n, attempt(f"f_{n}", cx.scale, n, per_task)))
+    for n, r in scale_runs:
+        for k in ("rows_per_s", "of_ideal", "rss_mib_per_task", "threads_per_task",
+                  "broker_connections_per_task", "engine_off_heap_mib_per_task",
+                  "heap_used_mib"):
+            res[f"scale_{n}_tasks_{k}"] = val(r, k)
+        res[f"scale_{n}_tasks_rss_mib"] = (val(r, "running") or {}).get("rss_mib")
+        res[f"scale_{n}_tasks_machine_busy"] = val(r, "machine_busy")
+
     ra, rs = val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")
     put("connect_beyond_partitions", round(rs / ra, 2) if ra and rs else None,
         a_sh.get("error") or a_cl.get("error") or "no rows")
     put("connect_stalled_task_loss", val(b_sh, "loss"), b_sh.get("error") or "no rows")
     res["connect_stalled_task_loss_classic"] = val(b_cl, "loss")
-    res["connect_stalled_task_loss_window_4000"] = val(b_sh2, "loss")
+    res["connect_stalled_task_loss_window_2000"] = val(b_sh2, "loss")
     put("connect_task_change_gap_ms_share", val(c_sh, "gap_ms"), c_sh.get("error") or "no rows")
     put("connect_task_change_gap_ms_classic", val(c_cl, "gap_ms"), c_cl.get("error") or "no rows")
     fd, fs = val(d_cl, "records_per_s"), val(d_sh, "records_per_s")
     put("connect_overhead", round(fs / fd, 3) if fd and fs else None,
         d_sh.get("error") or d_cl.get("error") or "no result")
     fs2 = val(d_sh2, "records_per_s")
-    res["connect_overhead_tuned"] = round(fs2 / fd, 3) if fd and fs2 else None
+    res["connect_overhead_window_2000"] = round(fs2 / fd, 3) if fd and fs2 else None
 
     def cell(r, k, unit=""):
         if r.get("error"):
@@ -473,16 +805,15 @@ def run(ctx, res: Dict[str, Any]) -> None:
         f"trigger running `pg_sleep({ROW_SLEEP})` per row, so each put takes ~20 ms plus the "
         "sink's work; rows carry `clock_timestamp()` of their INSERT, and rates and gaps come "
         "from those. Topic `bench_slow`: 3 partitions. Fast sink = Kafka's FileStream sink "
-        "(connect-file 4.3.1) on `bench_fast` (3 partitions, 11-byte lines). Row (d) is sharesink "
-        "with its defaults on a broker with Kafka's defaults: the group's record-lock window is "
-        "the broker's `group.share.partition.max.record.locks` (2000 records per "
-        "share-partition), so `share.commit.max.records` is derived as 1000, and "
-        "`share.commit.min.interval.ms` is 10 ms. Row (d') is the same with the settings "
-        "an operator tunes for a fast sink: "
-        + ", ".join(f"`{k}={v}`" for k, v in FAST_TUNED.items())
-        + " (4000 is the broker's default group maximum, "
-        "`group.share.max.partition.max.record.locks`; `share.commit.max.records` follows as "
-        "2000). Every run is a fresh connector and group reading from the start. Before (d), "
+        "(connect-file 4.3.1) on `bench_fast` (3 partitions, 11-byte lines). Rows (a) to (d) are sharesink "
+        "with its defaults on a broker with Kafka's defaults: the connector sets the group's "
+        "record-lock window to the broker's group maximum "
+        "(`group.share.max.partition.max.record.locks`, 4000 records per share-partition), so "
+        "`share.commit.max.records` is derived as 2000, and `share.commit.min.interval.ms` is "
+        "10 ms. Rows (b') and (d') are the same with "
+        + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items())
+        + ", Kafka's default window (`group.share.partition.max.record.locks`) and sharesink's "
+        "default before it set the maximum. Every run is a fresh connector and group reading from the start. Before (d), "
         f"one classic and {cx.warm_share} sharesink runs, not recorded as (d), warm the broker "
         "and the worker up (their figures are in the findings).")
     out["rows"] = [
@@ -496,11 +827,11 @@ def run(ctx, res: Dict[str, Any]) -> None:
          f"{cell(b_sh, 'loss')})",
          f"loss **{res.get('connect_stalled_task_loss')}** (1/N = {1 / share_n:.3f})"],
         ["(b') the same, sharesink with "
-         + ", ".join(f"`{k}={v}`" for k, v in STALL_WINDOW.items()),
+         + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
          "",
          f"{cell(b_sh2, 'rows_per_s_before')} → {cell(b_sh2, 'rows_per_s_during_stall')} (loss "
          f"{cell(b_sh2, 'loss')})",
-         f"loss {res.get('connect_stalled_task_loss_window_4000')}"],
+         f"loss {res.get('connect_stalled_task_loss_window_2000')}"],
         ["(c) tasks.max 2 → 3 mid-run: longest interval without a row (median interval)",
          f"{cell(c_cl, 'gap_ms', ' ms')} ({cell(c_cl, 'median_gap_ms', ' ms')})",
          f"{cell(c_sh, 'gap_ms', ' ms')} ({cell(c_sh, 'median_gap_ms', ' ms')})",
@@ -510,9 +841,9 @@ def run(ctx, res: Dict[str, Any]) -> None:
          cell(d_cl, "records_per_s"), cell(d_sh, "records_per_s"),
          f"**{res.get('connect_overhead')}**"],
         ["(d') the same, sharesink with "
-         + ", ".join(f"`{k}={v}`" for k, v in FAST_TUNED.items()),
+         + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
          cell(d_cl, "records_per_s"), cell(d_sh2, "records_per_s"),
-         f"{res.get('connect_overhead_tuned')}"],
+         f"{res.get('connect_overhead_window_2000')}"],
         ["worker CPU: (a) ms per row / (d) ms per 1000 records",
          f"{cell(a_cl, 'worker_cpu_ms_per_row')} / {cell(d_cl, 'worker_cpu_ms_per_1000')}",
          f"{cell(a_sh, 'worker_cpu_ms_per_row')} / {cell(d_sh, 'worker_cpu_ms_per_1000')}", ""],
@@ -521,6 +852,39 @@ def run(ctx, res: Dict[str, Any]) -> None:
          f"{cell(a_sh, 'machine_busy')} / {cell(d_sh, 'machine_busy')} (d': "
          f"{cell(d_sh2, 'machine_busy')})", ""],
     ]
+    def lat_cell(r):
+        if r.get("error"):
+            return "failed: " + r["error"][:150]
+        kept = "" if r.get("kept_up") else ", **fell behind**"
+        return (f"{r['p50_ms']} / {r['p99_ms']} / {r['p999_ms']} / {r['max_ms']} ms "
+                f"({r['achieved_rate']:,.0f}/s sent{kept})")
+    out["latency_rows"] = []
+    for sink, fracs in (("fast", LAT_FAST_FRACTIONS), ("slow", LAT_SLOW_FRACTIONS)):
+        for frac in fracs:
+            k = f"{sink}_{int(frac * 100)}"
+            cl, sh = results.get(f"e_{k}_classic"), results.get(f"e_{k}_share")
+            if not cl or not sh:
+                continue
+            basis = res["latency_basis"]
+            base = basis["fast_records_per_s" if sink == "fast" else "slow_rows_per_s"]
+            what = ("FileStream, 3 tasks both" if sink == "fast"
+                    else f"JDBC + {ROW_SLEEP * 1000:.0f} ms trigger, classic 3 tasks, "
+                         f"sharesink {share_n}")
+            out["latency_rows"].append([
+                f"{what}: {frac:g} × {base:,.0f}/s", lat_cell(cl), lat_cell(sh),
+                f"{res.get(f'latency_{k}_p99_share_vs_classic')}"])
+    out["scale_rows"] = []
+    for n, r in scale_runs:
+        if r.get("error"):
+            out["scale_rows"].append([str(n), "failed: " + r["error"][:200]] + [""] * 7)
+            continue
+        out["scale_rows"].append([
+            str(n), f"{r['rows_per_s']:,} of {r['ideal_rows_per_s']:,} (**{r['of_ideal']}**)",
+            f"{r.get('machine_busy')}", f"{(r.get('running') or {}).get('rss_mib')}",
+            f"{r.get('heap_used_mib')}", f"{r.get('engine_off_heap_mib')} "
+            f"({r.get('engine_off_heap_mib_per_task')} per task)",
+            f"{r.get('threads_per_task')}", f"{r.get('broker_connections_per_task')}",
+            f"{r.get('seconds_to_running')}"])
     out["bars"] = [
         ["(a) slow sink", val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")],
         ["(b) during stall", val(b_cl, "rows_per_s_during_stall"), val(b_sh, "rows_per_s_during_stall")],

@@ -205,3 +205,42 @@ def _kill(pid: int) -> None:
         os.killpg(pid, 9)
     except OSError:
         pass
+
+
+def footprint(pid: int, remote_ports: Sequence[int]) -> dict:
+    """Resident memory (MiB), threads, and TCP connections from `pid` to any of `remote_ports`
+    (its socket inodes matched against /proc/net/tcp and tcp6)."""
+    out: dict = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k == "VmRSS":
+                    out["rss_mib"] = round(int(v.split()[0]) / 1024, 1)
+                elif k == "Threads":
+                    out["threads"] = int(v)
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        return out
+    ports = {f"{p:04X}" for p in remote_ports}
+    conns = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    # remote address "IP:PORT" in hex, state 01 = ESTABLISHED, inode column 9
+                    if cols[3] == "01" and cols[2].rsplit(":", 1)[1] in ports and cols[9] in inodes:
+                        conns += 1
+        except OSError:
+            continue
+    out["broker_connections"] = conns
+    return out

@@ -59,7 +59,7 @@ class Ctx:
         # The JNI pair is short (seconds per run) and swings by tens of percent on a shared
         # machine: five rounds in full mode make its median steadier.
         self.pair_rounds = max(3 if args.quick else 5, self.rounds)
-        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d").split(","))
+        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f").split(","))
 
     def say(self, msg: str) -> None:
         el = time.monotonic() - self.t0
@@ -206,9 +206,9 @@ def main(argv=None) -> int:
                     help="repeat each consumer run N times, report the median (default: quick 1, "
                          "full 3)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
-    ap.add_argument("--scenarios", default="a,b,c,d",
+    ap.add_argument("--scenarios", default="a,b,c,d,e,f",
                     help="Connect scenarios to run (a slow sink, b stalled task, c task change, "
-                         "d fast sink); the others are reported as not run")
+                         "d fast sink, e latency at fixed rates, f 12/50/100 tasks on 12 partitions); the others are reported as not run")
     ap.add_argument("--brokers", type=int, default=1,
                     help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
                          "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")

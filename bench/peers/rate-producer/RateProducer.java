@@ -1,0 +1,84 @@
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * The latency bench's producer: sends records at a fixed rate, each value carrying the wall
+ * time (microseconds since the epoch) at which it was handed to the producer, so whoever writes
+ * it can tell how long it took to arrive.
+ *
+ * <pre>RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json</pre>
+ *
+ * plain: the value is "&lt;16-digit micros&gt; &lt;9-digit sequence&gt;" (one FileStream line).
+ * json: a JsonConverter envelope with a schema, fields id (the sequence) and produced_us, for
+ * the JDBC sink. Prints one JSON line with what it sent when done, and the stamp of its first
+ * record (the clock of "the first second is not timed").
+ */
+public final class RateProducer {
+  private static final String SCHEMA =
+      "{\"type\":\"struct\",\"optional\":false,\"name\":\"bench.LatencyRow\",\"fields\":["
+          + "{\"field\":\"id\",\"type\":\"int64\",\"optional\":false},"
+          + "{\"field\":\"produced_us\",\"type\":\"int64\",\"optional\":false}]}";
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 5) {
+      System.err.println("usage: RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json");
+      System.exit(2);
+    }
+    String topic = args[1];
+    double rate = Double.parseDouble(args[2]);
+    double seconds = Double.parseDouble(args[3]);
+    boolean json = args[4].equals("json");
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    // The same for both runtimes; a small linger keeps the producer's own share of the
+    // latency at about a millisecond without one request per record at the higher rates.
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "1");
+    long total = Math.round(rate * seconds);
+    AtomicLong failed = new AtomicLong();
+    long start = System.nanoTime();
+    long sent = 0;
+    long firstMicros = -1;
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      while (sent < total) {
+        long due = Math.min(total, (long) ((System.nanoTime() - start) / 1e9 * rate) + 1);
+        if (sent >= due) {
+          LockSupport.parkNanos(100_000);
+          continue;
+        }
+        for (; sent < due; sent++) {
+          long micros = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+          if (firstMicros < 0) {
+            firstMicros = micros;
+          }
+          String value =
+              json
+                  ? "{\"schema\":" + SCHEMA + ",\"payload\":{\"id\":" + sent + ",\"produced_us\":"
+                      + micros + "}}"
+                  : String.format("%016d %09d", micros, sent);
+          producer.send(
+              new ProducerRecord<>(topic, Long.toString(sent), value),
+              (md, e) -> {
+                if (e != null) {
+                  failed.incrementAndGet();
+                }
+              });
+        }
+      }
+      producer.flush();
+    }
+    double took = (System.nanoTime() - start) / 1e9;
+    System.out.printf(
+        "{\"sent\":%d,\"failed\":%d,\"seconds\":%.3f,\"records_per_s\":%.1f,\"first_us\":%d}%n",
+        sent, failed.get(), took, sent / took, firstMicros);
+  }
+}
