@@ -5,6 +5,7 @@ max.poll.records = MAX_POLL; every share group gets share.auto.offset.reset=earl
 - engine:  rust/target/release/sharesink-bench (explicit ACCEPT per batch)
 - java:    org.apache.kafka.tools.ShareConsumerPerformance (KafkaShareConsumer, implicit acks)
 - krafka:  bench/peers/krafka (krafka 0.28.1 ShareConsumer, explicit ACCEPT per record)
+- franz:   bench/peers/franz (franz-go 1.22.3 kgo share consumer, explicit ACCEPT per record)
 - classic: org.apache.kafka.tools.ConsumerPerformance (the ceiling, one consumer)
 - jni:     io.sharesink.engine.NativeEngineBench (Java polling through JNI, copying each key and
            value into byte[], ACCEPT per batch)
@@ -89,14 +90,25 @@ class Consumers:
         return self._rust_result("engine", members, r)
 
     def krafka(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+        return self._peer("krafka", self.ctx.krafka_bin, topic, group, n, members)
+
+    def franz(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+        c = self.ctx
+        if not c.franz_bin.exists():
+            return {"client": "franz", "members": members, "error": c.franz_missing}
+        return self._peer("franz", c.franz_bin, topic, group, n, members)
+
+    def _peer(self, kind: str, binary, topic: str, group: str, n: int,
+              members: int) -> Dict[str, Any]:
+        """The bench peers (bench/peers/*): one CLI and the engine bench's output line."""
         c = self.ctx
         c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
-        cmd = [str(c.krafka_bin), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
+        cmd = [str(binary), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
                "--group", group, "--records", str(n), "--members", str(members),
                "--max-poll-records", str(MAX_POLL), "--fetch-max-bytes", str(FETCH_BYTES)]
-        r = proc.run(cmd, c.log(f"krafka-{topic}-{members}m"), timeout=c.client_timeout,
+        r = proc.run(cmd, c.log(f"{kind}-{topic}-{members}m"), timeout=c.client_timeout,
                      broker_pid=c.broker_pid())
-        return self._rust_result("krafka", members, r)
+        return self._rust_result(kind, members, r)
 
     def _rust_result(self, kind: str, members: int, r: proc.Result) -> Dict[str, Any]:
         m = RUST_LINE.search(r.text)

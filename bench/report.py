@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_1m",
-        "engine_vs_classic_ceiling", "engine_cpu_per_record_vs_java", "jni_vs_engine",
+        "engine_vs_franz_1m", "engine_vs_franz_4m", "engine_vs_classic_ceiling", "engine_cpu_per_record_vs_java", "jni_vs_engine",
         "connect_beyond_partitions", "connect_stalled_task_loss",
         "connect_task_change_gap_ms_share", "connect_task_change_gap_ms_classic",
         "connect_overhead", "latency_p99_share_vs_classic_worst"]
@@ -21,6 +21,8 @@ TARGETS = {
     "engine_vs_java_share_1m": ">= 3 (issue 6), >= 2 (issue 3)",
     "engine_vs_java_share_4m": ">= 3",
     "engine_vs_krafka_1m": "> 1",
+    "engine_vs_franz_1m": "> 1",
+    "engine_vs_franz_4m": "> 1",
     "engine_vs_classic_ceiling": ">= 0.6",
     "engine_cpu_per_record_vs_java": "<= 1/3",
     "jni_vs_engine": ">= 0.85",
@@ -101,10 +103,13 @@ def derive(res: Dict[str, Any]) -> None:
 
     e1, e4, j1, j4, k1 = rps("engine", 1), rps("engine", 4), rps("java", 1), rps("java", 4), \
         rps("krafka", 1)
+    f1, f4 = rps("franz", 1), rps("franz", 4)
     cl = rps("classic", 1)
     _set(res, "engine_vs_java_share_1m", _ratio(e1, j1), why("java", 1) if e1 else why("engine", 1))
     _set(res, "engine_vs_java_share_4m", _ratio(e4, j4), why("java", 4) if e4 else why("engine", 4))
     _set(res, "engine_vs_krafka_1m", _ratio(e1, k1), why("krafka", 1) if e1 else why("engine", 1))
+    _set(res, "engine_vs_franz_1m", _ratio(e1, f1), why("franz", 1) if e1 else why("engine", 1))
+    _set(res, "engine_vs_franz_4m", _ratio(e4, f4), why("franz", 4) if e4 else why("engine", 4))
     _set(res, "engine_vs_classic_ceiling", _ratio(e1, cl),
          why("classic", 1) if e1 else why("engine", 1))
     res["engine_4m_vs_classic_ceiling"] = _ratio(e4, cl)
@@ -171,7 +176,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                 if (m.get('load_avg_at_start') or [0])[0] > 0.5 * (m.get('nproc') or 1) else "") + ".")
     L.append("")
     L.append(f"**Versions:** Kafka {m.get('kafka')}, {m.get('java')}, {m.get('rustc')}, krafka "
-             f"{m.get('krafka')}, Python {m.get('python')}, sharesink at `{m.get('git')}`.")
+             f"{m.get('krafka')}, franz-go {m.get('franz_go', '?')}, Python {m.get('python')}, sharesink at `{m.get('git')}`.")
     L.append("")
     if res.get("failure"):
         L.append("**The run failed part-way**; what was measured before is below.")
@@ -193,7 +198,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                  "`--fetch-size` default), `max.poll.records` 500 (ShareFetch MaxRecords and "
                  "BatchSize), broker defaults (lock window 2000 records per share-partition), "
                  "each run a fresh share group with `share.auto.offset.reset=earliest` set first. "
-                 "Acknowledgement: engine and krafka explicit ACCEPT; the Java tool implicit "
+                 "Acknowledgement: engine, krafka and franz-go explicit ACCEPT; the Java tool implicit "
                  "(the same ACCEPT on the wire). The classic consumer (`ConsumerPerformance`, one "
                  "consumer, `fetch.max.bytes` 1 MiB) is the ceiling. One unrecorded engine pass "
                  "warms the broker up per topic; each round then starts with a different client "
@@ -203,8 +208,8 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                  "heap fall before the measured window; the JNI bench also warms its JIT up on a "
                  "synthetic batch before it joins.")
         L.append("")
-        L.append("Clocks: **steady** = first record to last record (engine/krafka/JNI: their own "
-                 "clock; Java share tool: its first per-consumer report at a 100 ms interval to "
+        L.append("Clocks: **steady** = first record to last record (engine/krafka/franz-go/JNI: "
+                 "their own clock; Java share tool: its first per-consumer report at a 100 ms interval to "
                  "its end time; classic: the tool's `fetch.time.ms`, which excludes the join). "
                  "**incl. start** = the whole process lifetime (JVM start, join, close), records "
                  "divided by wall time. CPU: **steady** = the process's utime+stime (/proc, "
@@ -229,7 +234,9 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                  f"{_fmt(res.get('engine_vs_java_share_1m'))}, 4 members "
                  f"{_fmt(res.get('engine_vs_java_share_4m'))}; incl. start (1 member) "
                  f"{_fmt(res.get('engine_vs_java_share_1m_incl_start'))}; engine/krafka 1 member "
-                 f"{_fmt(res.get('engine_vs_krafka_1m'))}; engine/classic "
+                 f"{_fmt(res.get('engine_vs_krafka_1m'))}; engine/franz-go 1 member "
+                 f"{_fmt(res.get('engine_vs_franz_1m'))}, 4 members "
+                 f"{_fmt(res.get('engine_vs_franz_4m'))}; engine/classic "
                  f"{_fmt(res.get('engine_vs_classic_ceiling'))} (1 member), "
                  f"{_fmt(res.get('engine_4m_vs_classic_ceiling'))} (4 members); CPU per record "
                  f"engine/Java {_fmt(res.get('engine_cpu_per_record_vs_java'))} steady, "
@@ -353,11 +360,13 @@ def _size_ratios(runs, size) -> str:
         return r and r.get("records_per_s")
     parts = []
     for mm in (1, 4):
-        e, j, k = g("engine", mm), g("java", mm), g("krafka", mm)
+        e, j, k, fz = g("engine", mm), g("java", mm), g("krafka", mm), g("franz", mm)
         if e and j:
             parts.append(f"engine/Java {mm}m {_fmt(_ratio(e, j))}")
         if e and k:
             parts.append(f"engine/krafka {mm}m {_fmt(_ratio(e, k))}")
+        if e and fz:
+            parts.append(f"engine/franz-go {mm}m {_fmt(_ratio(e, fz))}")
     cl = g("classic", 1)
     if cl and g("engine", 1):
         parts.append(f"engine 1m/classic {_fmt(_ratio(g('engine', 1), cl))}")
@@ -587,7 +596,7 @@ def _verdict(k: str, v: Any, res: Dict) -> str:
     try:
         if k in ("engine_vs_java_share_1m", "engine_vs_java_share_4m"):
             ok = v >= 3
-        elif k == "engine_vs_krafka_1m":
+        elif k in ("engine_vs_krafka_1m", "engine_vs_franz_1m", "engine_vs_franz_4m"):
             ok = v > 1
         elif k == "engine_vs_classic_ceiling":
             ok = v >= 0.6
@@ -623,14 +632,14 @@ def chart(res: Dict[str, Any], path: Path) -> None:
 
     runs = [r for r in res.get("consumer_summary", []) if "error" not in r]
     fig, axes = plt.subplots(1, 4, figsize=(20, 5.4), gridspec_kw={'width_ratios': [3, 1.6, 2.2, 1]})
-    colors = {"engine": "#1f77b4", "java": "#d62728", "krafka": "#ff7f0e", "classic": "#7f7f7f",
-              "jni": "#2ca02c"}
+    colors = {"engine": "#1f77b4", "java": "#d62728", "krafka": "#ff7f0e", "franz": "#9467bd",
+              "classic": "#7f7f7f", "jni": "#2ca02c"}
     # records/s per client, 100 B and 1 KiB
     ax = axes[0]
     labels, vals, cols = [], [], []
     for size in (100, 1024):
-        for c, mm in (("engine", 1), ("java", 1), ("krafka", 1), ("engine", 4), ("java", 4),
-                      ("krafka", 4), ("classic", 1)):
+        for c, mm in (("engine", 1), ("java", 1), ("krafka", 1), ("franz", 1), ("engine", 4),
+                      ("java", 4), ("krafka", 4), ("franz", 4), ("classic", 1)):
             r = _find(runs, c, mm, size)
             if r:
                 labels.append(f"{c} {mm}m\n{size}B")
@@ -651,8 +660,8 @@ def chart(res: Dict[str, Any], path: Path) -> None:
     # CPU per million records
     ax = axes[1]
     labels, vals, cols = [], [], []
-    for c, mm in (("engine", 1), ("java", 1), ("krafka", 1), ("engine", 4), ("java", 4),
-                  ("krafka", 4), ("classic", 1)):
+    for c, mm in (("engine", 1), ("java", 1), ("krafka", 1), ("franz", 1), ("engine", 4),
+                  ("java", 4), ("krafka", 4), ("franz", 4), ("classic", 1)):
         r = _find(runs, c, mm, 100)
         if r and r.get("cpu_s_per_m_steady") is not None:
             labels.append(f"{c} {mm}m")
@@ -723,7 +732,7 @@ def _fallback_png(res: Dict[str, Any], path: Path) -> None:
     top = max(vals) or 1
     px = [[(255, 255, 255)] * w for _ in range(h)]
     palette = {"engine": (31, 119, 180), "java": (214, 39, 40), "krafka": (255, 127, 14),
-               "classic": (127, 127, 127)}
+               "franz": (148, 103, 189), "classic": (127, 127, 127)}
     for i, r in enumerate(runs):
         bh = int((h - 20) * r["records_per_s"] / top)
         for y in range(h - 10 - bh, h - 10):

@@ -47,6 +47,9 @@ class Ctx:
         self.cluster = Cluster(brokers=args.brokers)
         self.engine_bin = ROOT / "rust" / "target" / "release" / "sharesink-bench"
         self.krafka_bin = ROOT / "rust" / "target" / "release" / "bench-krafka-members"
+        self.franz_bin = ROOT / "rust" / "target" / "release" / "bench-franz-members"
+        self.franz_missing = os.environ.get("BENCH_FRANZ_MISSING",
+                                            f"{self.franz_bin} is missing (scripts/bench.sh builds it)")
         self.client_timeout = 900 if not args.quick else 300
         self.logs = OUT / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -113,9 +116,21 @@ def machine() -> Dict[str, Any]:
         "kernel": platform.release(), "load_avg_at_start": os.getloadavg(),
         "java": java[0] if java else "?", "rustc": out(["rustc", "--version"]),
         "python": platform.python_version(), "kafka": "4.4.0 (harness broker and tools)",
-        "krafka": "0.28.1", "git": git + (" (+ uncommitted changes)" if dirty else ""),
+        "krafka": "0.28.1", "franz_go": _franz_version(), "git": git + (" (+ uncommitted changes)" if dirty else ""),
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+
+
+def _franz_version() -> str:
+    """franz-go's version as bench/peers/franz/go.mod requires it."""
+    try:
+        for line in (BENCH / "peers" / "franz" / "go.mod").read_text().splitlines():
+            parts = line.split()
+            if "github.com/twmb/franz-go" in parts:
+                return parts[parts.index("github.com/twmb/franz-go") + 1]
+    except (OSError, IndexError):
+        pass
+    return "?"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,7 +159,7 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
         plan = []
         if not jni_only:
             for m in (1, 4):
-                plan += [("engine", m), ("java", m), ("krafka", m)]
+                plan += [("engine", m), ("java", m), ("krafka", m), ("franz", m)]
             plan.append(("classic", 1))
         for rnd in range(1, ctx.rounds + 1):
             if ctx.rounds > 1 and plan:
@@ -177,6 +192,8 @@ def run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs) -> None:
             f = cons.java_share(topic, group, n, m)
         elif kind == "krafka":
             f = cons.krafka(topic, group, n, m)
+        elif kind == "franz":
+            f = cons.franz(topic, group, n, m)
         elif kind == "classic":
             f = cons.classic(topic, group, n)
         else:

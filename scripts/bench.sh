@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sharesink benchmarks, side by side on one local broker in one run (bench/README.md):
 #   1. share consumers: the engine's sharesink-bench vs Java KafkaShareConsumer
-#      (ShareConsumerPerformance) vs krafka's ShareConsumer vs the classic consumer (ceiling);
+#      (ShareConsumerPerformance) vs krafka's ShareConsumer vs franz-go's share consumer vs the
+#      classic consumer (ceiling);
 #   2. the JNI path (NativeEngineBench) vs the engine alone;
 #   3. Connect end to end: sharesink vs the classic sink runtime with the same legacy sinks.
 # Writes docs/benchmarks/RESULTS.md + results.png and target/bench/results.json.
@@ -19,6 +20,23 @@ mkdir -p "$OUT"
 log "building the engine's bench (release) and the krafka peer (bench/peers/krafka)"
 cargo build --release -q -p sharesink-engine --bin sharesink-bench
 cargo build --release -q --manifest-path bench/peers/krafka/Cargo.toml
+
+# The franz-go peer (bench/peers/franz, its own Go module) next to the krafka binary. Optional:
+# without Go, or when the build fails, the run goes on and reports the franz keys as null.
+FRANZ_BIN="$ROOT/rust/target/release/bench-franz-members"
+rm -f "$FRANZ_BIN"   # never measure a stale binary
+unset BENCH_FRANZ_MISSING
+GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+if [[ ! -x "$GO" ]]; then
+  export BENCH_FRANZ_MISSING="no go toolchain (PATH or /usr/local/go/bin/go) to build bench/peers/franz"
+  echo "$BENCH_FRANZ_MISSING" >&2
+else
+  log "building the franz-go peer (bench/peers/franz) with $("$GO" version)"
+  if ! "$GO" -C bench/peers/franz build -buildvcs=false -o "$FRANZ_BIN" . 2>"$OUT/franz-build.log"; then
+    export BENCH_FRANZ_MISSING="bench/peers/franz did not build (target/bench/franz-build.log): $(head -c 300 "$OUT/franz-build.log" | tr '\n' ' ')"
+    echo "$BENCH_FRANZ_MISSING" >&2
+  fi
+fi
 
 if ! ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1; then
   log "building the sharesink plugin archive (mvn -q package)"
