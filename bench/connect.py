@@ -49,6 +49,7 @@ KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
 # (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
 LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)
 LAT_SLOW_FRACTIONS = (0.5, 1.5)
+SCALE_RECORDS_PER_PUT = 10  # (f): records per put
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
@@ -136,9 +137,9 @@ class Connect:
             self.producer_cp = f"{out}:{self.c.classpath}"
         return self.producer_cp
 
-    def engine_off_heap_mib(self, pid: int, connector: str) -> Optional[float]:
-        """sharesink's `share-engine-off-heap-bytes` (the same in every task: one native library
-        per worker) read from the worker's JMX through the attach API; None when unavailable."""
+    def jmx(self, pid: int, pattern: str, attribute: str) -> Dict[str, float]:
+        """{MBean name: value} of `attribute` for the MBeans matching `pattern` in the worker,
+        through the attach API (bench/peers/jmx-read); {} when unavailable."""
         out = self.ctx.logs.parent / "jmx-read"
         java = self.c.java_cmd("x")[0]
         try:
@@ -146,15 +147,37 @@ class Connect:
                 out.mkdir(parents=True, exist_ok=True)
                 subprocess.run([str(Path(java).with_name("javac")), "-nowarn", "-d", str(out),
                                 str(JMX_READ)], check=True, capture_output=True, text=True)
-            p = subprocess.run([java, "-cp", str(out), "JmxRead", str(pid),
-                                f"kafka.connect:type=plugins,connector={connector},*",
-                                "share-engine-off-heap-bytes"],
+            p = subprocess.run([java, "-cp", str(out), "JmxRead", str(pid), pattern, attribute],
                                capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError) as e:
-            self.ctx.say(f"      (engine off-heap bytes unavailable: {e})")
-            return None
-        values = [float(line.rsplit(" ", 1)[1]) for line in p.stdout.splitlines() if " " in line]
-        return round(max(values) / 2 ** 20, 1) if values else None
+            self.ctx.say(f"      (JMX {pattern} {attribute} unavailable: {e})")
+            return {}
+        values = {}
+        for line in p.stdout.splitlines():
+            name, _, v = line.rpartition(" ")
+            try:
+                values[name] = float(v)
+            except ValueError:
+                continue
+        return values
+
+    def engine_off_heap_mib(self, pid: int, connector: str) -> Optional[float]:
+        """sharesink's `share-engine-off-heap-bytes`: the same in every task (one native library
+        per worker)."""
+        values = self.jmx(pid, f"kafka.connect:type=plugins,connector={connector},*",
+                          "share-engine-off-heap-bytes")
+        return round(max(values.values()) / 2 ** 20, 1) if values else None
+
+    def runtime_client_connections(self, pid: int, connector: str) -> Dict[str, float]:
+        """Connections of the Kafka clients Connect's runtime builds for the connector's tasks
+        (a source-task host gets a producer, and an admin client when it creates topics)."""
+        out = {}
+        for kind, pattern in (("producer", "kafka.producer:type=producer-metrics,*"),
+                              ("admin", "kafka.admin.client:type=admin-client-metrics,*"),
+                              ("consumer", "kafka.consumer:type=consumer-metrics,*")):
+            values = self.jmx(pid, pattern, "connection-count")
+            out[kind] = sum(v for n, v in values.items() if connector in n)
+        return out
 
     def start_producer(self, topic: str, rate: float, seconds: float, fmt: str, log: Path):
         cmd = self.c.java_cmd("RateProducer", [self.c.bootstrap, topic, f"{rate:.1f}",
@@ -565,6 +588,10 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         # stay within the harness's max_connections
         cfg.update({"connection.pool.min_size": "1", "connection.pool.max_size": "1",
                     "connection.pool.acquire_increment": "1"})
+        # Ten records per put (200 ms of trigger): one ShareFetch and one ShareAcknowledge per
+        # ten rows. With one record per put, as in (a), the broker's request handling (about
+        # 6 ms of broker CPU per row here) fills this 2-core machine before 50 tasks do.
+        cfg["share.consumer.max.poll.records"] = str(SCALE_RECORDS_PER_PUT)
         pid = int(self.c._recorded("worker-0")["pid"])
         ports = [self.c.broker_ports(i).plaintext for i in range(self.c.brokers)]
         jcmd = str(Path(self.c.java_cmd("x")[0]).with_name("jcmd"))
@@ -582,6 +609,7 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
             busy = proc.footprint(pid, ports)
             heap = self._heap_used_mib(pid, jcmd)
             engine_mib = self.engine_off_heap_mib(pid, name)
+            runtime_conns = self.runtime_client_connections(pid, name)
             self._sleep_until(t0 + self.run_f, table, name)
             cpu = w.stop()
         finally:
@@ -600,6 +628,12 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
             if busy.get(k) is not None and idle.get(k) is not None:
                 r[f"{k}_added"] = round(busy[k] - idle[k], 1)
                 r[f"{k}_per_task"] = round((busy[k] - idle[k]) / tasks, 2)
+        # connections of the clients Connect builds for each task, the rest is the engine's
+        r["runtime_client_connections"] = runtime_conns
+        if "broker_connections_added" in r:
+            rt = sum(runtime_conns.values())
+            r["engine_connections_per_task"] = round((r["broker_connections_added"] - rt) / tasks, 2)
+            r["runtime_connections_per_task"] = round(rt / tasks, 2)
         # the engine library's own allocator, all tasks of the worker (the worker runs no other
         # sharesink connector during (f))
         r["engine_off_heap_mib"] = engine_mib
@@ -768,7 +802,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
             scale_runs.append((n, attempt(f"f_{n}", cx.scale, n, per_task)))
     for n, r in scale_runs:
         for k in ("rows_per_s", "of_ideal", "rss_mib_per_task", "threads_per_task",
-                  "broker_connections_per_task", "engine_off_heap_mib_per_task",
+                  "broker_connections_per_task", "engine_connections_per_task",
+                  "runtime_connections_per_task", "engine_off_heap_mib_per_task",
                   "heap_used_mib"):
             res[f"scale_{n}_tasks_{k}"] = val(r, k)
         res[f"scale_{n}_tasks_rss_mib"] = (val(r, "running") or {}).get("rss_mib")
@@ -883,7 +918,9 @@ def run(ctx, res: Dict[str, Any]) -> None:
             f"{r.get('machine_busy')}", f"{(r.get('running') or {}).get('rss_mib')}",
             f"{r.get('heap_used_mib')}", f"{r.get('engine_off_heap_mib')} "
             f"({r.get('engine_off_heap_mib_per_task')} per task)",
-            f"{r.get('threads_per_task')}", f"{r.get('broker_connections_per_task')}",
+            f"{r.get('threads_per_task')}",
+            f"{r.get('broker_connections_per_task')} (engine {r.get('engine_connections_per_task')}, "
+            f"Connect's clients {r.get('runtime_connections_per_task')})",
             f"{r.get('seconds_to_running')}"])
     out["bars"] = [
         ["(a) slow sink", val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")],

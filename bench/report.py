@@ -311,8 +311,8 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append("### (f) Many more tasks than partitions: sharesink on a 12-partition topic")
         L.append("")
         L.append(
-            "The slow sink of (a) (Debezium JDBC, one record per put, 20 ms trigger; one "
-            "PostgreSQL connection per task) on `bench_scale` (12 partitions), 12, 50 and 100 "
+            "The slow sink of (a) (Debezium JDBC, 20 ms trigger per row, but 10 records per put: "
+            "`share.consumer.max.poll.records=10`; one PostgreSQL connection per task) on `bench_scale` (12 partitions), 12, 50 and 100 "
             "sharesink tasks in the one worker (heap 1 GiB). Ideal = tasks × one task's rate, "
             f"{basis.get('per_task_rows_per_s')} rows/s ({basis.get('from')}). Rows/s over the "
             "second half of the run; the footprint at three quarters of it, per task = (running "
