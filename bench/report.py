@@ -318,7 +318,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
             "second half of the run; the footprint at three quarters of it, per task = (running "
             "− before the connector) ÷ tasks. Engine off-heap = sharesink's "
             "`share-engine-off-heap-bytes` (JMX, read through the attach API): what the native "
-            "library's allocator holds from the operating system, all tasks together.")
+            "library has allocated and not freed, all tasks together.")
         L.append("")
         L.append("| tasks | rows/s of ideal | machine CPU busy | worker RSS MiB | heap used MiB "
                  "| engine off-heap MiB | threads per task | broker connections per "

@@ -7,6 +7,7 @@
 //! retriable)`. Nothing here may unwind into the JVM or abort it.
 
 mod ack_layout;
+mod allocator;
 mod batch_layout;
 mod consumer;
 mod error;
@@ -26,11 +27,9 @@ use crate::consumer::ConsumerHandle;
 pub use consumer::{encode_config_blob, encode_topics_blob};
 pub use error::{thrown_kind_names, Error, ThrowNative};
 
-/// Rust allocations of this library (not the JVM's) go to mimalloc, which keeps freed pages for
-/// reuse: with glibc's malloc every ~1 MiB fetch response was page-faulted in afresh (see the
-/// workspace Cargo.toml).
+/// Rust allocations of this library (not the JVM's) go to mimalloc, counted (`allocator.rs`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::CountingMiMalloc = allocator::CountingMiMalloc::new();
 
 /// Records the VM and installs the panic hook; nothing else happens at load time (runtime and
 /// logging come from explicit calls), so loading the library can never fail half-way.
@@ -231,27 +230,20 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_runtimeRunning<'loc
         .resolve::<ThrowNative>()
 }
 
-/// `static native long committedBytes()`: the memory this library's allocator holds from the
-/// operating system now (mimalloc, linked into this library only, so the JVM's own allocations
-/// are not in it): every consumer's buffers, sessions and the runtime of this worker together.
+/// `static native long allocatedBytes()`: the bytes this library has allocated and not freed
+/// (its own allocator, so the JVM's allocations are not in it): every consumer's buffers,
+/// sessions and the runtime of this worker together.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_sharesink_engine_NativeEngine_committedBytes<'local>(
+pub extern "system" fn Java_io_sharesink_engine_NativeEngine_allocatedBytes<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
 ) -> jlong {
-    env.with_env(|_| Ok::<_, Error>(allocator_committed_bytes()))
+    env.with_env(|_| Ok::<_, Error>(allocator_live_bytes()))
         .resolve::<ThrowNative>()
 }
 
-fn allocator_committed_bytes() -> jlong {
-    let mut committed = 0usize;
-    let none = std::ptr::null_mut();
-    // SAFETY: mi_process_info accepts null for every out-parameter it should not write; the one
-    // given points at a live usize.
-    unsafe {
-        libmimalloc_sys::mi_process_info(none, none, none, none, none, &mut committed, none, none)
-    };
-    jlong::try_from(committed).unwrap_or(jlong::MAX)
+fn allocator_live_bytes() -> jlong {
+    jlong::try_from(ALLOCATOR.live_bytes()).unwrap_or(jlong::MAX)
 }
 
 /// `static native int layoutSelfTest(ByteBuffer out)`: writes the fixed batch of

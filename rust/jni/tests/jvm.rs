@@ -11,7 +11,7 @@ use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::{jni_sig, jni_str, Env, EnvUnowned, InitArgsBuilder, JNIVersion, JavaVM};
 use sharesink_jni::thrown_kind_names;
 use sharesink_jni::{
-    Java_io_sharesink_engine_NativeEngine_committedBytes as committed_bytes,
+    Java_io_sharesink_engine_NativeEngine_allocatedBytes as allocated_bytes,
     Java_io_sharesink_engine_NativeEngine_create as create,
     Java_io_sharesink_engine_NativeEngine_layoutSelfTest as layout_self_test,
     Java_io_sharesink_engine_NativeEngine_nativeVersion as native_version,
@@ -137,14 +137,14 @@ fn native_version_is_the_crate_version() {
 }
 
 #[test]
-fn committed_bytes_follow_the_librarys_allocations() {
+fn allocated_bytes_follow_the_librarys_allocations() {
     jvm()
         .attach_current_thread(|env| -> TestResult {
-            let before = committed_bytes(unowned(env), JClass::null());
+            let before = allocated_bytes(unowned(env), JClass::null());
             // This test binary allocates through the library's global allocator, as the
             // library's own code does inside a worker.
             let held = vec![1u8; 64 << 20];
-            let during = committed_bytes(unowned(env), JClass::null());
+            let during = allocated_bytes(unowned(env), JClass::null());
             assert!(!env.exception_check());
             assert!(before > 0, "{before}");
             assert!(during - before >= 60 << 20, "{before} -> {during}");

@@ -110,10 +110,10 @@ public final class NativeEngine {
   static native void destroy(long handle);
 
   /**
-   * Bytes the native library's allocator holds from the operating system now: every engine of this
-   * JVM together (the JVM's own memory is not in it).
+   * Bytes the native library has allocated and not freed: every engine of this JVM together (the
+   * JVM's own memory is not in it).
    */
-  static native long committedBytes();
+  static native long allocatedBytes();
 
   /** Whether the native engine runtime (its threads) exists now. */
   static native boolean runtimeRunning();

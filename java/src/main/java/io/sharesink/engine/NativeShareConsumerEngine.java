@@ -343,10 +343,10 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     }
   }
 
-  /** What the native library's allocator holds from the operating system now. */
+  /** What the native library has allocated and not freed, all engines of this JVM. */
   @Override
   public OptionalLong offHeapBytes() {
-    return OptionalLong.of(NativeEngine.committedBytes());
+    return OptionalLong.of(NativeEngine.allocatedBytes());
   }
 
   /** Whether the native engine runtime (its threads) exists now; for tests and diagnostics. */
