@@ -237,6 +237,12 @@ END $$;
         out = self.sql(f"SELECT extract(epoch FROM written_at) FROM {name} ORDER BY written_at")
         return [float(x) for x in out.split()]
 
+    @staticmethod
+    def second_half(ts: List[float], t0: float, run: float) -> Tuple[float, float, int]:
+        """The second half of a run of `run` s from t0, and the rows written in it."""
+        lo, hi = t0 + run / 2, t0 + run
+        return lo, hi, sum(1 for t in ts if lo <= t < hi)
+
     def count(self, name: str) -> int:
         out = self.sql(f"SELECT count(*) FROM {name}").strip()
         return int(out or 0)
@@ -333,8 +339,7 @@ END $$;
         finally:
             self.stop(name)
         ts = self.times(table)
-        lo, hi = t0 + self.run_a / 2, t0 + self.run_a
-        n = sum(1 for t in ts if lo <= t < hi)
+        lo, hi, n = self.second_half(ts, t0, self.run_a)
         r = {"runtime": runtime, "tasks": tasks, "rows_total": len(ts),
              "window_s": hi - lo, "rows_in_window": n, "rows_per_s": round(n / (hi - lo), 1),
              "failed": self.failed(name)}
@@ -615,8 +620,7 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         finally:
             self.stop(name)
         ts = self.times(table)
-        lo, hi = t0 + self.run_f / 2, t0 + self.run_f
-        n = sum(1 for t in ts if lo <= t < hi)
+        lo, hi, n = self.second_half(ts, t0, self.run_f)
         ideal = tasks * per_task_rate
         r = {"tasks": tasks, "partitions": 12, "seconds_to_running": round(started_s, 1),
              "rows_per_s": round(n / (hi - lo), 1), "ideal_rows_per_s": round(ideal, 1),

@@ -276,11 +276,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append(cs["setup"])
         L.append("")
     if cs.get("rows"):
-        L.append("| scenario | classic | sharesink | ratio / figure |")
-        L.append("|---|---|---|---|")
-        for row in cs["rows"]:
-            L.append(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} |")
-        L.append("")
+        _md_table(L, ["scenario", "classic", "sharesink", "ratio / figure"], cs["rows"])
     if cs.get("latency_rows"):
         basis = res.get("latency_basis", {})
         L.append("### (e) Latency at fixed produce rates: produce → written by the sink")
@@ -300,12 +296,9 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
             "written by the end count with their age then (a lower bound). **Fell behind** = "
             "more than one second of records still unwritten one second after the last send.")
         L.append("")
-        L.append("| rate | classic p50 / p99 / p99.9 / max | sharesink p50 / p99 / p99.9 / max "
-                 "| p99 sharesink ÷ classic |")
-        L.append("|---|---|---|---|")
-        for row in cs["latency_rows"]:
-            L.append(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} |")
-        L.append("")
+        _md_table(L, ["rate", "classic p50 / p99 / p99.9 / max",
+                      "sharesink p50 / p99 / p99.9 / max", "p99 sharesink ÷ classic"],
+                  cs["latency_rows"])
     if cs.get("scale_rows"):
         basis = res.get("scale_basis", {})
         L.append("### (f) Many more tasks than partitions: sharesink on a 12-partition topic")
@@ -320,13 +313,9 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
             "`share-engine-off-heap-bytes` (JMX, read through the attach API): what the native "
             "library has allocated and not freed, all tasks together.")
         L.append("")
-        L.append("| tasks | rows/s of ideal | machine CPU busy | worker RSS MiB | heap used MiB "
-                 "| engine off-heap MiB | threads per task | broker connections per "
-                 "task | s to RUNNING |")
-        L.append("|---|---|---|---|---|---|---|---|---|")
-        for row in cs["scale_rows"]:
-            L.append("| " + " | ".join(row) + " |")
-        L.append("")
+        _md_table(L, ["tasks", "rows/s of ideal", "machine CPU busy", "worker RSS MiB",
+                      "heap used MiB", "engine off-heap MiB", "threads per task",
+                      "broker connections per task", "s to RUNNING"], cs["scale_rows"])
     for note in cs.get("notes", []):
         L.append(f"- {note}")
     if not cs.get("rows"):
@@ -352,6 +341,15 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
     except Exception as e:  # noqa: BLE001 - never lose the report for the chart
         print(f"chart failed ({e}); writing the plain fallback chart")
         _fallback_png(res, docs / "results.png")
+
+
+def _md_table(L: List[str], header: List[str], rows: List[List[Any]]) -> None:
+    """A markdown table and the blank line after it."""
+    L.append("| " + " | ".join(header) + " |")
+    L.append("|" + "---|" * len(header))
+    for row in rows:
+        L.append("| " + " | ".join(str(c) for c in row) + " |")
+    L.append("")
 
 
 def _size_ratios(runs, size) -> str:
