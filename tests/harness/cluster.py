@@ -566,7 +566,10 @@ class Rest:
         return parsed
 
     def get(self, path: str, **kw) -> Any:
-        return self.request("GET", path, **kw)
+        # A GET is safe to repeat. Right after a config change the worker answers 409, or 500
+        # "a rebalance is expected", until its rebalance completes (stock Connect behaviour):
+        # wait that out rather than fail a test on the race.
+        return self._retry_rebalancing(lambda: self.request("GET", path, **kw))
 
     def post(self, path: str, body: Any = None, **kw) -> Any:
         return self.request("POST", path, body if body is not None else {}, **kw)
@@ -590,6 +593,22 @@ class Rest:
                 return fn()
             except RestError as e:
                 if e.status in (409, 500, 503) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                raise
+
+    @staticmethod
+    def _rebalancing(e: "RestError") -> bool:
+        message = e.body.get("message", "") if isinstance(e.body, dict) else str(e.body)
+        return e.status == 409 or (e.status == 500 and "rebalance" in message.lower())
+
+    def _retry_rebalancing(self, fn, timeout: float = 60):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return fn()
+            except RestError as e:
+                if self._rebalancing(e) and time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
                 raise
