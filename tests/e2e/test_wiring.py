@@ -320,10 +320,12 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
             assert out.returncode == 0, out.stderr
             return out.stdout.splitlines()
 
+        def total(lines, metric):
+            return sum(float(l.rsplit("=", 1)[1]) for l in lines if f" {metric}=" in l)
+
         def accepted_and_lag():
             lines = query()
-            accepted = sum(float(l.rsplit("=", 1)[1]) for l in lines
-                           if " share-records-accepted-total=" in l)
+            accepted = total(lines, "share-records-accepted-total")
             lag = [l for l in lines if " share-group-lag=" in l]
             return (lines, accepted, lag) if accepted >= len(values) and len(lag) == 3 else None
 
@@ -331,6 +333,11 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
                                          interval=3)
         print(f"\nJMX: share-records-accepted-total over tasks = {accepted:.0f}; "
               + "; ".join(l.split(",", 2)[-1] for l in lag))
+        # The engine's own counters: every record was fetched by some task's engine, in requests.
+        fetched = total(lines, "share-engine-records-fetched-total")
+        fetches = total(lines, "share-engine-fetch-requests-total")
+        print(f"JMX: engine records fetched {fetched:.0f} in {fetches:.0f} fetch requests")
+        assert fetched >= len(values) and fetches >= 1, lines
         assert any("task=0" in l for l in lines) and any("task=1" in l for l in lines)
     finally:
         with contextlib.suppress(Exception):

@@ -6,8 +6,6 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
-import org.apache.kafka.common.MetricName;
-import org.apache.kafka.common.metrics.Gauge;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -337,16 +335,7 @@ public final class ShareSinkDriverBuilder {
     if (pluginMetrics != null) {
       try {
         driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());
-        if (engine.offHeapBytes().isPresent()) {
-          MetricName offHeap =
-              pluginMetrics.metricName(
-                  "share-engine-off-heap-bytes",
-                  "bytes the share-consumer engine holds outside the Java heap, all tasks of this"
-                      + " worker together",
-                  new LinkedHashMap<>());
-          pluginMetrics.addMetric(
-              offHeap, (Gauge<Long>) (cfg, now) -> engine.offHeapBytes().orElse(0));
-        }
+        EngineGauges.register(engine, pluginMetrics, new LinkedHashMap<>());
       } catch (RuntimeException e) {
         log.warn("{}: could not register metrics", name, e);
       }

@@ -250,6 +250,11 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     /** Locks that ran out while this member was alive (not crashed, not closed). */
     int locksLost;
 
+    /** Polls and records handed out, reported as the engine's fetch counters. */
+    private long polls;
+
+    private long recordsHandedOut;
+
     Member(String name, int maxRecords) {
       this.name = name;
       this.maxRecords = maxRecords;
@@ -267,6 +272,7 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
         }
         long now = time.milliseconds();
         expireLocks(now);
+        polls++;
         for (List<Rec> partitionLog : log.values()) {
           for (Rec rec : partitionLog) {
             if (batch.size() >= maxRecords) {
@@ -278,6 +284,7 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
               rec.deliveryCount++;
               rec.lockDeadlineMs = now + lockMs;
               batch.add(rec);
+              recordsHandedOut++;
             }
           }
         }
@@ -397,7 +404,10 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
 
     @Override
     public EngineMetrics metrics() {
-      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+      synchronized (InMemoryShareGroup.this) {
+        ensureOpen(); // as the native engine: a closed one refuses
+        return new EngineMetrics(recordsHandedOut, 0, 0, 0, 0, 0, 0, polls, 0, 0, 0);
+      }
     }
 
     /** The session ends: everything this member still holds is released at once. */

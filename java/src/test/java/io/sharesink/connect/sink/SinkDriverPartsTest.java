@@ -184,6 +184,43 @@ class SinkDriverPartsTest {
   }
 
   @Test
+  void engineCountersArePublishedAndOutliveTheEngine() throws Exception {
+    try (Metrics metrics = new Metrics();
+        PluginMetricsImpl pluginMetrics = new PluginMetricsImpl(metrics, Map.of("plugin", "x"))) {
+      InMemoryShareGroup group = new InMemoryShareGroup(time, 30_000, 10);
+      group.produce("t", 0, null, "a");
+      group.produce("t", 0, null, "b");
+      DriverFixture fixture =
+          DriverFixture.start(
+              new ScriptedSinkTask(), Map.of("share.commit.interval.ms", "50"), group);
+      List<MetricName> names = EngineGauges.register(group, pluginMetrics, new LinkedHashMap<>());
+      fixture.runUntil(
+          () -> group.count(InMemoryShareGroup.State.ACCEPTED) == 2,
+          Duration.ofSeconds(5),
+          "accepted");
+      Map<String, Double> read = new LinkedHashMap<>();
+      for (MetricName n : names) {
+        read.put(n.name(), ((Number) metrics.metric(n).metricValue()).doubleValue());
+      }
+      assertEquals(2.0, read.get("share-engine-records-fetched-total"), read.toString());
+      double polls = read.get("share-engine-fetch-requests-total");
+      assertTrue(polls >= 1, read.toString());
+      assertTrue(read.containsKey("share-engine-ack-latency-avg-ms"), read.toString());
+      fixture.driver.stop();
+      group.close();
+      MetricName fetched =
+          names.stream()
+              .filter(n -> n.name().equals("share-engine-records-fetched-total"))
+              .findFirst()
+              .orElseThrow();
+      assertEquals(
+          2.0,
+          ((Number) metrics.metric(fetched).metricValue()).doubleValue(),
+          "a closed engine's last figures stay readable");
+    }
+  }
+
+  @Test
   void aTaskWhoseStartFailsIsStillStopped() {
     ScriptedSinkTask task = new ScriptedSinkTask();
     org.apache.kafka.connect.errors.ConnectException failure =

@@ -1,0 +1,82 @@
+package io.sharesink.connect.sink;
+
+import io.sharesink.engine.EngineMetrics;
+import io.sharesink.engine.ShareConsumerEngine;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToDoubleFunction;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.PluginMetrics;
+
+/**
+ * The share-consumer engine's own counters as task metrics (JMX): what the member asks of the
+ * broker (fetch and acknowledgement round trips, their latency) and how its share session fares. An
+ * operator reads from these whether a task waits on the broker or on its sink. Each read takes one
+ * snapshot of the engine; once the engine is closed the last snapshot is kept.
+ */
+final class EngineGauges {
+
+  private final ShareConsumerEngine engine;
+  private volatile EngineMetrics last;
+
+  private EngineGauges(ShareConsumerEngine engine) {
+    this.engine = engine;
+  }
+
+  /**
+   * Registers the gauges of {@code engine} under this task's plugin metrics; returns their names.
+   */
+  static List<MetricName> register(
+      ShareConsumerEngine engine, PluginMetrics pluginMetrics, Map<String, String> tags) {
+    EngineGauges gauges = new EngineGauges(engine);
+    Map<String, ToDoubleFunction<EngineMetrics>> values = new LinkedHashMap<>();
+    values.put("share-engine-records-fetched-total", EngineMetrics::recordsFetched);
+    values.put("share-engine-bytes-fetched-total", EngineMetrics::bytesFetched);
+    values.put("share-engine-fetch-requests-total", EngineMetrics::fetchRequests);
+    values.put("share-engine-fetch-latency-avg-ms", EngineMetrics::fetchLatencyAvgMs);
+    values.put("share-engine-ack-requests-total", EngineMetrics::ackRequests);
+    values.put("share-engine-ack-latency-avg-ms", EngineMetrics::ackLatencyAvgMs);
+    values.put("share-engine-ack-errors-total", EngineMetrics::ackErrors);
+    values.put("share-engine-records-buffered", EngineMetrics::recordsBuffered);
+    values.put("share-engine-session-resets-total", EngineMetrics::sessionResets);
+    values.put("share-engine-rejoins-total", EngineMetrics::rejoins);
+    List<MetricName> names = new ArrayList<>();
+    LinkedHashMap<String, String> metricTags = new LinkedHashMap<>(tags);
+    values.forEach(
+        (name, value) -> {
+          MetricName metricName =
+              pluginMetrics.metricName(name, name.replace('-', ' '), metricTags);
+          pluginMetrics.addMetric(
+              metricName,
+              (Gauge<Double>)
+                  (config, now) -> {
+                    EngineMetrics m = gauges.snapshot();
+                    return m == null ? 0.0 : value.applyAsDouble(m);
+                  });
+          names.add(metricName);
+        });
+    if (engine.offHeapBytes().isPresent()) {
+      MetricName offHeap =
+          pluginMetrics.metricName(
+              "share-engine-off-heap-bytes",
+              "bytes the share-consumer engine holds outside the Java heap, all tasks of this"
+                  + " worker together",
+              metricTags);
+      pluginMetrics.addMetric(offHeap, (Gauge<Long>) (cfg, now) -> engine.offHeapBytes().orElse(0));
+      names.add(offHeap);
+    }
+    return names;
+  }
+
+  private EngineMetrics snapshot() {
+    try {
+      last = engine.metrics();
+    } catch (RuntimeException closed) {
+      // A closed engine refuses; its final figures stay readable until the task's metrics go.
+    }
+    return last;
+  }
+}
