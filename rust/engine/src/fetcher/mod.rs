@@ -19,6 +19,7 @@ use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use crate::shared::Shared;
 
+mod missing;
 mod probe;
 mod receive;
 mod send;
@@ -106,6 +107,9 @@ struct Session {
     /// Fetches in a row that asked for records and got none: the next long poll waits
     /// `share.fetch.wait.initial.ms` doubled this many times (at most `fetch.max.wait.ms`).
     empty_fetches: u32,
+    /// Partitions the broker said it lacks, left out of the session for a while; kept across
+    /// reopenings (that is what it is for).
+    missing: missing::MissingPartitions,
 }
 
 impl Session {
@@ -141,6 +145,7 @@ pub(crate) async fn run(
         partitions: BTreeSet::new(),
         quiet_until: None,
         empty_fetches: 0,
+        missing: Default::default(),
     };
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
@@ -191,6 +196,11 @@ pub(crate) async fn run(
             fetch.is_some(),
         )
         .min(watch.next_check());
+        // A partition left out of the session is asked for again when its wait ends.
+        let sleep_until = session
+            .missing
+            .next_return(tokio::time::Instant::now())
+            .map_or(sleep_until, |t| t.min(sleep_until));
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
                 me.fetch_in_flight.store(false, SeqCst);

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use kafka_protocol::messages::ShareFetchResponse;
 use tracing::{debug, info, trace, warn};
 
+use super::missing::{Lacked, FIRST_EXCLUSION, MAX_EXCLUSION};
 use super::stall::StallWatch;
 use super::{FetcherHandle, InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
@@ -221,6 +222,8 @@ fn handle_fetch(
                 || not_in_broker_session(session, key, p.error_code)
             {
                 missing.push(key);
+            } else if p.error_code == NONE && session.missing.answered(&key) {
+                info!(topic = ?topic_name, partition = p.partition_index, "the broker has the partition again; back in the share session");
             }
             acks.resolve_partition(&key, (p.acknowledge_error_code, ack_message));
             if p.error_code != NONE {
@@ -411,11 +414,25 @@ fn resync_if_missing(
     if missing.is_empty() || generation != session.generation {
         return;
     }
-    warn!(
-        node = me.node_id,
-        partitions = ?missing,
-        "the broker's share session lacks partitions this member fetches; reopening the session"
-    );
+    match session.missing.lacked(missing, tokio::time::Instant::now()) {
+        Lacked::Drift => warn!(
+            node = me.node_id,
+            partitions = ?missing,
+            "the broker's share session lacks partitions this member fetches; reopening the session"
+        ),
+        Lacked::Excluded(wait) if wait <= FIRST_EXCLUSION => warn!(
+            node = me.node_id,
+            partitions = ?missing,
+            "the broker still lacks partitions this member is assigned (a deleted topic?); leaving them out of the share session, asking again after a wait that doubles up to {} s",
+            MAX_EXCLUSION.as_secs()
+        ),
+        Lacked::Excluded(wait) => debug!(
+            node = me.node_id,
+            partitions = ?missing,
+            wait_ms = wait.as_millis() as u64,
+            "the broker still lacks partitions; left out of the share session"
+        ),
+    }
     session.reset(false);
     shared.metrics.session_resets.fetch_add(1, Relaxed);
 }
@@ -439,6 +456,7 @@ mod tests {
             partitions: BTreeSet::from([(topic, 0), (topic, 1)]),
             quiet_until: None,
             empty_fetches: 0,
+            missing: Default::default(),
         }
     }
 

@@ -23,7 +23,10 @@ pub(super) async fn send_next(
     fetch: &mut Option<InFlight>,
     ack: &mut Option<InFlight>,
 ) -> Result<(), EngineError> {
-    let desired = me.desired.lock().expect("desired").clone();
+    let assigned = me.desired.lock().expect("desired").clone();
+    let desired = session
+        .missing
+        .filter(&assigned, tokio::time::Instant::now());
     let has_acks = !me.acks.lock().expect("acks").is_empty();
     if session.conn.as_ref().is_none_or(|c| c.is_closed()) {
         if desired.is_empty() && !has_acks {
