@@ -307,18 +307,27 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
             "file": str(out_file),
             "key.converter": STRING,
             "value.converter": STRING,
+            # Connect's own DLQ producer, named through producer.override.* as the classic
+            # runtime names its DLQ producer: its metrics show the override reached it.
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{name}-dlq",
+            "share.dlq.mode": "connect",
+            "producer.override.client.id": f"{name}-dlq-producer",
         })
         rest.wait_connector_running(name, tasks=2, timeout=120)
         wait_for("all records in the file",
                   lambda: set(_connector_lines(out_file)) >= set(values), timeout=60)
 
-        def query():
+        def query_pattern(pattern):
             out = subprocess.run(
                 [java, str(source), f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi",
-                 f"kafka.connect:type=plugins,connector={name},*"],
+                 pattern],
                 capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
             return out.stdout.splitlines()
+
+        def query():
+            return query_pattern(f"kafka.connect:type=plugins,connector={name},*")
 
         def total(lines, metric):
             return sum(float(l.rsplit("=", 1)[1]) for l in lines if f" {metric}=" in l)
@@ -338,6 +347,10 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
         fetches = total(lines, "share-engine-fetch-requests-total")
         print(f"JMX: engine records fetched {fetched:.0f} in {fetches:.0f} fetch requests")
         assert fetched >= len(values) and fetches >= 1, lines
+        producer = [l for l in query_pattern(
+            f"kafka.producer:type=producer-metrics,client-id={name}-dlq-producer") if l]
+        print(f"JMX: {len(producer)} attributes of the DLQ producer named by producer.override")
+        assert producer, "no producer named by producer.override.client.id"
         assert any("task=0" in l for l in lines) and any("task=1" in l for l in lines)
     finally:
         with contextlib.suppress(Exception):

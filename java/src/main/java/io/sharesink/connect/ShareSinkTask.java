@@ -28,7 +28,6 @@ import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -176,7 +175,7 @@ public class ShareSinkTask extends SourceTask {
             if (GroupSettings.BROKER.equals(dlqMode)) {
               builder.brokerWritesDeadLetters(true);
             } else {
-              builder.deadLetterProducerConfig(producerSettings(clientSettings));
+              builder.deadLetterProducerConfig(DeadLetterProducerSettings.layer(worker, props));
             }
             driver = builder.start();
             engine = newEngine;
@@ -326,19 +325,6 @@ public class ShareSinkTask extends SourceTask {
         + "="
         + ShareSinkConfig.ENGINE_JAVA
         + ")";
-  }
-
-  /** The client settings a producer knows (consumer-only ones would only make it warn). */
-  static Map<String, Object> producerSettings(Map<String, Object> clientSettings) {
-    Set<String> known = ProducerConfig.configNames();
-    Map<String, Object> producer = new HashMap<>();
-    clientSettings.forEach(
-        (key, value) -> {
-          if (known.contains(key) && !key.equals(ProducerConfig.CLIENT_ID_CONFIG)) {
-            producer.put(key, value);
-          }
-        });
-    return producer;
   }
 
   private static int parseTaskId(String value) {
