@@ -585,17 +585,23 @@ class Rest:
 
     # -- Connect helpers
 
-    def _retry_busy(self, fn, timeout: float = 60):
-        """Retry while the worker answers 409 (rebalance) or 5xx (starting)."""
+    @staticmethod
+    def _retry(fn, retriable, timeout: float = 60):
+        """Call fn until it returns, or until it raises a RestError that is not retriable(e) or
+        the timeout has passed."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 return fn()
             except RestError as e:
-                if e.status in (409, 500, 503) and time.monotonic() < deadline:
+                if retriable(e) and time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
                 raise
+
+    def _retry_busy(self, fn, timeout: float = 60):
+        """Retry while the worker answers 409 (rebalance) or 5xx (starting)."""
+        return self._retry(fn, lambda e: e.status in (409, 500, 503), timeout)
 
     @staticmethod
     def _rebalancing(e: "RestError") -> bool:
@@ -603,15 +609,7 @@ class Rest:
         return e.status == 409 or (e.status == 500 and "rebalance" in message.lower())
 
     def _retry_rebalancing(self, fn, timeout: float = 60):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return fn()
-            except RestError as e:
-                if self._rebalancing(e) and time.monotonic() < deadline:
-                    time.sleep(0.5)
-                    continue
-                raise
+        return self._retry(fn, self._rebalancing, timeout)
 
     def plugins(self, connectors_only: bool = True) -> List[dict]:
         q = "" if connectors_only else "?connectorsOnly=false"

@@ -26,7 +26,7 @@ pub(super) async fn send_next(
     let assigned = me.desired.lock().expect("desired").clone();
     let desired = session
         .missing
-        .filter(&assigned, tokio::time::Instant::now());
+        .filter(assigned, tokio::time::Instant::now());
     let has_acks = !me.acks.lock().expect("acks").is_empty();
     if session.conn.as_ref().is_none_or(|c| c.is_closed()) {
         if desired.is_empty() && !has_acks {

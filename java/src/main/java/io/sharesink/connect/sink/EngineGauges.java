@@ -2,10 +2,10 @@ package io.sharesink.connect.sink;
 
 import io.sharesink.engine.EngineMetrics;
 import io.sharesink.engine.ShareConsumerEngine;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
@@ -31,7 +31,7 @@ final class EngineGauges {
    */
   static List<MetricName> register(
       ShareConsumerEngine engine, PluginMetrics pluginMetrics, Map<String, String> tags) {
-    EngineGauges gauges = new EngineGauges(engine);
+    EngineGauges engineGauges = new EngineGauges(engine);
     Map<String, ToDoubleFunction<EngineMetrics>> values = new LinkedHashMap<>();
     values.put("share-engine-records-fetched-total", EngineMetrics::recordsFetched);
     values.put("share-engine-bytes-fetched-total", EngineMetrics::bytesFetched);
@@ -43,28 +43,23 @@ final class EngineGauges {
     values.put("share-engine-records-buffered", EngineMetrics::recordsBuffered);
     values.put("share-engine-session-resets-total", EngineMetrics::sessionResets);
     values.put("share-engine-rejoins-total", EngineMetrics::rejoins);
-    List<MetricName> names = new ArrayList<>();
-    LinkedHashMap<String, String> metricTags = new LinkedHashMap<>(tags);
+    Map<String, Supplier<Number>> gauges = new LinkedHashMap<>();
     values.forEach(
-        (name, value) -> {
-          MetricName metricName =
-              pluginMetrics.metricName(name, name.replace('-', ' '), metricTags);
-          pluginMetrics.addMetric(
-              metricName,
-              (Gauge<Double>)
-                  (config, now) -> {
-                    EngineMetrics m = gauges.snapshot();
-                    return m == null ? 0.0 : value.applyAsDouble(m);
-                  });
-          names.add(metricName);
-        });
+        (name, value) ->
+            gauges.put(
+                name,
+                () -> {
+                  EngineMetrics m = engineGauges.snapshot();
+                  return m == null ? 0.0 : value.applyAsDouble(m);
+                }));
+    List<MetricName> names = SinkDriverMetrics.addGauges(pluginMetrics, gauges, tags);
     if (engine.offHeapBytes().isPresent()) {
       MetricName offHeap =
           pluginMetrics.metricName(
               "share-engine-off-heap-bytes",
               "bytes the share-consumer engine holds outside the Java heap, all tasks of this"
                   + " worker together",
-              metricTags);
+              new LinkedHashMap<>(tags));
       pluginMetrics.addMetric(offHeap, (Gauge<Long>) (cfg, now) -> engine.offHeapBytes().orElse(0));
       names.add(offHeap);
     }

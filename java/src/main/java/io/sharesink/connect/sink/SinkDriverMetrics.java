@@ -104,8 +104,6 @@ public final class SinkDriverMetrics {
    * tagged with {@code tags} (the worker adds connector and task tags itself).
    */
   public List<MetricName> registerWith(PluginMetrics pluginMetrics, Map<String, String> tags) {
-    LinkedHashMap<String, String> metricTags = new LinkedHashMap<>(tags);
-    List<MetricName> names = new ArrayList<>();
     Map<String, Supplier<Number>> gauges = new LinkedHashMap<>();
     gauges.put("share-records-polled-total", recordsPolled::get);
     gauges.put("share-records-put-total", recordsPut::get);
@@ -124,6 +122,14 @@ public final class SinkDriverMetrics {
     gauges.put("share-put-latency-max-ms", put::maxMs);
     gauges.put("share-commit-latency-avg-ms", commit::avgMs);
     gauges.put("share-commit-latency-max-ms", commit::maxMs);
+    return addGauges(pluginMetrics, gauges, tags);
+  }
+
+  /** Registers each named gauge (description: its name in words); returns their names. */
+  static List<MetricName> addGauges(
+      PluginMetrics pluginMetrics, Map<String, Supplier<Number>> gauges, Map<String, String> tags) {
+    LinkedHashMap<String, String> metricTags = new LinkedHashMap<>(tags);
+    List<MetricName> names = new ArrayList<>();
     gauges.forEach(
         (name, value) -> {
           MetricName metricName =
