@@ -26,6 +26,26 @@ ensure_prerequisites() {
   fi
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
   python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+  link_cargo_cache
+}
+
+# cargo's target dir (rust/target, .cargo/config.toml) as a link to one directory per user, so that
+# a fresh clone on a machine that built sharesink before reuses the compiled dependencies instead
+# of building every crate again (most of a clean CI run's first half). Only a cache: when the
+# directory is new or emptied the build is complete, just slower. SHARESINK_CARGO_CACHE=off keeps
+# rust/target inside the checkout; a rust/target that exists already is left as it is.
+link_cargo_cache() {
+  local cache="${SHARESINK_CARGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sharesink/cargo-target}"
+  if [[ "$cache" != off && ! -e "$ROOT/rust/target" && ! -L "$ROOT/rust/target" ]] &&
+    mkdir -p "$cache" 2>/dev/null && [[ -w "$cache" ]]; then
+    ln -s "$cache" "$ROOT/rust/target"
+  fi
+  # cargo records build scripts' output paths (native link-search dirs) as it saw them: give it the
+  # link's real path, the same from every checkout, so a reused artifact never points into another.
+  if [[ -L "$ROOT/rust/target" ]]; then
+    CARGO_TARGET_DIR="$(readlink -f "$ROOT/rust/target")"
+    export CARGO_TARGET_DIR
+  fi
 }
 
 # The cross toolchain of scripts/native-libs.sh: Rust's standard libraries for the other worker
