@@ -73,24 +73,24 @@ class Connect:
         self.pg: Dict[str, Any] = {}
         q = ctx.quick
         # durations (s) and sizes
-        self.run_a = 20 if q else 60            # (a) measured run length after the first row
-        self.warm_b = 10 if q else 20           # (b) steady time before the stall is armed
-        self.stall = 12 if q else 20            # (b) stall length (< the 30 s record lock)
-        self.warm_c = 8 if q else 20            # (c) time before tasks.max changes
-        self.after_c = 12 if q else 30          # (c) time after the change
+        self.run_a = 12 if q else 60            # (a) measured run length after the first row
+        self.warm_b = 6 if q else 20           # (b) steady time before the stall is armed
+        self.stall = 8 if q else 20            # (b) stall length (< the 30 s record lock)
+        self.warm_c = 5 if q else 20            # (c) time before tasks.max changes
+        self.after_c = 8 if q else 30          # (c) time after the change
         self.n_slow = 20_000 if q else 60_000   # backlog: more than any run consumes
         self.n_fast = 200_000 if q else 2_000_000
         self.fast_max = 25 if q else 90          # (d) measure at most this long after the first line
         self.warm_share = 2 if q else 4          # (d) unrecorded sharesink runs before it
         self.share_tasks = 12
         self.counter = 0
-        self.lat_fast_s = 8 if q else 20        # (e) produce time per fast-sink rate
-        self.lat_slow_s = 15 if q else 30       # (e) produce time per slow-sink rate
+        self.lat_fast_s = 5 if q else 20        # (e) produce time per fast-sink rate
+        self.lat_slow_s = 8 if q else 30       # (e) produce time per slow-sink rate
         self.lat_skip_s = 1.0                   # (e) records of the first second are not timed
         self.lat_drain_s = 10                   # (e) at most this long after the last send
         self.producer_cp: Optional[str] = None
         self.scale_tasks = (12, 50, 100)        # (f) sharesink tasks on the 12-partition topic
-        self.run_f = 20 if q else 40            # (f) measured run length after the first row
+        self.run_f = 12 if q else 40            # (f) measured run length after the first row
         self.n_scale = 150_000 if q else 300_000
 
     # ---- set-up

@@ -198,8 +198,41 @@ class Consumers:
         if not m:
             return {"client": "jni", "members": 1, "error": _tail(r)}
         cnt, mb, secs, join, _, _, cpu = m.groups()
-        return _figures("jni", 1, int(cnt), float(mb), float(secs), r.wall, float(cpu), r,
-                        {"join_s": float(join)})
+        extra: Dict[str, Any] = {"join_s": float(join)}
+        split = jni_cpu_by_thread(r.text, int(cnt))
+        if split:
+            extra["cpu_s_per_m_by_thread"] = split
+        return _figures("jni", 1, int(cnt), float(mb), float(secs), r.wall, float(cpu), r, extra)
+
+
+JNI_THREADS_LINE = re.compile(r"JNI CPU by thread \(from the first record\): (.*)")
+
+
+def jni_cpu_by_thread(text: str, records: int) -> Dict[str, float]:
+    """NativeEngineBench's CPU-by-thread line as CPU s per million records by thread group: the
+    polling thread (`java`), the native runtime (`sharesink-engine-N`), GC, JIT, the rest."""
+    m = JNI_THREADS_LINE.search(text)
+    if not m or records <= 0:
+        return {}
+    groups = {"polling": 0.0, "engine": 0.0, "gc": 0.0, "jit": 0.0, "other": 0.0}
+    for part in m.group(1).split(", "):
+        name, _, secs = part.strip().removesuffix(" s").rpartition(" ")
+        try:
+            value = float(secs)
+        except ValueError:
+            continue
+        if name == "java":
+            key = "polling"
+        elif name.startswith("sharesink-engin"):
+            key = "engine"
+        elif name.startswith(("GC Thread", "G1 ")):
+            key = "gc"
+        elif "CompilerThre" in name:
+            key = "jit"
+        else:
+            key = "other"
+        groups[key] += value
+    return {k: round(v / (records / 1e6), 3) for k, v in groups.items()}
 
 
 def _tail(r: proc.Result, n: int = 12) -> str:

@@ -35,6 +35,23 @@ TARGETS = {
 }
 
 
+def _jni_thread_split(runs: List[Dict[str, Any]], engine_alone: Optional[float]) -> str:
+    """Where the JNI bench's CPU went, by thread group, mean over its runs ('' when unmeasured)."""
+    splits = [r["cpu_s_per_m_by_thread"] for r in runs
+              if r.get("client") == "jni" and r.get("cpu_s_per_m_by_thread")]
+    if not splits:
+        return ""
+    mean = {k: round(sum(s.get(k, 0.0) for s in splits) / len(splits), 3) for k in splits[0]}
+    return (f" By thread (CPU s per million records, mean of {len(splits)} JNI runs, from the "
+            f"first record): the native runtime's threads (fetch, decode, acks) {mean['engine']}, "
+            f"the polling thread (the batch layout written out of the engine, the byte[] copies, "
+            f"the acks packed) {mean['polling']}, the JVM's GC {mean['gc']}, its JIT "
+            f"{mean['jit']}, the rest {mean['other']}." + (
+                " The native runtime's threads alone used more CPU per record inside the JVM than "
+                "the whole engine bench, its consumer loop included (cause not traced)."
+                if engine_alone is not None and mean["engine"] > engine_alone else ""))
+
+
 def _find(runs: List[Dict], client: str, members: int, size: int = 100) -> Optional[Dict]:
     for r in runs:
         if r.get("client") == client and r.get("members") == members and \
@@ -404,7 +421,8 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    f"{_fmt(je.get('records_per_s_max'))}). Through JNI the Java side copies every "
                    f"key and value into a byte[]: {_fmt(jj.get('cpu_s_per_m_steady'))} CPU s per "
                    f"million records steady against {_fmt(je.get('cpu_s_per_m_steady'))} for the "
-                   "engine alone.")
+                   "engine alone."
+                   + _jni_thread_split(res.get("jni_runs", []), je.get("cpu_s_per_m_steady")))
     cres = res.get("connect", {}).get("results", {})
     a_cl, a_sh = cres.get("a_classic") or {}, cres.get("a_share") or {}
     if a_sh.get("rows_per_s") and a_cl.get("rows_per_s"):

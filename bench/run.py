@@ -140,7 +140,7 @@ def _franz_version() -> str:
 def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None:
     c = ctx.cluster
     q = ctx.quick
-    sizes = [(100, 500_000 if q else 5_000_000), (1024, 100_000 if q else 1_000_000)]
+    sizes = [(100, 500_000 if q else 5_000_000), (1024, 50_000 if q else 1_000_000)]
     if jni_only:
         sizes = sizes[:1]
     cons = consumers.Consumers(ctx)
