@@ -484,6 +484,7 @@ END $$;
         time.sleep(3)  # the tasks have joined their group before the first record is sent
         samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
         t_end_produce = None
+        cpu_window = self.cpu_window()   # the broker's and the worker's CPU while they keep up
         prod = self.start_producer(topic, rate, self.lat_fast_s, "plain",
                                    self.ctx.log(f"rate-producer-{name}"))
         pos, sent = 0, None
@@ -511,6 +512,7 @@ END $$;
             lines = complete // LAT_LINE
             t_last = time.time()
         finally:
+            cpu = cpu_window.stop()
             if prod.poll() is None:
                 prod.kill()
             self.stop(name)
@@ -528,6 +530,10 @@ END $$;
                                   unwritten=max(0, sent["sent"] - lines) // LAT_SAMPLE,
                                   unwritten_age_ms=(t_last - t_end_produce) * 1000)
         r["failed"] = self.failed(name)
+        r.update(cpu)
+        for who in ("broker", "worker"):
+            if lines and cpu.get(f"{who}_cpu_s") is not None:
+                r[f"{who}_cpu_s_per_m"] = round(cpu[f"{who}_cpu_s"] * 1e6 / lines, 2)
         return r
 
     def latency_slow(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
@@ -897,6 +903,13 @@ def run(ctx, res: Dict[str, Any]) -> None:
         kept = "" if r.get("kept_up") else ", **fell behind**"
         return (f"{r['p50_ms']} / {r['p99_ms']} / {r['p999_ms']} / {r['max_ms']} ms "
                 f"({r['achieved_rate']:,.0f}/s sent{kept})")
+    def cpu_cell(cl: Dict[str, Any], sh: Dict[str, Any]) -> str:
+        # CPU s per million records written, sharesink vs classic; machine busy (both cores)
+        if sh.get("broker_cpu_s_per_m") is None or cl.get("broker_cpu_s_per_m") is None:
+            return ""
+        return (f"broker {sh['broker_cpu_s_per_m']} vs {cl['broker_cpu_s_per_m']}, worker "
+                f"{sh.get('worker_cpu_s_per_m')} vs {cl.get('worker_cpu_s_per_m')}; busy "
+                f"{sh.get('machine_busy')} vs {cl.get('machine_busy')}")
     out["latency_rows"] = []
     for sink, fracs in (("fast", LAT_FAST_FRACTIONS), ("slow", LAT_SLOW_FRACTIONS)):
         for frac in fracs:
@@ -911,7 +924,7 @@ def run(ctx, res: Dict[str, Any]) -> None:
                          f"sharesink {share_n}")
             out["latency_rows"].append([
                 f"{what}: {frac:g} × {base:,.0f}/s", lat_cell(cl), lat_cell(sh),
-                f"{res.get(f'latency_{k}_p99_share_vs_classic')}"])
+                f"{res.get(f'latency_{k}_p99_share_vs_classic')}", cpu_cell(cl, sh)])
     out["scale_rows"] = []
     for n, r in scale_runs:
         if r.get("error"):
