@@ -18,14 +18,14 @@ KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_
 SHARE_DEFAULT_WINDOW = 4000
 
 TARGETS = {
-    "engine_vs_java_share_1m": ">= 3 (issue 6), >= 2 (issue 3)",
-    "engine_vs_java_share_4m": ">= 3",
+    "engine_vs_java_share_1m": ">= 4 (issue 17; >= 3 issue 6)",
+    "engine_vs_java_share_4m": ">= 4 (issue 17; >= 3 issue 6)",
     "engine_vs_krafka_1m": "> 1",
     "engine_vs_franz_1m": "> 1",
     "engine_vs_franz_4m": "> 1",
     "engine_vs_classic_ceiling": ">= 0.6",
     "engine_cpu_per_record_vs_java": "<= 1/3",
-    "jni_vs_engine": ">= 0.85",
+    "jni_vs_engine": ">= 0.9 (issue 17; >= 0.85 before)",
     "connect_beyond_partitions": ">= 3.5",
     "connect_stalled_task_loss": "<= 1/N (N = tasks)",
     "connect_task_change_gap_ms_share": "< 1000",
@@ -198,7 +198,7 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
     if res.get("failure"):
         L.append("**The run failed part-way**; what was measured before is below.")
         L.append("")
-    L.append("## Headline ratios (targets from issue 6)")
+    L.append("## Headline ratios (targets from issues 6 and 17)")
     L.append("")
     L.append("| key | value | target | |")
     L.append("|---|---|---|---|")
@@ -405,6 +405,15 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    f"records against {j1['cpu_s_per_m_steady']:.3g} for the Java share consumer "
                    f"(steady), {e1['cpu_s_per_m_process']:.3g} against {j1['cpu_s_per_m_process']:.3g} "
                    "for the whole processes (the JVM's start-up and JIT included).")
+    if e1 and j1 and c1 and (res.get("engine_vs_java_share_1m") or 99) < 4:
+        out.append(f"Engine vs Java below 4x: one engine member made {e1['records_per_s']:,} "
+                   f"records/s, {res.get('engine_vs_classic_ceiling')} of the classic consumer's "
+                   f"{c1['records_per_s']:,}, the most this broker served one consumer on this "
+                   f"machine; 4x Java's {j1['records_per_s']:,} would be "
+                   f"{4 * j1['records_per_s']:,}. The engine used "
+                   f"{e1['cpu_s_per_m_steady']:.3g} CPU s per million records against Java's "
+                   f"{j1['cpu_s_per_m_steady']:.3g}: what separates them here is the broker, not "
+                   "the client's CPU.")
     if e1 and c1 and e1.get("broker_cpu_s_per_m") is not None and c1.get("broker_cpu_s_per_m"):
         out.append(f"Broker cost: serving a share group took the broker {e1['broker_cpu_s_per_m']:.3g} "
                    f"CPU s per million records (engine, 1 member) against "
@@ -524,7 +533,41 @@ def findings(res: Dict[str, Any]) -> List[str]:
             txt += (f" With {settings or 'other settings'}: {r['records_per_s']:,} records/s "
                     f"({round(r['records_per_s'] / d_cl['records_per_s'], 3)} of classic).")
         out.append(txt)
+    lat = _fast_latency_cpu(cres)
+    if lat:
+        out.append(lat)
     return out
+
+
+def _fast_latency_cpu(cres: Dict[str, Any]) -> str:
+    """(e) fast sink: the broker's CPU per record while producer and sink run together, beside
+    the backlog of (d), where no producer runs ('' when not measured)."""
+    cells = []
+    for frac in (25, 50, 75):
+        sh, cl = cres.get(f"e_fast_{frac}_share") or {}, cres.get(f"e_fast_{frac}_classic") or {}
+        if sh.get("broker_cpu_s_per_m") is None or cl.get("broker_cpu_s_per_m") is None:
+            continue
+        cells.append(f"{frac / 100:g} of (d) classic's rate: {sh['broker_cpu_s_per_m']} vs "
+                     f"{cl['broker_cpu_s_per_m']} (both cores {sh.get('machine_busy')} vs "
+                     f"{cl.get('machine_busy')} busy)")
+    if not cells:
+        return ""
+    return ("(e) fast sink, where the latency goal is missed: the broker's CPU per million records "
+            "written, sharesink vs classic, its produce path included in both: " + "; ".join(cells)
+            + ". With the producer running (`linger.ms=1`) serving the share group cost the broker "
+            "more per record than on (d)'s backlog, where the difference was "
+            f"{_backlog_broker_gap(cres)} s, and both cores were busy in every run: the extra "
+            "broker work is taken from the tasks, and sharesink falls behind first. The worker's "
+            "figures are in the table's last column. Whether idle cores would close the gap was "
+            "not measured here (two cores).")
+
+
+def _backlog_broker_gap(cres: Dict[str, Any]) -> str:
+    sh, cl = cres.get("d_share") or {}, cres.get("d_classic") or {}
+    try:
+        return str(round((sh["broker_cpu_s"] - cl["broker_cpu_s"]) * 1e6 / sh["records"], 2))
+    except (KeyError, TypeError, ZeroDivisionError):
+        return "?"
 
 
 def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
@@ -627,7 +670,7 @@ def _verdict(k: str, v: Any, res: Dict) -> str:
         return ""
     try:
         if k in ("engine_vs_java_share_1m", "engine_vs_java_share_4m"):
-            ok = v >= 3
+            ok = v >= 4
         elif k in ("engine_vs_krafka_1m", "engine_vs_franz_1m", "engine_vs_franz_4m"):
             ok = v > 1
         elif k == "engine_vs_classic_ceiling":
@@ -635,7 +678,7 @@ def _verdict(k: str, v: Any, res: Dict) -> str:
         elif k == "engine_cpu_per_record_vs_java":
             ok = v <= 1 / 3
         elif k == "jni_vs_engine":
-            ok = v >= 0.85
+            ok = v >= 0.9
         elif k == "connect_beyond_partitions":
             ok = v >= 3.5
         elif k == "connect_stalled_task_loss":
