@@ -158,6 +158,33 @@ def test_poison_record_fails_the_task_with_tolerance_none(cluster: Cluster, work
         delete_connector(worker, name)
 
 
+def test_a_dlq_topic_the_broker_cannot_create_fails_the_task_naming_the_key(cluster: Cluster,
+                                                                            worker: Rest):
+    """Connect's own DLQ (share.dlq.mode=connect) with no DLQ topic and Connect's default
+    replication factor of 3 on this one broker: as in the classic runtime, the task cannot create
+    its DLQ topic and fails at start; its trace names the key to change. Nothing is consumed."""
+    name = uniq("dlq-rf-")
+    topic = name
+    dlq = f"dlq.{name}"
+    out = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(topic, partitions=1)
+    produce_values(cluster, topic, [f'{{"n":{i}}}' for i in range(20)])
+    cfg = share_config(cluster, name, topic, FILE_SINK, 1, file=str(out))
+    _converters(cfg)
+    cfg.update({"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+                "share.dlq.mode": "connect"})
+    try:
+        worker.put_connector(name, cfg)
+        trace = wait_for("the task to FAIL at start", lambda: failed_task_trace(worker, name),
+                         timeout=120, interval=1, on_timeout=lambda: connector_trace(worker, name))
+        print(f"\nFAILED trace (head): {trace[:400]}")
+        assert "errors.deadletterqueue.topic.replication.factor=3" in trace[:4000], trace[:4000]
+        assert dlq in trace[:4000], trace[:4000]
+        assert file_line_count(out) == 0, "records were put before the DLQ was ready"
+    finally:
+        delete_connector(worker, name)
+
+
 def _as_line(v: str) -> str:
     m = re.fullmatch(r'\{"n":(\d+)\}', v)
     return f"{{n={m.group(1)}}}" if m else v

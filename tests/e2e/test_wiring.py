@@ -311,6 +311,7 @@ def test_metrics_are_in_the_workers_jmx(cluster: Cluster, worker: Rest, tmp_path
             # runtime names its DLQ producer: its metrics show the override reached it.
             "errors.tolerance": "all",
             "errors.deadletterqueue.topic.name": f"{name}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": 1,   # one broker
             "share.dlq.mode": "connect",
             "producer.override.client.id": f"{name}-dlq-producer",
         })

@@ -7,6 +7,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -20,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * A dead letter queue written by our own producer, as Connect's {@code DeadLetterQueueReporter}
  * writes it: the raw original key, value and headers, and with context headers enabled the {@code
  * __connect.errors.*} headers (values as UTF-8 strings). Used where the share group's broker-side
- * DLQ (KIP-1191) is not available. The topic must exist or be auto-created.
+ * DLQ (KIP-1191) is not available. A topic that does not exist is created when the queue is, as
+ * Connect creates it ({@link DeadLetterTopic}).
  */
 public final class KafkaDeadLetterQueue implements DeadLetterQueue {
 
@@ -57,13 +60,34 @@ public final class KafkaDeadLetterQueue implements DeadLetterQueue {
     this.taskId = taskId;
   }
 
-  /** A producer from client settings ({@code bootstrap.servers}, security, ...). */
+  /** How long a task's start waits for the DLQ topic to be found or created. */
+  static final Duration TOPIC_SETUP_TIMEOUT = Duration.ofSeconds(30);
+
+  /**
+   * A producer from client settings ({@code bootstrap.servers}, security, ...), after an admin
+   * client from the same settings has made sure the topic exists ({@code replicationFactor}
+   * replicas if it creates it).
+   */
   public static KafkaDeadLetterQueue create(
       Map<String, Object> producerConfig,
       String topic,
+      short replicationFactor,
       boolean contextHeaders,
       String connectorName,
       int taskId) {
+    Map<String, Object> adminConfig = new HashMap<>();
+    producerConfig.forEach(
+        (k, v) -> {
+          if (AdminClientConfig.configNames().contains(k)) {
+            adminConfig.put(k, v);
+          }
+        });
+    adminConfig.put(
+        AdminClientConfig.CLIENT_ID_CONFIG,
+        "connector-dlq-adminclient-" + connectorName + "-" + taskId);
+    try (Admin admin = Admin.create(adminConfig)) {
+      DeadLetterTopic.ensure(admin, topic, replicationFactor, TOPIC_SETUP_TIMEOUT);
+    }
     Map<String, Object> config = new HashMap<>(producerConfig);
     config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);

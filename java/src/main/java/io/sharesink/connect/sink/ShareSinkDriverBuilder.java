@@ -279,6 +279,7 @@ public final class ShareSinkDriverBuilder {
             KafkaDeadLetterQueue.create(
                 deadLetterProducerConfig,
                 config.dlqTopic(),
+                config.dlqTopicReplicationFactor(),
                 config.dlqContextHeaders(),
                 connectorName,
                 taskId);

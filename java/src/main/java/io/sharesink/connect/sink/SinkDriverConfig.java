@@ -51,6 +51,8 @@ public final class SinkDriverConfig extends AbstractConfig {
   public static final String ERRORS_LOG_INCLUDE_MESSAGES = "errors.log.include.messages";
   public static final String DLQ_TOPIC = "errors.deadletterqueue.topic.name";
   public static final String DLQ_CONTEXT_HEADERS = "errors.deadletterqueue.context.headers.enable";
+  public static final String DLQ_TOPIC_REPLICATION_FACTOR =
+      "errors.deadletterqueue.topic.replication.factor";
 
   private static final String SHARE_GROUP = "Share commit";
   private static final String RECORD_GROUP = "Legacy sink";
@@ -306,7 +308,27 @@ public final class SinkDriverConfig extends AbstractConfig {
               ERROR_GROUP,
               7,
               Width.SHORT,
-              "Enable error context headers");
+              "Enable error context headers")
+          .define(
+              DLQ_TOPIC_REPLICATION_FACTOR,
+              Type.SHORT,
+              (short) 3,
+              (name, value) -> {
+                if (value != null && (Short) value != -1 && (Short) value < 1) {
+                  throw new ConfigException(
+                      name, value, "must be -1 (the broker's default) or at least 1");
+                }
+              },
+              Importance.MEDIUM,
+              "As in Connect: the replication factor of the dead letter queue topic when it does "
+                  + "not exist and sharesink's own producer writes it (share.dlq.mode connect): "
+                  + "a task creates it at start with one partition and this many replicas, "
+                  + "and fails with this key in its error when the broker refuses (more replicas "
+                  + "than brokers). -1: the broker's default.",
+              ERROR_GROUP,
+              8,
+              Width.SHORT,
+              "Dead letter queue topic replication factor");
 
   public SinkDriverConfig(Map<?, ?> props) {
     super(CONFIG_DEF, props, false);
@@ -381,6 +403,11 @@ public final class SinkDriverConfig extends AbstractConfig {
 
   public boolean dlqContextHeaders() {
     return getBoolean(DLQ_CONTEXT_HEADERS);
+  }
+
+  /** Replicas of a DLQ topic sharesink creates; -1 for the broker's default. */
+  public short dlqTopicReplicationFactor() {
+    return getShort(DLQ_TOPIC_REPLICATION_FACTOR);
   }
 
   /**

@@ -20,6 +20,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -192,7 +194,7 @@ class ShareSinkDriverBrokerTest {
     String dlqTopic = unique("driver-dlq-errors");
     String group = unique("driver-dlq-group");
     createTopic(bootstrap, topic, 1);
-    createTopic(bootstrap, dlqTopic, 1);
+    // No DLQ topic yet: the queue creates it before anything is sent, as Connect does.
     configureGroup(bootstrap, group, Map.of("share.auto.offset.reset", "earliest"));
     produce(bootstrap, topic, List.of("{\"ok\":1}", "{poison", "{\"ok\":2}"));
 
@@ -207,7 +209,12 @@ class ShareSinkDriverBrokerTest {
             "share.commit.interval.ms", "300");
     KafkaDeadLetterQueue dlq =
         KafkaDeadLetterQueue.create(
-            Map.of("bootstrap.servers", bootstrap), dlqTopic, true, "dlq-test", 7);
+            Map.of("bootstrap.servers", bootstrap), dlqTopic, (short) 1, true, "dlq-test", 7);
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      TopicDescription created =
+          admin.describeTopics(List.of(dlqTopic)).allTopicNames().get().get(dlqTopic);
+      assertEquals(1, created.partitions().size(), "the DLQ topic exists before any send");
+    }
     KafkaShareConsumerEngine engine =
         new KafkaShareConsumerEngine(consumerConfig(bootstrap, group), List.of(topic));
     DriverFixture fixture = DriverFixture.start(task, props, engine, dlq, false);
