@@ -496,8 +496,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
     if d_sh.get("records_per_s") and d_cl.get("records_per_s"):
         busy = d_sh.get("machine_busy")
         n = d_sh.get("records") or 0
-        per_m = (lambda r, k: round(r[k] * 1e6 / r["records"], 2)
-                 if r.get(k) is not None and r.get("records") else None)
+        per_m = _per_m
         txt = (f"(d) fast sink: sharesink {d_sh['records_per_s']:,} records/s vs classic "
                f"{d_cl['records_per_s']:,} ({res.get('connect_overhead')}). CPU per million "
                f"records: worker {per_m(d_sh, 'worker_cpu_s')} vs {per_m(d_cl, 'worker_cpu_s')} "
@@ -562,12 +561,19 @@ def _fast_latency_cpu(cres: Dict[str, Any]) -> str:
             "not measured here (two cores).")
 
 
+def _per_m(r: Dict[str, Any], key: str, digits: Optional[int] = 2) -> Optional[float]:
+    """A run's CPU seconds under `key` per million of its records (None when not measured),
+    rounded to `digits` (None: not rounded)."""
+    if r.get(key) is None or not r.get("records"):
+        return None
+    v = r[key] * 1e6 / r["records"]
+    return v if digits is None else round(v, digits)
+
+
 def _backlog_broker_gap(cres: Dict[str, Any]) -> str:
-    sh, cl = cres.get("d_share") or {}, cres.get("d_classic") or {}
-    try:
-        return str(round((sh["broker_cpu_s"] - cl["broker_cpu_s"]) * 1e6 / sh["records"], 2))
-    except (KeyError, TypeError, ZeroDivisionError):
-        return "?"
+    sh = _per_m(cres.get("d_share") or {}, "broker_cpu_s", None)
+    cl = _per_m(cres.get("d_classic") or {}, "broker_cpu_s", None)
+    return "?" if sh is None or cl is None else str(round(sh - cl, 2))
 
 
 def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:

@@ -75,13 +75,8 @@ public final class KafkaDeadLetterQueue implements DeadLetterQueue {
       boolean contextHeaders,
       String connectorName,
       int taskId) {
-    Map<String, Object> adminConfig = new HashMap<>();
-    producerConfig.forEach(
-        (k, v) -> {
-          if (AdminClientConfig.configNames().contains(k)) {
-            adminConfig.put(k, v);
-          }
-        });
+    Map<String, Object> adminConfig = new HashMap<>(producerConfig);
+    adminConfig.keySet().retainAll(AdminClientConfig.configNames());
     adminConfig.put(
         AdminClientConfig.CLIENT_ID_CONFIG,
         "connector-dlq-adminclient-" + connectorName + "-" + taskId);
