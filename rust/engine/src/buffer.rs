@@ -224,29 +224,9 @@ impl Drop for PollGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::{ShareRecord, TimestampType};
-    use std::sync::Arc;
 
     fn batch(offsets: std::ops::Range<i64>) -> Batch {
-        let topic: Arc<str> = Arc::from("t");
-        let mut b = Batch::default();
-        for offset in offsets {
-            b.records.push(ShareRecord {
-                topic: topic.clone(),
-                partition: 0,
-                offset,
-                timestamp: 0,
-                timestamp_type: TimestampType::CreateTime,
-                delivery_count: 1,
-                lock_deadline_ms: 1_000,
-                acquired_last_offset: offset,
-                key: None,
-                value: Some(bytes::Bytes::from_static(b"vv")),
-                headers: Vec::new(),
-            });
-        }
-        b.seal();
-        b
+        Batch::for_test("t", 0, offsets.map(|o| (o, &b"vv"[..])), 1_000)
     }
 
     #[tokio::test]
@@ -261,7 +241,7 @@ mod tests {
         buffer.push_front(rest);
         assert_eq!(buffer.len_records(), 5);
         let next = buffer.try_take().unwrap();
-        assert_eq!(next.records()[0].offset, 2);
+        assert_eq!(next.record(0).unwrap().offset(), 2);
         assert_eq!(next.id, id);
     }
 

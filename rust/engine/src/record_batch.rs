@@ -1,12 +1,14 @@
-//! Decoding of one magic-v2 record batch, zero-copy over the response buffer: key, value and
-//! header slices share it (or the decompressed buffer). Written here rather than using
+//! Decoding of one magic-v2 record batch, zero-copy over the response buffer: keys, values and
+//! headers are spans of it (or of the decompressed buffer). Written here rather than using
 //! kafka-protocol's decoder so that header keys stay bytes (no UTF-8 failure on a foreign
 //! producer's header), duplicate header keys survive, and no per-record map is allocated.
+
+use std::ops::Range;
 
 use bytes::Bytes;
 use kafka_protocol::compression::{self as codec, Decompressor};
 
-use crate::batch::{RecordHeader, TimestampType};
+use crate::batch::{RecordData, Span, StoredHeader, TimestampType};
 use crate::error::EngineError;
 
 pub(crate) const HEADER_LEN: usize = 61;
@@ -95,15 +97,18 @@ impl BatchHeader {
     }
 }
 
-/// One record as decoded; the caller attaches topic, partition and lock data.
+/// One record as decoded; the caller attaches topic, partition and lock data. Key, value and
+/// headers lie in `RecordData::buffers[buffer]`; the headers are `first..first + count` of
+/// `RecordData::headers`.
 #[derive(Debug)]
 pub(crate) struct DecodedRecord {
     pub offset: i64,
     pub timestamp: i64,
     pub timestamp_type: TimestampType,
-    pub key: Option<Bytes>,
-    pub value: Option<Bytes>,
-    pub headers: Vec<RecordHeader>,
+    pub buffer: u32,
+    pub key: Option<Span>,
+    pub value: Option<Span>,
+    pub headers: (u32, u32),
 }
 
 /// Largest decompressed size accepted for one record batch. A valid gzip, lz4 or zstd stream
@@ -218,12 +223,15 @@ fn snappy_declared_len(block: &[u8]) -> Option<usize> {
     None
 }
 
-struct Cursor {
-    buf: Bytes,
+/// Reads one batch's records; spans count from the start of the buffer that holds them.
+struct Cursor<'a> {
+    buf: &'a [u8],
     pos: usize,
+    /// Where `buf` starts in its buffer.
+    base: usize,
 }
 
-impl Cursor {
+impl Cursor<'_> {
     fn short() -> EngineError {
         EngineError::protocol("record batch ends inside a record")
     }
@@ -247,33 +255,48 @@ impl Cursor {
         Err(EngineError::protocol("varint longer than 10 bytes"))
     }
 
-    fn slice(&mut self, len: usize) -> Result<Bytes, EngineError> {
+    fn span(&mut self, len: usize) -> Result<Span, EngineError> {
         let end = self
             .pos
             .checked_add(len)
             .filter(|e| *e <= self.buf.len())
             .ok_or_else(Self::short)?;
-        let out = self.buf.slice(self.pos..end);
+        // Buffers are below 4 GiB: checked once per batch in `decode_records`.
+        let out = Span {
+            start: (self.base + self.pos) as u32,
+            len: len as u32,
+        };
         self.pos = end;
         Ok(out)
     }
 
     /// Length-prefixed bytes; a negative length is null.
-    fn nullable(&mut self) -> Result<Option<Bytes>, EngineError> {
+    fn nullable(&mut self) -> Result<Option<Span>, EngineError> {
         let len = self.varlong()?;
         if len < 0 {
             return Ok(None);
         }
-        self.slice(len as usize).map(Some)
+        self.span(len as usize).map(Some)
     }
 }
 
-/// Checks the CRC, decompresses and hands each record to `each`.
+/// Checks the CRC of the batch at `range` of `data.buffers[buffer]`, decompresses it (into a
+/// buffer added to `data`) and hands each record to `each`; headers go to `data.headers`. On
+/// error `data` is left as it was.
 pub(crate) fn decode_records(
-    batch: Bytes,
+    data: &mut RecordData,
+    buffer: u32,
+    range: Range<usize>,
     header: &BatchHeader,
-    mut each: impl FnMut(DecodedRecord),
+    each: impl FnMut(DecodedRecord),
 ) -> Result<(), EngineError> {
+    let source = &data.buffers[buffer as usize];
+    if u32::try_from(source.len()).is_err() {
+        return Err(EngineError::protocol(
+            "records of 4 GiB or more in one response",
+        ));
+    }
+    let batch = &source[range.clone()];
     let stored_crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
     if crc32c::crc32c(&batch[ATTRIBUTES_AT..]) != stored_crc {
         return Err(EngineError::protocol(format!(
@@ -281,8 +304,45 @@ pub(crate) fn decode_records(
             header.base_offset
         )));
     }
-    let body = decompress(header.attributes & 0x7, batch.slice(HEADER_LEN..))?;
-    let mut cur = Cursor { buf: body, pos: 0 };
+    let body_start = range.start + HEADER_LEN;
+    let headers_before = data.headers.len();
+    let result = match header.attributes & 0x7 {
+        0 => {
+            let body = Cursor {
+                buf: &source[body_start..range.end],
+                pos: 0,
+                base: body_start,
+            };
+            decode_body(body, buffer, header, &mut data.headers, each)
+        }
+        codec_id => {
+            let body = decompress(codec_id, source.slice(body_start..range.end))?;
+            let index = data.buffers.len() as u32;
+            let cursor = Cursor {
+                buf: &body,
+                pos: 0,
+                base: 0,
+            };
+            let decoded = decode_body(cursor, index, header, &mut data.headers, each);
+            if decoded.is_ok() {
+                data.buffers.push(body);
+            }
+            decoded
+        }
+    };
+    if result.is_err() {
+        data.headers.truncate(headers_before);
+    }
+    result
+}
+
+fn decode_body(
+    mut cur: Cursor<'_>,
+    buffer: u32,
+    header: &BatchHeader,
+    headers: &mut Vec<StoredHeader>,
+    mut each: impl FnMut(DecodedRecord),
+) -> Result<(), EngineError> {
     let timestamp_type = header.timestamp_type();
     for _ in 0..header.record_count.max(0) {
         let len = cur.varlong()?;
@@ -297,12 +357,12 @@ pub(crate) fn decode_records(
         let key = cur.nullable()?;
         let value = cur.nullable()?;
         let header_count = cur.varlong()?.max(0) as usize;
-        let mut headers = Vec::with_capacity(header_count.min(64));
+        let first_header = headers.len();
         for _ in 0..header_count {
             let key_len = cur.varlong()?;
-            let key = cur.slice(usize::try_from(key_len).map_err(|_| Cursor::short())?)?;
+            let key = cur.span(usize::try_from(key_len).map_err(|_| Cursor::short())?)?;
             let value = cur.nullable()?;
-            headers.push(RecordHeader { key, value });
+            headers.push(StoredHeader { key, value });
         }
         cur.pos = end;
         let out_of_range = |what: &str| {
@@ -323,13 +383,16 @@ pub(crate) fn decode_records(
                 .checked_add(timestamp_delta)
                 .ok_or_else(|| out_of_range("timestamp"))?,
         };
+        // A batch holds far fewer than 2^32 headers (each takes at least 2 bytes).
+        let headers_span = (first_header as u32, (headers.len() - first_header) as u32);
         each(DecodedRecord {
             offset,
             timestamp,
             timestamp_type,
+            buffer,
             key,
             value,
-            headers,
+            headers: headers_span,
         });
     }
     Ok(())
@@ -383,12 +446,15 @@ mod tests {
         buf[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     }
 
-    fn decode(buf: BytesMut) -> Result<Vec<DecodedRecord>, EngineError> {
+    fn decode(buf: BytesMut) -> Result<(RecordData, Vec<DecodedRecord>), EngineError> {
         let bytes = buf.freeze();
         let header = BatchHeader::parse(&bytes)?;
+        let mut data = RecordData::default();
+        let range = 0..bytes.len();
+        data.buffers.push(bytes);
         let mut out = Vec::new();
-        decode_records(bytes, &header, |r| out.push(r))?;
-        Ok(out)
+        decode_records(&mut data, 0, range, &header, |r| out.push(r))?;
+        Ok((data, out))
     }
 
     #[test]
@@ -405,17 +471,20 @@ mod tests {
         buf[bb..bb + 2].copy_from_slice(b"aa"); // duplicate key
         buf[aa..aa + 2].copy_from_slice(&[0xff, 0xfe]); // not UTF-8
         fix_crc(&mut buf);
-        let records = decode(buf).unwrap();
-        let h = &records[0].headers;
+        let (data, records) = decode(buf).unwrap();
+        let r = &records[0];
+        let buffer = &data.buffers[r.buffer as usize];
+        let (first, count) = r.headers;
+        let h = &data.headers[first as usize..(first + count) as usize];
         assert_eq!(h.len(), 2);
-        assert_eq!(h[0].key(), &[0xff, 0xfe]);
-        assert_eq!(h[0].value(), Some(&b"1"[..]));
-        assert_eq!(h[1].key(), b"aa");
-        assert_eq!(h[1].value(), None);
-        assert_eq!(h[0].key_str(), "\u{fffd}\u{fffd}");
-        assert_eq!(records[0].offset, 100);
-        assert_eq!(records[0].timestamp, 5_000);
-        assert_eq!(records[0].key, None);
+        assert_eq!(h[0].key.of(buffer), &[0xff, 0xfe]);
+        assert_eq!(h[0].value.map(|v| v.of(buffer)), Some(&b"1"[..]));
+        assert_eq!(h[1].key.of(buffer), b"aa");
+        assert_eq!(h[1].value, None);
+        assert_eq!(r.value.map(|v| v.of(buffer)), Some(&b"value"[..]));
+        assert_eq!(r.offset, 100);
+        assert_eq!(r.timestamp, 5_000);
+        assert_eq!(r.key, None);
     }
 
     #[test]
@@ -425,7 +494,7 @@ mod tests {
         buf[ATTRIBUTES_AT + 1] |= LOG_APPEND_TIME_FLAG as u8;
         buf[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&9_999i64.to_be_bytes());
         fix_crc(&mut buf);
-        let r = &decode(buf).unwrap()[0];
+        let r = &decode(buf).unwrap().1[0];
         assert_eq!(r.timestamp_type, TimestampType::LogAppendTime);
         assert_eq!(r.timestamp, 9_999);
     }

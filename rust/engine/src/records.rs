@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
 
-use crate::batch::ShareRecord;
+use crate::batch::{Batch, RecordData, StoredRecord};
 use crate::error::EngineError;
 use crate::record_batch::{complete_batch_len, decode_records, BatchHeader};
 use tracing::warn;
@@ -16,7 +16,7 @@ use tracing::warn;
 #[cfg(test)]
 #[derive(Debug, Default)]
 pub struct PartitionRecords {
-    pub records: Vec<ShareRecord>,
+    pub batch: Batch,
     /// Acquired offsets known to hold no data record (control batches, compaction holes).
     pub gaps: Vec<(i64, i64)>,
     /// Acquired offsets past the readable data (truncated response): release, never Gap.
@@ -60,7 +60,7 @@ pub fn extract(
         records,
         acquired,
         lock_deadline_ms,
-        &mut out.records,
+        &mut out.batch,
     )?;
     out.gaps = gaps;
     out.unread = unread;
@@ -88,12 +88,24 @@ pub fn extract_into(
     records: Option<Bytes>,
     acquired: &[AcquiredRecords],
     lock_deadline_ms: i64,
-    into: &mut Vec<ShareRecord>,
+    into: &mut Batch,
 ) -> Result<Unreadable, EngineError> {
-    let before = into.len();
-    let result = extract_records(topic, partition, records, acquired, lock_deadline_ms, into);
-    if result.is_err() {
-        into.truncate(before);
+    let (stored, data) = into.parts_mut();
+    let before = (stored.len(), data.buffers.len(), data.headers.len());
+    let result = extract_records(
+        topic,
+        partition,
+        records,
+        acquired,
+        lock_deadline_ms,
+        stored,
+        data,
+    );
+    // The partition's buffer (and any decompressed one) stays only when a record lies in it.
+    if result.is_err() || stored.len() == before.0 {
+        stored.truncate(before.0);
+        data.buffers.truncate(before.1);
+        data.headers.truncate(before.2);
     }
     result
 }
@@ -104,7 +116,8 @@ fn extract_records(
     records: Option<Bytes>,
     acquired: &[AcquiredRecords],
     lock_deadline_ms: i64,
-    into: &mut Vec<ShareRecord>,
+    into: &mut Vec<StoredRecord>,
+    data: &mut RecordData,
 ) -> Result<Unreadable, EngineError> {
     let mut gaps: Vec<(i64, i64)> = Vec::new();
     let mut unread: Vec<(i64, i64)> = Vec::new();
@@ -129,7 +142,11 @@ fn extract_records(
     let mut next_expected: Vec<i64> = ranges.iter().map(|r| r.0).collect();
     let mut readable_end = i64::MIN;
     let mut cursor = 0usize;
-    let mut data = records.unwrap_or_default();
+    let topic_index = data.topic_index(topic);
+    // The partition's records stay in the response's buffer; uncompressed records point into it.
+    let buffer = data.buffers.len() as u32;
+    data.buffers.push(records.unwrap_or_default());
+    let mut position = 0usize;
     let first_new = into.len();
 
     // Acquired offsets released because their batch could not be read: a record's acquired
@@ -139,9 +156,10 @@ fn extract_records(
 
     // A partial trailing batch (possible when the broker cut at MaxBytes) ends the loop:
     // its acquired offsets count as unread, not as gaps.
-    while let Some(len) = complete_batch_len(&data) {
-        let batch = data.split_to(len);
-        let header = match BatchHeader::parse(&batch) {
+    while let Some(len) = complete_batch_len(&data.buffers[buffer as usize][position..]) {
+        let range = position..position + len;
+        position += len;
+        let header = match BatchHeader::parse(&data.buffers[buffer as usize][range.clone()]) {
             Ok(header) => header,
             Err(e) => {
                 // Without a readable header its offsets are unknown: the rest is unread.
@@ -160,7 +178,7 @@ fn extract_records(
         }
         let (cursor_before, records_before, gaps_before) = (cursor, into.len(), gaps.len());
         let next_before = next_expected[cursor_before.min(ranges.len() - 1)];
-        let decoded = decode_records(batch, &header, |record| {
+        let decoded = decode_records(data, buffer, range, &header, |record| {
             let offset = record.offset;
             while cursor < ranges.len() && ranges[cursor].1 < offset {
                 cursor += 1;
@@ -172,15 +190,16 @@ fn extract_records(
                 gaps.push((next_expected[cursor], offset - 1));
             }
             next_expected[cursor] = offset + 1;
-            into.push(ShareRecord {
-                topic: topic.clone(),
-                partition,
+            into.push(StoredRecord {
                 offset,
                 timestamp: record.timestamp,
-                timestamp_type: record.timestamp_type,
-                delivery_count: ranges[cursor].2,
                 lock_deadline_ms,
                 acquired_last_offset: offset, // set below, once the range's last record is known
+                partition,
+                topic: topic_index,
+                buffer: record.buffer,
+                delivery_count: ranges[cursor].2,
+                timestamp_type: record.timestamp_type,
                 key: record.key,
                 value: record.value,
                 headers: record.headers,
@@ -220,7 +239,9 @@ fn extract_records(
     let mut range = ranges.len() - 1;
     let mut run_end = i64::MIN;
     let mut next_record: Option<(i64, usize)> = None;
+    let mut in_partition_buffer = false;
     for record in into[first_new..].iter_mut().rev() {
+        in_partition_buffer |= record.buffer == buffer;
         while ranges[range].0 > record.offset {
             range -= 1;
         }
@@ -232,6 +253,10 @@ fn extract_records(
         }
         record.acquired_last_offset = run_end;
         next_record = Some((record.offset, range));
+    }
+    if !in_partition_buffer {
+        // Only decompressed buffers hold this partition's records: the response's can go.
+        data.buffers[buffer as usize] = Bytes::new();
     }
 
     for (i, &(_, last, _)) in ranges.iter().enumerate() {
@@ -368,19 +393,103 @@ mod tests {
             99,
         )
         .unwrap();
-        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![2, 3, 7, 8]);
-        assert_eq!(out.records[0].delivery_count, 1);
-        assert_eq!(out.records[2].delivery_count, 2);
-        assert_eq!(out.records[2].value(), Some(&b"v7"[..]));
-        assert_eq!(out.records[2].key(), Some(&b"k7"[..]));
-        assert_eq!(out.records[2].headers()[0].key(), b"h");
-        assert_eq!(out.records[2].headers()[0].value(), Some(&b"hv"[..]));
-        assert_eq!(out.records[0].timestamp, 1002);
-        assert_eq!(out.records[0].lock_deadline_ms, 99);
-        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        assert_eq!(out.batch.records[0].delivery_count, 1);
+        assert_eq!(out.batch.records[2].delivery_count, 2);
+        let third = out.batch.record(2).unwrap();
+        assert_eq!(third.value(), Some(&b"v7"[..]));
+        assert_eq!(third.key(), Some(&b"k7"[..]));
+        let header = third.headers().next().unwrap();
+        assert_eq!(header.key(), b"h");
+        assert_eq!(header.value(), Some(&b"hv"[..]));
+        assert_eq!(third.topic(), "t");
+        assert_eq!(out.batch.records[0].timestamp, 1002);
+        assert_eq!(out.batch.records[0].lock_deadline_ms, 99);
+        let range_ends: Vec<i64> = out
+            .batch
+            .records
+            .iter()
+            .map(|r| r.acquired_last_offset)
+            .collect();
         assert_eq!(range_ends, vec![3, 3, 8, 8]);
         assert!(out.gaps.is_empty() && out.unread.is_empty());
+    }
+
+    /// Records point into buffers their batch holds: the response's for uncompressed batches,
+    /// a decompressed one otherwise. Both halves of a split batch read them, and a partition
+    /// whose records are all compressed does not keep the response alive.
+    #[test]
+    fn records_read_their_bytes_from_the_buffers_their_batch_holds() {
+        let mixed = encode(&[
+            (
+                (0..3).map(|o| record(o, false)).collect(),
+                Compression::None,
+            ),
+            (
+                (3..6).map(|o| record(o, false)).collect(),
+                Compression::Zstd,
+            ),
+        ]);
+        let mut batch = Batch::default();
+        extract_into(
+            &topic(),
+            0,
+            Some(mixed),
+            &[acquired(0, 5, 1)],
+            0,
+            &mut batch,
+        )
+        .unwrap();
+        let compressed = encode(&[((0..2).map(|o| record(o, false)).collect(), Compression::Lz4)]);
+        let other: Arc<str> = Arc::from("other");
+        extract_into(
+            &other,
+            1,
+            Some(compressed),
+            &[acquired(0, 1, 1)],
+            0,
+            &mut batch,
+        )
+        .unwrap();
+        // [mixed response, its zstd batch, second response (emptied), its lz4 batch]
+        let lens: Vec<bool> = batch.data.buffers.iter().map(Bytes::is_empty).collect();
+        assert_eq!(lens, vec![false, false, true, false]);
+        let rest = batch.split_off(4);
+        let read = |b: &Batch| -> Vec<(String, i64, Vec<u8>, Vec<u8>)> {
+            b.records()
+                .map(|r| {
+                    (
+                        r.topic().to_string(),
+                        r.offset(),
+                        r.value().unwrap().to_vec(),
+                        r.headers().next().unwrap().value().unwrap().to_vec(),
+                    )
+                })
+                .collect()
+        };
+        let expected = |t: &str, o: i64| {
+            (
+                t.to_string(),
+                o,
+                format!("v{o}").into_bytes(),
+                b"hv".to_vec(),
+            )
+        };
+        assert_eq!(
+            read(&batch),
+            (0..4).map(|o| expected("t", o)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            read(&rest),
+            vec![
+                expected("t", 4),
+                expected("t", 5),
+                expected("other", 0),
+                expected("other", 1)
+            ]
+        );
+        assert_eq!(rest.payload_bytes(), 4 * 4);
     }
 
     #[test]
@@ -394,11 +503,15 @@ mod tests {
             ),
         ]);
         let out = extract(&topic(), 1, Some(data), &[acquired(0, 5, 1)], 0).unwrap();
-        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 3, 5]);
         assert_eq!(out.gaps, vec![(2, 2), (4, 4)]);
         assert!(out.unread.is_empty());
-        assert!(out.records.iter().all(|r| r.acquired_last_offset == 5));
+        assert!(out
+            .batch
+            .records
+            .iter()
+            .all(|r| r.acquired_last_offset == 5));
     }
 
     #[test]
@@ -412,7 +525,11 @@ mod tests {
         ]);
         let out = extract(&topic(), 0, Some(data), &[acquired(0, 3, 1)], 0).unwrap();
         assert_eq!(out.gaps, vec![(3, 3)]);
-        assert!(out.records.iter().all(|r| r.acquired_last_offset == 2));
+        assert!(out
+            .batch
+            .records
+            .iter()
+            .all(|r| r.acquired_last_offset == 2));
     }
 
     #[test]
@@ -427,8 +544,12 @@ mod tests {
         let first_len = complete_batch_len(&full).unwrap();
         let truncated = full.slice(..first_len + 20);
         let out = extract(&topic(), 0, Some(truncated), &[acquired(0, 5, 1)], 0).unwrap();
-        assert_eq!(out.records.len(), 3);
-        assert!(out.records.iter().all(|r| r.acquired_last_offset == 2));
+        assert_eq!(out.batch.records.len(), 3);
+        assert!(out
+            .batch
+            .records
+            .iter()
+            .all(|r| r.acquired_last_offset == 2));
         assert!(out.gaps.is_empty());
         assert_eq!(out.unread, vec![(3, 5)]);
     }
@@ -436,7 +557,7 @@ mod tests {
     #[test]
     fn no_records_at_all() {
         let out = extract(&topic(), 0, None, &[acquired(10, 12, 1)], 0).unwrap();
-        assert!(out.records.is_empty() && out.gaps.is_empty());
+        assert!(out.batch.records.is_empty() && out.gaps.is_empty());
         assert_eq!(out.unread, vec![(10, 12)]);
     }
 
@@ -494,7 +615,7 @@ mod tests {
             0,
         )
         .expect("one corrupt batch must not fail the partition");
-        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 2, 6, 7, 8]);
         assert_eq!(out.unread, vec![(3, 5)]);
         assert!(
@@ -504,7 +625,12 @@ mod tests {
         assert!(out.corrupt[0].contains("CRC"), "{:?}", out.corrupt);
         // The released offsets split the acquired range: the records before them form a whole
         // range of their own, so the caller does not wait for records that will not come.
-        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        let range_ends: Vec<i64> = out
+            .batch
+            .records
+            .iter()
+            .map(|r| r.acquired_last_offset)
+            .collect();
         assert_eq!(range_ends, vec![2, 2, 2, 8, 8, 8]);
     }
 
@@ -527,12 +653,17 @@ mod tests {
             0,
         )
         .unwrap();
-        let offsets: Vec<i64> = out.records.iter().map(|r| r.offset).collect();
+        let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 6]);
         assert_eq!(out.gaps, vec![(2, 2)]);
         // Offset 7 is past the data: unread as well.
         assert_eq!(out.unread, vec![(3, 3), (5, 5), (7, 7)]);
-        let range_ends: Vec<i64> = out.records.iter().map(|r| r.acquired_last_offset).collect();
+        let range_ends: Vec<i64> = out
+            .batch
+            .records
+            .iter()
+            .map(|r| r.acquired_last_offset)
+            .collect();
         assert_eq!(range_ends, vec![1, 1, 6]);
     }
 }

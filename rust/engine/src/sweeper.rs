@@ -279,7 +279,6 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::batch::{ShareRecord, TimestampType};
     use crate::clock::WallClock;
     use crate::fetcher::FetcherHandle;
 
@@ -311,25 +310,8 @@ mod tests {
     impl Member {
         /// Buffers records `offsets` of partition 0, acquired now (as a fetch would).
         fn fetched(&self, offsets: std::ops::Range<i64>) {
-            let topic: Arc<str> = Arc::from(TOPIC);
             let deadline = self.shared.clock.now_ms() + LOCK_MS;
-            let mut batch = Batch::default();
-            for offset in offsets {
-                batch.records.push(ShareRecord {
-                    topic: topic.clone(),
-                    partition: 0,
-                    offset,
-                    timestamp: 0,
-                    timestamp_type: TimestampType::CreateTime,
-                    delivery_count: 1,
-                    lock_deadline_ms: deadline,
-                    acquired_last_offset: offset,
-                    key: None,
-                    value: Some(bytes::Bytes::from_static(b"v")),
-                    headers: Vec::new(),
-                });
-            }
-            batch.seal();
+            let batch = Batch::for_test(TOPIC, 0, offsets.map(|o| (o, &b"v"[..])), deadline);
             let n = batch.len() as i64;
             self.shared.metrics.records_buffered.fetch_add(n, Relaxed);
             self.shared.buffer.push(batch);
@@ -405,8 +387,7 @@ mod tests {
         let batch = m.poll_once().expect("still buffered");
         assert!(batch
             .records()
-            .iter()
-            .all(|r| r.lock_deadline_ms == deadlines[0]));
+            .all(|r| r.lock_deadline_ms() == deadlines[0]));
         assert!(m.shared.buffer.has_room());
     }
 

@@ -120,8 +120,15 @@ impl Fixture {
 fn acks_for(batch: &Batch, kind: AckKind) -> Vec<Ack> {
     batch
         .records()
-        .iter()
-        .map(|r| Ack::new(r.topic.clone(), r.partition, r.offset, r.offset, kind))
+        .map(|r| {
+            Ack::new(
+                r.topic_arc().clone(),
+                r.partition(),
+                r.offset(),
+                r.offset(),
+                kind,
+            )
+        })
         .collect()
 }
 
@@ -140,12 +147,12 @@ async fn consume(
     while seen.len() < want && Instant::now() < deadline {
         if let Some(batch) = c.poll(Duration::from_millis(500)).await.expect("poll") {
             for r in batch.records() {
-                let prev = seen.insert((r.partition, r.offset), r.delivery_count);
+                let prev = seen.insert((r.partition(), r.offset()), r.delivery_count());
                 assert!(
                     prev.is_none(),
                     "record {}-{} delivered twice",
-                    r.partition,
-                    r.offset
+                    r.partition(),
+                    r.offset()
                 );
             }
             c.acknowledge(&acks_for(&batch, kind)).expect("acknowledge");
@@ -159,10 +166,12 @@ async fn assert_quiet(c: &ShareConsumer, quiet: Duration) {
     let deadline = Instant::now() + quiet;
     while Instant::now() < deadline {
         if let Some(batch) = c.poll(Duration::from_millis(300)).await.expect("poll") {
-            let r = &batch.records()[0];
+            let r = batch.record(0).unwrap();
             panic!(
                 "unexpected redelivery of {}-{} (delivery count {})",
-                r.partition, r.offset, r.delivery_count
+                r.partition(),
+                r.offset(),
+                r.delivery_count()
             );
         }
     }
@@ -248,19 +257,22 @@ async fn record_contents_and_headers_survive() {
             break b;
         }
     };
-    let r = &batch.records()[0];
-    assert_eq!(&*r.topic, f.topic.as_str());
-    assert_eq!(r.offset, 0);
+    let r = batch.record(0).unwrap();
+    assert_eq!(r.topic(), f.topic.as_str());
+    assert_eq!(r.offset(), 0);
     assert_eq!(r.key(), Some(&b"k-0-0"[..]));
     assert_eq!(r.value(), Some(&b"v-0-0"[..]));
-    assert_eq!(r.headers()[0].key(), b"h");
-    assert_eq!(r.headers()[0].value(), Some(&b"0"[..]));
+    let header = r.headers().next().expect("a header");
+    assert_eq!(header.key(), b"h");
+    assert_eq!(header.value(), Some(&b"0"[..]));
     let lock = c.acquisition_lock_timeout().expect("lock timeout reported");
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    assert!(r.lock_deadline_ms > now_ms && r.lock_deadline_ms <= now_ms + lock.as_millis() as i64);
+    assert!(
+        r.lock_deadline_ms() > now_ms && r.lock_deadline_ms() <= now_ms + lock.as_millis() as i64
+    );
     let results = c
         .acknowledge_sync(&acks_for(&batch, AckKind::Accept), TIMEOUT)
         .await
@@ -331,7 +343,7 @@ async fn renew_keeps_a_record_past_its_lock() {
     let deadline = Instant::now() + TIMEOUT;
     while records.len() < 2 && Instant::now() < deadline {
         if let Some(b) = c.poll(Duration::from_millis(500)).await.expect("poll") {
-            records.extend(b.into_iter());
+            records.extend(b.records().map(Held::of));
         }
     }
     assert_eq!(records.len(), 2);
@@ -382,7 +394,10 @@ async fn renew_keeps_a_record_past_its_lock() {
     // The unrenewed record's lock expired: polling again, the member gets it back (count 2),
     // while the renewed one is never redelivered.
     let again = hold(&c, 1, TIMEOUT).await;
-    let redelivered: Vec<(i64, i16)> = again.iter().map(|r| (r.offset, r.delivery_count)).collect();
+    let redelivered: Vec<(i64, i16)> = again
+        .iter()
+        .map(|r| (r.offset(), r.delivery_count()))
+        .collect();
     assert_eq!(redelivered, vec![(expiring.offset, 2)]);
     c.acknowledge(&acks_for_records(&again, AckKind::Accept))
         .expect("accept");
@@ -404,7 +419,7 @@ async fn two_members_split_the_work_without_overlap() {
                 idle_since = Instant::now();
                 for r in batch.records() {
                     assert!(
-                        seen.insert((r.partition, r.offset)),
+                        seen.insert((r.partition(), r.offset())),
                         "duplicate within a member"
                     );
                 }
@@ -681,7 +696,7 @@ mod protocol_facts {
 
 fn count_topics(per_topic: &mut BTreeMap<String, usize>, batch: &Batch) {
     for r in batch.records() {
-        *per_topic.entry(r.topic.to_string()).or_default() += 1;
+        *per_topic.entry(r.topic().to_string()).or_default() += 1;
     }
 }
 
@@ -810,7 +825,6 @@ async fn values_until_quiet(c: &ShareConsumer, quiet: Duration) -> Vec<String> {
             idle_since = Instant::now();
             offsets.extend(
                 b.records()
-                    .iter()
                     .map(|r| String::from_utf8_lossy(r.value().unwrap_or_default()).into_owned()),
             );
             c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
@@ -921,7 +935,7 @@ async fn three_members_share_one_partition() {
             if let Some(batch) = c.poll(Duration::from_millis(300)).await.expect("poll") {
                 idle_since = Instant::now();
                 for r in batch.records() {
-                    assert!(seen.insert(r.offset), "duplicate within a member");
+                    assert!(seen.insert(r.offset()), "duplicate within a member");
                 }
                 // Slow consumers, so that the others get a share.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -989,16 +1003,42 @@ async fn subscribe_adds_a_topic_without_rejoining() {
 }
 
 /// Polls until `want` records arrived (without acknowledging them); returns them.
-async fn hold(
-    c: &ShareConsumer,
-    want: usize,
-    within: Duration,
-) -> Vec<sharesink_engine::ShareRecord> {
+/// What these tests keep of a record past its batch (a `ShareRecord` reads its batch in place).
+#[derive(Debug, Clone)]
+struct Held {
+    topic: Arc<str>,
+    partition: i32,
+    offset: i64,
+    delivery_count: i16,
+    lock_deadline_ms: i64,
+}
+
+impl Held {
+    fn of(r: sharesink_engine::ShareRecord<'_>) -> Held {
+        Held {
+            topic: r.topic_arc().clone(),
+            partition: r.partition(),
+            offset: r.offset(),
+            delivery_count: r.delivery_count(),
+            lock_deadline_ms: r.lock_deadline_ms(),
+        }
+    }
+
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn delivery_count(&self) -> i16 {
+        self.delivery_count
+    }
+}
+
+async fn hold(c: &ShareConsumer, want: usize, within: Duration) -> Vec<Held> {
     let deadline = Instant::now() + within;
     let mut held = Vec::new();
     while held.len() < want && Instant::now() < deadline {
         if let Some(b) = c.poll(Duration::from_millis(300)).await.expect("poll") {
-            held.extend(b);
+            held.extend(b.records().map(Held::of));
         }
     }
     held
@@ -1020,7 +1060,7 @@ async fn expired_lock_redelivers_with_delivery_count_2() {
     let held = hold(&c, 3, TIMEOUT).await;
     let acquired_at = Instant::now();
     assert_eq!(held.len(), 3);
-    assert!(held.iter().all(|r| r.delivery_count == 1));
+    assert!(held.iter().all(|r| r.delivery_count() == 1));
     let lock = c.acquisition_lock_timeout().expect("lock timeout reported");
     assert_eq!(lock, Duration::from_millis(15000));
     // Nothing comes back before the lock runs out.
@@ -1030,12 +1070,12 @@ async fn expired_lock_redelivers_with_delivery_count_2() {
         "redelivered after {after:?}: {:?}",
         again
             .iter()
-            .map(|r| (r.offset, r.delivery_count))
+            .map(|r| (r.offset(), r.delivery_count()))
             .collect::<Vec<_>>()
     );
     assert_eq!(again.len(), 3, "expired records not redelivered");
     assert!(
-        again.iter().all(|r| r.delivery_count == 2),
+        again.iter().all(|r| r.delivery_count() == 2),
         "delivery counts"
     );
     assert!(
@@ -1094,7 +1134,7 @@ async fn unpolled_buffered_records_stay_held_past_their_locks() {
     assert!(idle > Duration::from_secs(30), "{idle:?}");
     assert_eq!(held.len(), 5);
     assert!(
-        held.iter().all(|r| r.delivery_count == 1),
+        held.iter().all(|r| r.delivery_count() == 1),
         "delivery counts"
     );
     let now = std::time::SystemTime::now()
@@ -1154,7 +1194,10 @@ async fn a_batch_given_back_stays_held_until_polled() {
     let idle = given_back_at.elapsed();
     assert!(idle > Duration::from_secs(30), "{idle:?}");
     let held = hold(&c, 3, TIMEOUT).await;
-    let seen: Vec<(i64, i16)> = held.iter().map(|r| (r.offset, r.delivery_count)).collect();
+    let seen: Vec<(i64, i16)> = held
+        .iter()
+        .map(|r| (r.offset(), r.delivery_count()))
+        .collect();
     assert_eq!(seen, vec![(2, 1), (3, 1), (4, 1)]);
     let results = c
         .acknowledge_sync(&acks_for_records(&held, AckKind::Accept), TIMEOUT)
@@ -1214,7 +1257,7 @@ async fn unpolled_buffered_records_are_released_past_the_hold_bound() {
     other.close().await.expect("close");
 }
 
-fn acks_for_records(records: &[sharesink_engine::ShareRecord], kind: AckKind) -> Vec<Ack> {
+fn acks_for_records(records: &[Held], kind: AckKind) -> Vec<Ack> {
     records
         .iter()
         .map(|r| Ack::new(r.topic.clone(), r.partition, r.offset, r.offset, kind))
@@ -1282,7 +1325,7 @@ async fn fenced_member_rejoins_with_the_same_id_and_keeps_consuming() {
         }
         match c.poll(Duration::from_millis(500)).await {
             Ok(Some(b)) => {
-                during_pause.extend(b.records().iter().map(|r| (r.partition, r.offset)));
+                during_pause.extend(b.records().map(|r| (r.partition(), r.offset())));
                 c.acknowledge(&b.acks(AckKind::Accept)).unwrap();
             }
             Ok(None) => {}
@@ -1368,7 +1411,7 @@ async fn a_panicking_fetcher_fails_the_member_and_its_partitions_move() {
                 .await
                 .expect("accept");
             assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
-            accepted.extend(batch.records().iter().map(|r| (r.partition, r.offset)));
+            accepted.extend(batch.records().map(|r| (r.partition(), r.offset())));
         }
     }
     assert!(!accepted.is_empty(), "the first member got nothing");
@@ -1446,7 +1489,7 @@ async fn a_partition_the_broker_stopped_serving_is_recovered() {
     let mut seen: BTreeSet<(i32, i64)> = BTreeSet::new();
     let accept = |c: &ShareConsumer, batch: Batch, seen: &mut BTreeSet<(i32, i64)>| {
         for r in batch.records() {
-            seen.insert((r.partition, r.offset));
+            seen.insert((r.partition(), r.offset()));
         }
         c.acknowledge(&acks_for(&batch, AckKind::Accept)).unwrap();
     };
@@ -1481,8 +1524,7 @@ async fn a_partition_the_broker_stopped_serving_is_recovered() {
         if let Some(batch) = c.poll(Duration::from_millis(200)).await.unwrap() {
             let p0 = batch
                 .records()
-                .iter()
-                .any(|r| r.partition == 0 && r.offset >= 200);
+                .any(|r| r.partition() == 0 && r.offset() >= 200);
             accept(&c, batch, &mut seen);
             if p0 && recovered_after.is_none() {
                 recovered_after = Some(started.elapsed());

@@ -216,7 +216,7 @@ async fn run(end: End) {
             recovery = Some(at.elapsed());
         }
         for r in batch.records() {
-            *deliveries.entry((r.partition, r.offset)).or_default() += 1;
+            *deliveries.entry((r.partition(), r.offset())).or_default() += 1;
         }
         // Long enough to outlast the blackhole: unanswered acks are resent on the new session.
         let results = c

@@ -207,9 +207,9 @@ async fn run_engine_member(
         for r in batch.records() {
             seen.push(Delivery {
                 member: name.clone(),
-                partition: r.partition,
-                offset: r.offset,
-                delivery_count: r.delivery_count,
+                partition: r.partition(),
+                offset: r.offset(),
+                delivery_count: r.delivery_count(),
                 polled_ms,
                 acked_ms,
                 ack_ok,
@@ -400,8 +400,8 @@ async fn java_and_engine_members_share_one_group() {
         if let Some(b) = fresh.poll(Duration::from_millis(300)).await.unwrap() {
             panic!(
                 "ACCEPTed record redelivered: offset {} count {}",
-                b.records()[0].offset,
-                b.records()[0].delivery_count
+                b.record(0).unwrap().offset(),
+                b.record(0).unwrap().delivery_count()
             );
         }
     }
@@ -469,15 +469,14 @@ async fn archived_records_land_in_the_dead_letter_queue() {
         idle_since = Instant::now();
         let acks: Vec<_> = batch
             .records()
-            .iter()
             .map(|r| {
-                deliveries.push((r.offset, r.delivery_count));
+                deliveries.push((r.offset(), r.delivery_count()));
                 sharesink_engine::Ack::new(
-                    r.topic.clone(),
-                    r.partition,
-                    r.offset,
-                    r.offset,
-                    decide(r.offset, r.delivery_count),
+                    r.topic_arc().clone(),
+                    r.partition(),
+                    r.offset(),
+                    r.offset(),
+                    decide(r.offset(), r.delivery_count()),
                 )
             })
             .collect();

@@ -80,7 +80,7 @@ async fn consumption_survives_a_broker_restart() {
         match c.poll(Duration::from_millis(500)).await {
             Ok(Some(batch)) => {
                 for r in batch.records() {
-                    *seen.entry((r.partition, r.offset)).or_default() += 1;
+                    *seen.entry((r.partition(), r.offset())).or_default() += 1;
                 }
                 // Settle synchronously so every acknowledged record is known to be persisted.
                 let results = c

@@ -74,9 +74,10 @@ pub(crate) mod record {
 }
 
 /// What the writer needs of a record; implemented by the engine's `ShareRecord` and by the
-/// fixed records of the layout self-test.
-pub(crate) trait LayoutRecord {
-    fn topic(&self) -> &str;
+/// fixed records of the layout self-test. `'a` is the life of the record's bytes, which the
+/// writer holds on to between its two passes.
+pub(crate) trait LayoutRecord<'a> {
+    fn topic(&self) -> &'a str;
     fn partition(&self) -> i32;
     fn offset(&self) -> i64;
     fn timestamp(&self) -> i64;
@@ -85,55 +86,55 @@ pub(crate) trait LayoutRecord {
     fn delivery_count(&self) -> i16;
     fn lock_deadline_ms(&self) -> i64;
     fn acquired_last_offset(&self) -> i64;
-    fn key(&self) -> Option<&[u8]>;
-    fn value(&self) -> Option<&[u8]>;
+    fn key(&self) -> Option<&'a [u8]>;
+    fn value(&self) -> Option<&'a [u8]>;
     fn header_count(&self) -> usize;
-    fn header(&self, i: usize) -> (&[u8], Option<&[u8]>);
+    /// (key, value) in order.
+    fn headers(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>;
 }
 
-impl LayoutRecord for ShareRecord {
-    fn topic(&self) -> &str {
-        &self.topic
+impl<'a> LayoutRecord<'a> for ShareRecord<'a> {
+    fn topic(&self) -> &'a str {
+        ShareRecord::topic(self)
     }
     fn partition(&self) -> i32 {
-        self.partition
+        ShareRecord::partition(self)
     }
     fn offset(&self) -> i64 {
-        self.offset
+        ShareRecord::offset(self)
     }
     fn timestamp(&self) -> i64 {
-        self.timestamp
+        ShareRecord::timestamp(self)
     }
     fn timestamp_type(&self) -> i8 {
-        if self.timestamp < 0 {
+        if ShareRecord::timestamp(self) < 0 {
             return -1;
         }
-        match self.timestamp_type {
+        match ShareRecord::timestamp_type(self) {
             TimestampType::CreateTime => 0,
             TimestampType::LogAppendTime => 1,
         }
     }
     fn delivery_count(&self) -> i16 {
-        self.delivery_count
+        ShareRecord::delivery_count(self)
     }
     fn lock_deadline_ms(&self) -> i64 {
-        self.lock_deadline_ms
+        ShareRecord::lock_deadline_ms(self)
     }
     fn acquired_last_offset(&self) -> i64 {
-        self.acquired_last_offset
+        ShareRecord::acquired_last_offset(self)
     }
-    fn key(&self) -> Option<&[u8]> {
+    fn key(&self) -> Option<&'a [u8]> {
         ShareRecord::key(self)
     }
-    fn value(&self) -> Option<&[u8]> {
+    fn value(&self) -> Option<&'a [u8]> {
         ShareRecord::value(self)
     }
     fn header_count(&self) -> usize {
-        self.headers().len()
+        ShareRecord::header_count(self)
     }
-    fn header(&self, i: usize) -> (&[u8], Option<&[u8]>) {
-        let h = &self.headers()[i];
-        (h.key(), h.value())
+    fn headers(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> {
+        ShareRecord::headers(self).map(|h| (h.key(), h.value()))
     }
 }
 
@@ -146,11 +147,12 @@ pub(crate) enum Written {
     TooSmall { needed: usize },
 }
 
-fn data_bytes<R: LayoutRecord>(r: &R) -> usize {
+fn data_bytes<'a, R: LayoutRecord<'a>>(r: &R) -> usize {
     let mut n = r.key().map_or(0, <[u8]>::len) + r.value().map_or(0, <[u8]>::len);
-    for i in 0..r.header_count() {
-        let (k, v) = r.header(i);
-        n += 8 + k.len() + v.map_or(0, <[u8]>::len);
+    if r.header_count() > 0 {
+        for (k, v) in r.headers() {
+            n += 8 + k.len() + v.map_or(0, <[u8]>::len);
+        }
     }
     n
 }
@@ -200,25 +202,32 @@ impl<'a> Topics<'a> {
 
 /// Writes as many whole records of `records` as fit into `out` (see the module comment).
 /// An empty `records` writes a header with no records.
-pub(crate) fn write_batch<R: LayoutRecord>(
-    records: &[R],
+pub(crate) fn write_batch<'a, R, I>(
+    records: I,
     out: &mut [u8],
     pending_logs: usize,
     pending_after: usize,
-) -> Written {
+) -> Written
+where
+    R: LayoutRecord<'a>,
+    I: IntoIterator<Item = R>,
+    I::IntoIter: ExactSizeIterator + Clone,
+{
+    let records = records.into_iter();
+    let total_records = records.len();
     let capacity = out.len().min(MAX_BUFFER);
     // Pass 1: how many records fit, and which topics they need.
     let mut topics = Topics::new();
     let mut topic_bytes = 0usize;
     let mut data = 0usize;
     let mut count = 0usize;
-    for r in records {
+    for r in records.clone() {
         let topic = r.topic();
         let extra_topic = match topics.find(topic) {
             Some(_) => 0,
             None => 4 + topic.len(),
         };
-        let record_data = data_bytes(r);
+        let record_data = data_bytes(&r);
         let total = align8(HEADER_BYTES + topic_bytes + extra_topic)
             + (count + 1) * RECORD_BYTES
             + data
@@ -261,7 +270,7 @@ pub(crate) fn write_batch<R: LayoutRecord>(
     put_i32(
         &mut head,
         header::PENDING_RECORDS,
-        (pending_after + records.len() - count).min(i32::MAX as usize) as i32,
+        (pending_after + total_records - count).min(i32::MAX as usize) as i32,
     );
     out[..HEADER_BYTES].copy_from_slice(&head);
     let mut pos = HEADER_BYTES;
@@ -272,8 +281,8 @@ pub(crate) fn write_batch<R: LayoutRecord>(
     let (table, data_area) = out[records_position..].split_at_mut(count * RECORD_BYTES);
     let data_start = records_position + count * RECORD_BYTES;
     let mut data_pos = 0usize;
-    for (r, entry) in records[..count]
-        .iter()
+    for (r, entry) in records
+        .take(count)
         .zip(table.chunks_exact_mut(RECORD_BYTES))
     {
         // The entry is put together on the stack (constant offsets, no bounds checks) and
@@ -306,10 +315,11 @@ pub(crate) fn write_batch<R: LayoutRecord>(
             (data_start + data_pos) as i32,
         );
         put_i32(&mut e, record::HEADER_COUNT, header_count as i32);
-        for h in 0..header_count {
-            let (key, value) = r.header(h);
-            data_pos = put_sized(data_area, data_pos, Some(key));
-            data_pos = put_sized(data_area, data_pos, value);
+        if header_count > 0 {
+            for (key, value) in r.headers() {
+                data_pos = put_sized(data_area, data_pos, Some(key));
+                data_pos = put_sized(data_area, data_pos, value);
+            }
         }
         e[record::DELIVERY_COUNT..record::DELIVERY_COUNT + 2]
             .copy_from_slice(&r.delivery_count().to_le_bytes());
@@ -364,8 +374,8 @@ pub(crate) struct FixedRecord {
     pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
-impl LayoutRecord for FixedRecord {
-    fn topic(&self) -> &str {
+impl<'a> LayoutRecord<'a> for &'a FixedRecord {
+    fn topic(&self) -> &'a str {
         &self.topic
     }
     fn partition(&self) -> i32 {
@@ -389,18 +399,18 @@ impl LayoutRecord for FixedRecord {
     fn acquired_last_offset(&self) -> i64 {
         self.acquired_last_offset
     }
-    fn key(&self) -> Option<&[u8]> {
+    fn key(&self) -> Option<&'a [u8]> {
         self.key.as_deref()
     }
-    fn value(&self) -> Option<&[u8]> {
+    fn value(&self) -> Option<&'a [u8]> {
         self.value.as_deref()
     }
     fn header_count(&self) -> usize {
         self.headers.len()
     }
-    fn header(&self, i: usize) -> (&[u8], Option<&[u8]>) {
-        let (k, v) = &self.headers[i];
-        (k, v.as_deref())
+    fn headers(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> {
+        let record: &'a FixedRecord = self;
+        record.headers.iter().map(|(k, v)| (&k[..], v.as_deref()))
     }
 }
 
@@ -576,8 +586,8 @@ mod tests {
             offset: i64,
             value: Vec<u8>,
         }
-        impl LayoutRecord for BenchRecord {
-            fn topic(&self) -> &str {
+        impl<'a> LayoutRecord<'a> for &'a BenchRecord {
+            fn topic(&self) -> &'a str {
                 &self.topic
             }
             fn partition(&self) -> i32 {
@@ -601,17 +611,17 @@ mod tests {
             fn acquired_last_offset(&self) -> i64 {
                 self.offset | 511
             }
-            fn key(&self) -> Option<&[u8]> {
+            fn key(&self) -> Option<&'a [u8]> {
                 None
             }
-            fn value(&self) -> Option<&[u8]> {
+            fn value(&self) -> Option<&'a [u8]> {
                 Some(&self.value)
             }
             fn header_count(&self) -> usize {
                 0
             }
-            fn header(&self, _: usize) -> (&[u8], Option<&[u8]>) {
-                unreachable!()
+            fn headers(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> {
+                std::iter::empty()
             }
         }
         let topic: std::sync::Arc<str> = "bench_100b_5000000".into();
@@ -638,7 +648,7 @@ mod tests {
     fn an_empty_batch_is_a_bare_header() {
         let mut buf = vec![0u8; HEADER_BYTES];
         assert_eq!(
-            write_batch::<FixedRecord>(&[], &mut buf, 0, 0),
+            write_batch(&[] as &[FixedRecord], &mut buf, 0, 0),
             Written::Records {
                 records: 0,
                 bytes: HEADER_BYTES
@@ -647,7 +657,7 @@ mod tests {
         assert!(read(&buf).is_empty());
         let mut too_small = vec![0u8; 8];
         assert_eq!(
-            write_batch::<FixedRecord>(&[], &mut too_small, 0, 0),
+            write_batch(&[] as &[FixedRecord], &mut too_small, 0, 0),
             Written::TooSmall {
                 needed: HEADER_BYTES
             }

@@ -173,8 +173,8 @@ impl ConsumerHandle {
         let mut batch = match polled {
             Ok(Some(batch)) if !batch.is_empty() => batch,
             Ok(_) => {
-                return match batch_layout::write_batch::<sharesink_engine::ShareRecord>(
-                    &[],
+                return match batch_layout::write_batch(
+                    std::iter::empty::<sharesink_engine::ShareRecord>(),
                     out,
                     self.pending_logs(),
                     0,

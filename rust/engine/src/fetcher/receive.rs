@@ -267,7 +267,7 @@ fn handle_fetch(
                 p.records,
                 &p.acquired_records,
                 lock_deadline_ms,
-                &mut batch.records,
+                &mut batch,
             ) {
                 Ok(records::Unreadable {
                     gaps,

@@ -202,7 +202,7 @@ impl Fleet {
                 match member.poll(Duration::from_millis(500)).await {
                     Ok(Some(batch)) => {
                         for r in batch.records() {
-                            ledger.record(r.partition, r.offset);
+                            ledger.record(r.partition(), r.offset());
                         }
                         if member.acknowledge(&batch.acks(AckKind::Accept)).is_err() {
                             return;
