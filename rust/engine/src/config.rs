@@ -26,9 +26,10 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: i32,
     pub fetch_min_bytes: i32,
     pub fetch_max_wait: Duration,
-    /// While this member holds acquired records not yet acknowledged: the pause after a fetch
-    /// came back empty before the next one without acknowledgements (engine setting
-    /// `share.fetch.max.wait.held.ms`, default 50 ms, capped by `fetch.max.wait.ms`). The
+    /// While this member holds acquired records not yet acknowledged: the longest pause after a
+    /// fetch came back empty before the next one without acknowledgements (1 ms after the first
+    /// empty fetch, doubling; engine setting `share.fetch.max.wait.held.ms`, default 50 ms,
+    /// capped by `fetch.max.wait.ms`). The
     /// broker serves one request per connection at a time, so acks made during a parked fetch
     /// wait for it; when the member's records fill the broker's in-flight window, only those
     /// acks can free it (see `fetcher::send::fetch_wait`).

@@ -307,7 +307,7 @@ fn handle_fetch(
     }
     session.quiet_until = if asked_records && batch.is_empty() && super::send::holds_records(shared)
     {
-        Some(tokio::time::Instant::now() + shared.config.fetch_max_wait_held)
+        Some(tokio::time::Instant::now() + super::send::held_quiet(shared, session.empty_fetches))
     } else {
         None
     };

