@@ -52,11 +52,18 @@ impl DeliveryBuffer {
         }
     }
 
-    /// Room for another fetch: below both caps, and the caller is polling.
+    /// Room for another fetch: below the byte cap, and below the record cap or holding at most
+    /// one batch. A ShareFetch in the default acquire mode returns whole log batches, often
+    /// more records than `max.poll.records` and so than the record cap: without the second
+    /// condition the next fetch waited until the caller had taken the last one, and the caller
+    /// then waited a broker round trip for it (through JNI: 2.0 M records/s against 2.4 M with
+    /// the next fetch in flight while the last one is polled). With small fetches (record_limit,
+    /// as slow sinks use) the record cap alone decides, as before.
     pub fn has_room(&self) -> bool {
         !self.stalled.load(SeqCst)
-            && self.records.load(SeqCst) < self.max_records
             && self.bytes.load(SeqCst) < self.max_bytes
+            && (self.records.load(SeqCst) < self.max_records
+                || self.queue.lock().expect("buffer").len() <= 1)
     }
 
     /// A `poll` starts: fetching resumes if a stall or an idle caller had stopped it. The
@@ -243,6 +250,32 @@ mod tests {
         let next = buffer.try_take().unwrap();
         assert_eq!(next.record(0).unwrap().offset(), 2);
         assert_eq!(next.id, id);
+    }
+
+    #[tokio::test]
+    async fn one_batch_beyond_the_record_cap_leaves_room_for_the_next_fetch() {
+        let buffer = DeliveryBuffer::new(4, 1 << 20);
+        buffer.push(batch(0..10)); // one fetch, more records than the cap
+        assert!(
+            buffer.has_room(),
+            "the next fetch goes out while this one is polled"
+        );
+        buffer.push(batch(10..20));
+        assert!(
+            !buffer.has_room(),
+            "two batches beyond the record cap: wait for a poll"
+        );
+        buffer.try_take().unwrap();
+        assert!(buffer.has_room());
+        // Small batches: the record cap decides.
+        let small = DeliveryBuffer::new(4, 1 << 20);
+        small.push(batch(0..2));
+        small.push(batch(2..4));
+        assert!(!small.has_room());
+        // The byte cap always holds.
+        let bytes = DeliveryBuffer::new(100, 10);
+        bytes.push(batch(0..5)); // 10 bytes of values
+        assert!(!bytes.has_room());
     }
 
     #[tokio::test]

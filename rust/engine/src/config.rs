@@ -44,7 +44,8 @@ pub struct ConsumerConfig {
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
     /// Upper bound on records fetched but not yet handed to `poll` (engine setting
-    /// `share.buffer.max.records`, default 2 × `max.poll.records`).
+    /// `share.buffer.max.records`, default 2 × `max.poll.records`), except that one batch may
+    /// exceed it (see `DeliveryBuffer::has_room`).
     pub max_buffered_records: usize,
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
