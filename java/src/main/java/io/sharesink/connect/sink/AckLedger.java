@@ -9,9 +9,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.function.Predicate;
 import org.apache.kafka.common.TopicPartition;
 
@@ -126,7 +124,7 @@ public final class AckLedger {
   }
 
   private static final class PartitionLedger {
-    final NavigableMap<Long, Entry> entries = new TreeMap<>();
+    final OffsetMap<Entry> entries = new OffsetMap<>();
 
     /** Highest offset put (original coordinates) to the current task instance, -1 when none. */
     long maxPutOffset = -1;
@@ -234,16 +232,17 @@ public final class AckLedger {
   public synchronized void putReturned(Collection<Entry> entries, long putSequence) {
     // New PUTs are never acceptable, but may be the rest of a waiting range (waitingForRange).
     acceptScanDue |= !entries.isEmpty() && rangesWait();
-    List<Entry> stillUnconfirmed = new ArrayList<>();
+    // Kept in place: a put on the hot path allocates no second list.
+    int kept = 0;
     for (Entry entry : unconfirmed) {
       if (entry.state == State.PUT && entry.putSequence < putSequence) {
         entry.state = State.CONFIRMED;
         acceptScanDue = true;
       } else if (entry.state == State.PUT) {
-        stillUnconfirmed.add(entry);
+        unconfirmed.set(kept++, entry);
       }
     }
-    unconfirmed = stillUnconfirmed;
+    unconfirmed.subList(kept, unconfirmed.size()).clear();
     PartitionLedger ledger = null;
     TopicPartition ledgerKey = null;
     for (Entry entry : entries) {
@@ -418,7 +417,7 @@ public final class AckLedger {
           if (ledger == null) {
             return;
           }
-          for (Entry entry : ledger.entries.headMap(offset, false).values()) {
+          for (Entry entry : ledger.entries.below(offset)) {
             if (!entry.flushed
                 && (entry.state == State.PUT || entry.state == State.CONFIRMED)
                 && entry.putSequence <= lastPutSequence
@@ -601,7 +600,7 @@ public final class AckLedger {
 
     /** Removes the acceptable records of [from, to] and ACCEPTs them, compacted. */
     private void takeAcceptable(long from, long to) {
-      Iterator<Entry> it = ledger.entries.subMap(from, true, to, true).values().iterator();
+      Iterator<Entry> it = ledger.entries.between(from, to).iterator();
       while (it.hasNext()) {
         Entry entry = it.next();
         if (!AckLedger.acceptable(entry)) {

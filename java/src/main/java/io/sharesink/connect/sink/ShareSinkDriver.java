@@ -552,10 +552,24 @@ public final class ShareSinkDriver {
    * Returns the items to put.
    */
   private List<Pending> reopenRewound(List<Pending> items) {
-    // One ledger look-up per partition, at its lowest offset: a put on the hot path.
+    // One ledger look-up per partition, at its lowest offset: a put on the hot path. Records come
+    // in runs of one partition (one TopicPartition instance), so the map is touched once a run.
     Map<TopicPartition, Long> lowest = new HashMap<>();
+    TopicPartition run = null;
+    long runLowest = Long.MAX_VALUE;
     for (Pending pending : items) {
-      lowest.merge(pending.entry.partition(), pending.entry.offset(), Math::min);
+      TopicPartition tp = pending.entry.partition();
+      if (tp != run) {
+        if (run != null) {
+          lowest.merge(run, runLowest, Math::min);
+        }
+        run = tp;
+        runLowest = Long.MAX_VALUE;
+      }
+      runLowest = Math.min(runLowest, pending.entry.offset());
+    }
+    if (run != null) {
+      lowest.merge(run, runLowest, Math::min);
     }
     Set<TopicPartition> opened = context.opened();
     Set<TopicPartition> rewound = new LinkedHashSet<>();
