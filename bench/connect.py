@@ -49,6 +49,9 @@ KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
 # (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
 LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)
 LAT_SLOW_FRACTIONS = (0.5, 1.5)
+# (e) classic's sustained fast-sink rate: the producer asked for 4 x (d) classic for a quarter of
+# this many seconds, i.e. (d) classic x this many records, sent flat out
+SUSTAINED_RECORDS_S = 5
 SCALE_RECORDS_PER_PUT = 10  # (f): records per put
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
@@ -76,6 +79,7 @@ class Connect:
         self.run_a = 12 if q else 60            # (a) measured run length after the first row
         self.warm_b = 6 if q else 20           # (b) steady time before the stall is armed
         self.stall = 8 if q else 20            # (b) stall length (< the 30 s record lock)
+        self.stall_repeats = 1 if q else 3     # (b) sharesink stalls, the median loss reported
         self.warm_c = 5 if q else 20            # (c) time before tasks.max changes
         self.after_c = 8 if q else 30          # (c) time after the change
         self.n_slow = 20_000 if q else 60_000   # backlog: more than any run consumes
@@ -85,6 +89,7 @@ class Connect:
         self.share_tasks = 12
         self.counter = 0
         self.lat_fast_s = 5 if q else 20        # (e) produce time per fast-sink rate
+        self.lat_fast_repeats = 1 if q else 3   # (e) fast-sink runs per rate and runtime
         self.lat_slow_s = 8 if q else 30       # (e) produce time per slow-sink rate
         self.lat_skip_s = 1.0                   # (e) records of the first second are not timed
         self.lat_drain_s = 10                   # (e) at most this long after the last send
@@ -472,8 +477,11 @@ END $$;
             r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)
         return r
 
-    def latency_fast(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
-        """(e) FileStream sink at a fixed produce rate: produce -> line-in-the-file latency."""
+    def latency_fast(self, runtime: str, tasks: int, rate: float,
+                     seconds: Optional[float] = None) -> Dict[str, Any]:
+        """(e) FileStream sink at a fixed produce rate: produce -> line-in-the-file latency.
+        The producer sends rate x seconds records (lat_fast_s by default), flat out when it
+        cannot keep the rate."""
         name, _ = self.fresh("e", runtime)
         topic = f"lat_{name}"
         self.c.create_topic(topic, partitions=3)
@@ -485,7 +493,7 @@ END $$;
         samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
         t_end_produce = None
         cpu_window = self.cpu_window()   # the broker's and the worker's CPU while they keep up
-        prod = self.start_producer(topic, rate, self.lat_fast_s, "plain",
+        prod = self.start_producer(topic, rate, seconds or self.lat_fast_s, "plain",
                                    self.ctx.log(f"rate-producer-{name}"))
         pos, sent = 0, None
         step = LAT_LINE * LAT_SAMPLE
@@ -529,6 +537,12 @@ END $$;
                                   sampled=LAT_SAMPLE,
                                   unwritten=max(0, sent["sent"] - lines) // LAT_SAMPLE,
                                   unwritten_age_ms=(t_last - t_end_produce) * 1000)
+        # what the sink wrote while the producer ran (after the first second): the rate it
+        # sustained with a live producer on the same machine
+        t1 = (skip_us / 1e6) if sent else None
+        if t1 is not None and t_end_produce is not None and t_end_produce - t1 > 1:
+            n = sum(1 for t in arrivals if t1 <= t <= t_end_produce) * LAT_SAMPLE
+            r["written_per_s_while_producing"] = round(n / (t_end_produce - t1))
         r["failed"] = self.failed(name)
         r.update(cpu)
         for who in ("broker", "worker"):
@@ -694,6 +708,20 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
                 self.ctx.say(f"      ... {self.count(table):,} rows")
 
 
+def median_run(runs: List[Dict[str, Any]], key: str,
+               keep: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The run with the median `key` among those that measured it (the upper one of two), with
+    `key`, `keep` and any error of every run under "runs"; a failed run only when all failed."""
+    ok = sorted((r for r in runs if not r.get("error") and r.get(key) is not None),
+                key=lambda r: r[key])
+    if not ok:
+        return runs[-1] if runs else {"error": "not run"}
+    pick = dict(ok[len(ok) // 2])
+    if len(runs) > 1:
+        pick["runs"] = [{k: r.get(k) for k in (key,) + keep + ("error",)} for r in runs]
+    return pick
+
+
 def percentiles(lat_ms: List[float]) -> Dict[str, Optional[float]]:
     """p50, p99, p99.9 and max (nearest rank) of latencies in ms."""
     s = sorted(lat_ms)
@@ -735,7 +763,12 @@ def run(ctx, res: Dict[str, Any]) -> None:
     a_cl = attempt("a_classic", cx.slow_rate, "classic", 3)
     a_sh = attempt("a_share", cx.slow_rate, "share", share_n)
     b_cl = attempt("b_classic", cx.stalled, "classic", 3)
-    b_sh = attempt("b_share", cx.stalled, "share", share_n)
+    # The loss compares two short windows whose rates vary by about 10% from run to run, more
+    # than the margin between 1/N and what one stall costs: full mode stalls sharesink three
+    # times and reports the run with the median loss (every run is kept under "runs").
+    b_sh = median_run([attempt("b_share", cx.stalled, "share", share_n)
+                       for _ in range(cx.stall_repeats)], "loss")
+    results["b_share"] = b_sh
     b_sh2 = attempt("b_share_window", cx.stalled, "share", share_n, dict(KAFKA_DEFAULT_WINDOW))
     c_cl = attempt("c_classic", cx.task_change, "classic", 2, 3)
     c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
@@ -760,21 +793,44 @@ def run(ctx, res: Dict[str, Any]) -> None:
         if value is None:
             res[key + "_reason"] = reason
 
-    # (e) latency at fixed rates, from what classic made in (d) and (a) of this run
+    # (e) latency at fixed rates, from what classic sustains in this run
     lat_rows = []
     if "e" in ctx.scenarios:
-        fast_base = val(d_cl, "records_per_s")
+        # The fast sink: classic with the producer sending flat out (asked for four times what
+        # classic drained from a backlog in (d)). The producer, the broker's produce path and
+        # the worker share the machine, so this is well below (d): rates taken from (d) left no
+        # CPU to spare (both cores 97% busy at a quarter of it in a full run), and the latency
+        # compared was queueing for CPU, not the runtimes'.
+        d_rate = val(d_cl, "records_per_s") or 100_000
+        sus = attempt("e_fast_sustained_classic", cx.latency_fast, "classic", 3, 4 * d_rate,
+                      SUSTAINED_RECORDS_S / 4)
+        fast_base = val(sus, "written_per_s_while_producing")
         slow_base = val(a_cl, "rows_per_s")
         res["latency_basis"] = {
             "fast_records_per_s": fast_base or 100_000,
-            "fast_from": "(d) classic" if fast_base else "nominal 100,000/s ((d) not measured)",
+            "fast_from": ("classic with the producer sending flat out (asked for "
+                          f"{4 * d_rate:,.0f}/s, 4 × (d) classic; it sent "
+                          f"{val(sus, 'achieved_rate') or 0:,.0f}/s)") if fast_base
+            else "nominal 100,000/s (classic's sustained rate not measured)",
             "slow_rows_per_s": slow_base or 130,
             "slow_from": "(a) classic" if slow_base else "nominal 130/s ((a) not measured)"}
         for frac in LAT_FAST_FRACTIONS:
             rate = frac * res["latency_basis"]["fast_records_per_s"]
+            # A p99 over 20 s is moved by one episode of a few hundred ms on this shared machine
+            # (a GC, a burst of the producer), in either runtime: each runtime runs
+            # lat_fast_repeats times, alternating which goes first, and the row is its run with
+            # the median p99 (every run is kept under "runs").
+            runs: Dict[str, List[Dict[str, Any]]] = {"classic": [], "share": []}
+            for rep in range(cx.lat_fast_repeats):
+                order = ("classic", "share") if rep % 2 == 0 else ("share", "classic")
+                for runtime in order:
+                    key = f"e_fast_{int(frac * 100)}_{runtime}"
+                    runs[runtime].append(attempt(key, cx.latency_fast, runtime, 3, rate))
             for runtime in ("classic", "share"):
                 key = f"e_fast_{int(frac * 100)}_{runtime}"
-                lat_rows.append((key, attempt(key, cx.latency_fast, runtime, 3, rate)))
+                results[key] = median_run(runs[runtime], "p99_ms",
+                                          ("p50_ms", "p999_ms", "max_ms", "kept_up"))
+                lat_rows.append((key, results[key]))
         for frac in LAT_SLOW_FRACTIONS:
             rate = frac * res["latency_basis"]["slow_rows_per_s"]
             for runtime, tasks in (("classic", 3), ("share", share_n)):
@@ -869,7 +925,10 @@ def run(ctx, res: Dict[str, Any]) -> None:
          f"{cell(b_cl, 'rows_per_s_before')} → {cell(b_cl, 'rows_per_s_during_stall')} (loss "
          f"{cell(b_cl, 'loss')})",
          f"{cell(b_sh, 'rows_per_s_before')} → {cell(b_sh, 'rows_per_s_during_stall')} (loss "
-         f"{cell(b_sh, 'loss')})",
+         f"{cell(b_sh, 'loss')}"
+         + (f"; the median of {len(b_sh['runs'])} stalls: "
+            + ", ".join(str(x.get("loss")) for x in b_sh["runs"]) if b_sh.get("runs") else "")
+         + ")",
          f"loss **{res.get('connect_stalled_task_loss')}** (1/N = {1 / share_n:.3f})"],
         ["(b') the same, sharesink with "
          + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
@@ -901,8 +960,12 @@ def run(ctx, res: Dict[str, Any]) -> None:
         if r.get("error"):
             return "failed: " + r["error"][:150]
         kept = "" if r.get("kept_up") else ", **fell behind**"
+        each = ""
+        if r.get("runs"):
+            each = "; p99 of each run " + ", ".join(
+                "failed" if x.get("p99_ms") is None else f"{x['p99_ms']}" for x in r["runs"])
         return (f"{r['p50_ms']} / {r['p99_ms']} / {r['p999_ms']} / {r['max_ms']} ms "
-                f"({r['achieved_rate']:,.0f}/s sent{kept})")
+                f"({r['achieved_rate']:,.0f}/s sent{kept}{each})")
     def cpu_cell(cl: Dict[str, Any], sh: Dict[str, Any]) -> str:
         # CPU s per million records written, sharesink vs classic; machine busy (both cores)
         if sh.get("broker_cpu_s_per_m") is None or cl.get("broker_cpu_s_per_m") is None:
