@@ -105,6 +105,38 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void recordsPutSinceTheLastCommitAreCommittedSoonOnceNothingMoreArrives() {
+    // Fewer records than share.commit.max.records, then nothing more: what a full in-flight window
+    // looks like to the driver. The empty poll that asks for the commit (which lets the records be
+    // ACCEPTed and frees the window) must not wait out the task's whole poll timeout.
+    InMemoryShareGroup group = new InMemoryShareGroup(time, LOCK_MS, 100);
+    for (int i = 0; i < 10; i++) {
+      group.produce("t", 0, null, "v" + i);
+    }
+    DriverFixture fixture =
+        start(
+            new FileStreamSinkTask(),
+            withFile(onDemandCommits(1_000, 10), dir.resolve("out.txt")),
+            group);
+    Duration taskPollTimeout = Duration.ofSeconds(1);
+    fixture.driver.runCycle(taskPollTimeout); // acquires and puts the ten records
+    long putAtMs = time.milliseconds();
+    for (int cycle = 0; cycle < 20 && !allIn(group, State.ACCEPTED); cycle++) {
+      fixture.driver.runCycle(taskPollTimeout);
+    }
+    assertTrue(allIn(group, State.ACCEPTED), group.all().toString());
+    long tookMs = time.milliseconds() - putAtMs;
+    assertTrue(
+        tookMs <= ShareSinkDriver.HELD_POLL_MAX_MS + SteppingMockTime.STEP_MS,
+        "ACCEPTed " + tookMs + " ms after the put; the poll waited for records that cannot come");
+  }
+
+  private static Map<String, String> withFile(Map<String, String> props, Path file) {
+    props.put("file", file.toString());
+    return props;
+  }
+
+  @Test
   void fileSinkWithJsonRoutingAndFilteringAcceptsEverythingAfterItIsWritten() throws IOException {
     Path file = dir.resolve("out.txt");
     InMemoryShareGroup group = new InMemoryShareGroup(time, LOCK_MS, 7);
