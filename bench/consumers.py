@@ -26,6 +26,7 @@ import proc
 FETCH_BYTES = 1_048_576
 MAX_POLL = 500
 
+MEMBER_FETCHES = re.compile(r"member \d+: fetches (\d+) \(avg ([\d.]+) ms\)")
 RUST_LINE = re.compile(
     r"consumed (\d+) records \(([\d.]+) MB\).* in ([\d.]+) s \(\+([\d.]+) s join\): (\d+) records/s, "
     r"([\d.]+) MB/s, CPU ([\d.]+) s")
@@ -116,8 +117,14 @@ class Consumers:
             return {"client": kind, "members": members, "error": _tail(r)}
         n, mb, secs, join, _, _, cpu = m.groups()
         n, secs, join = int(n), float(secs), float(join)
-        return _figures(kind, members, n, float(mb), secs, r.wall, float(cpu), r,
-                        {"join_s": join})
+        extra: Dict[str, Any] = {"join_s": join}
+        # the engine bench's per-member totals: ShareFetch requests and their mean round trip
+        fetches = [(int(f), float(ms)) for f, ms in MEMBER_FETCHES.findall(r.text)]
+        if fetches:
+            extra["fetches"] = sum(f for f, _ in fetches)
+            extra["fetch_avg_ms"] = round(sum(f * ms for f, ms in fetches)
+                                          / max(1, extra["fetches"]), 2)
+        return _figures(kind, members, n, float(mb), secs, r.wall, float(cpu), r, extra)
 
     def java_share(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
         c = self.ctx

@@ -413,7 +413,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    f"{4 * j1['records_per_s']:,}. The engine used "
                    f"{e1['cpu_s_per_m_steady']:.3g} CPU s per million records against Java's "
                    f"{j1['cpu_s_per_m_steady']:.3g}: what separates them here is the broker, not "
-                   "the client's CPU.")
+                   "the client's CPU." + _fetch_wait(e1))
     if e1 and c1 and e1.get("broker_cpu_s_per_m") is not None and c1.get("broker_cpu_s_per_m"):
         out.append(f"Broker cost: serving a share group took the broker {e1['broker_cpu_s_per_m']:.3g} "
                    f"CPU s per million records (engine, 1 member) against "
@@ -538,6 +538,20 @@ def findings(res: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _fetch_wait(run: Dict[str, Any]) -> str:
+    """How much of an engine run its share session spent waiting for ShareFetch answers ('' when
+    the run did not report its fetches)."""
+    fetches, avg = run.get("fetches"), run.get("fetch_avg_ms")
+    if not fetches or avg is None or not run.get("records_per_s"):
+        return ""
+    secs = run["records"] / run["records_per_s"]
+    return (f" Its one share session sent {fetches:,} ShareFetch requests, about "
+            f"{run['records'] // fetches:,} records each (whole log batches: the broker hands out "
+            f"at least `max.poll.records`), one at a time, each answered after {avg} ms on average: "
+            f"{min(1.0, fetches * avg / 1000 / secs):.0%} of the run was spent waiting for the "
+            "broker's answers.")
+
+
 def _fast_latency_cpu(cres: Dict[str, Any]) -> str:
     """(e) fast sink: the broker's CPU per record while producer and sink run together, beside
     the backlog of (d), where no producer runs ('' when not measured)."""
@@ -597,6 +611,39 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
 # Profiles taken on this machine and what they led to (commits on main). Unlike the findings
 # above, this is a record of past runs, not regenerated from this run's figures.
 PROFILES = [
+    "(d) fast sink, the worker (JFR at the profile setting on the worker during two sharesink "
+    "runs of 2 M records, warm; 2026-12-02): of a task thread's samples, 43% were the adapter's "
+    "AckLedger, about half of it `TreeMap<Long, Entry>` (a node, a rebalance and boxed "
+    "comparisons per record); the legacy FileStream put 14%, conversion 21%. The ledger now "
+    "keeps a partition's records in two sorted arrays (`OffsetMap`, c8b89b1): the worker's CPU "
+    "per run went from 3.3-3.5 s to 2.9-3.1 s per 2 M records, below classic's 3.3-3.5 s in "
+    "the same series (sharesink 861-991k records/s, classic 0.88-1.07 M). What is left between "
+    "them is the broker's share-group work: 0.7-0.9 CPU s per run against 0.05-0.08 for "
+    "classic (request handlers about 0.4 s, the share-state persister and coordinator 0.2 s).",
+    "(e) fast sink at fixed rates with the machine not saturated (FileStream, 3 tasks, 15 s per "
+    "run, warm worker; 2026-12-02): at 25,000 records/s sharesink had p50 30 ms and p99 58 ms "
+    "against classic's 4 and 16 ms; at 75,000/s 31 and 90 ms against 4 and 35. The cause: "
+    "while a member holds unacknowledged records, a ShareFetch that came back empty was "
+    "followed by a flat 50 ms (`share.fetch.max.wait.held.ms`) in which only a fetch carrying "
+    "acks went out, so new records waited for it. A long-polled fetch instead (the broker "
+    "completes it as data arrives) gave p50 4.5 ms but p99 149 ms at 75,000/s: acks made "
+    "meanwhile wait behind it. The pause now starts at 1 ms and doubles per further empty "
+    "fetch up to the same 50 ms (6ef7808): p50 5.1 and 5.4 ms, p99 14.6 and 24.4 ms at the two "
+    "rates, with the broker's CPU per record up about as much as classic spends (25,000/s: "
+    "19.8 CPU s per million records against 10.2 before and classic's 18.4).",
+    "JNI path vs the engine alone, the fetch cycle (2026-12-02; 5 M records of 100 B, one "
+    "member): the engine bench's one share session sent 2,502 ShareFetch requests of one "
+    "2,000-record log batch each, one at a time, answered after 0.6 ms on average in a 0.68 ms "
+    "cycle: the engine waits for the broker 88% of the time (0.09 CPU s per million records). "
+    "Through JNI the cycle was 0.9-1.0 ms: a fetch went out only while fewer records than "
+    "`share.buffer.max.records` (2 x `max.poll.records` = 1,000) were buffered, so with "
+    "2,000-record batches the next one waited until the Java thread had been woken and had "
+    "taken the last. Letting one batch exceed the record bound (45d83b8) took the JNI bench "
+    "from 2.01-2.21 M to 2.36-2.66 M records/s with the engine bench at 2.60-2.76 M alongside; "
+    "Connect's (d) did not change beyond its noise. In the JVM the runtime's threads still use "
+    "more CPU for the same records than the whole engine bench (perf: `decode_body` 204 "
+    "samples against 114, 1,450 samples in all against 1,007, no page faults on those "
+    "threads); why the same decoding costs more there was not traced.",
     "JNI path vs the engine alone (perf at 1999 Hz over 3 s of steady consumption, 12 M records "
     "of 100 B, one member, the bench's JVM options; symbols of the plugin's library resolved "
     "by hand; 2026-12-02; the clones it found removed in 1d2f02d): the engine bench used 0.18 "
