@@ -406,11 +406,18 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    f"(steady), {e1['cpu_s_per_m_process']:.3g} against {j1['cpu_s_per_m_process']:.3g} "
                    "for the whole processes (the JVM's start-up and JIT included).")
     if e1 and j1 and c1 and (res.get("engine_vs_java_share_1m") or 99) < 4:
+        ceiling = res.get('engine_vs_classic_ceiling') or 0
         out.append(f"Engine vs Java below 4x: one engine member made {e1['records_per_s']:,} "
-                   f"records/s, {res.get('engine_vs_classic_ceiling')} of the classic consumer's "
-                   f"{c1['records_per_s']:,}, the most this broker served one consumer on this "
-                   f"machine; 4x Java's {j1['records_per_s']:,} would be "
-                   f"{4 * j1['records_per_s']:,}. The engine used "
+                   f"records/s, {ceiling} of the classic consumer's {c1['records_per_s']:,}"
+                   + (", the most this broker served one consumer on this machine"
+                      if ceiling < 1 else
+                      ": the broker served the engine's share session as fast as a classic "
+                      "consumer, share-group work included")
+                   + f"; 4x Java's {j1['records_per_s']:,} would be "
+                   f"{4 * j1['records_per_s']:,}"
+                   + (", more than the classic consumer itself made on this broker"
+                      if 4 * j1['records_per_s'] > c1['records_per_s'] else "")
+                   + ". The engine used "
                    f"{e1['cpu_s_per_m_steady']:.3g} CPU s per million records against Java's "
                    f"{j1['cpu_s_per_m_steady']:.3g}: what separates them here is the broker, not "
                    "the client's CPU." + _fetch_wait(e1))
@@ -611,6 +618,32 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
 # Profiles taken on this machine and what they led to (commits on main). Unlike the findings
 # above, this is a record of past runs, not regenerated from this run's figures.
 PROFILES = [
+    "(e) fast sink, where sharesink's p99 stays above classic's (2026-12-02, FileStream, 3 "
+    "tasks, 30 s runs on a fresh cluster after the full run of 8f158dd): after the first 10 s of "
+    "a run, p99 was 10.7 ms against classic's 7.4 at 93,000 records/s and 16.6 against 10.4 at "
+    "186,000/s (p50 5.2 against 4.0, 5.8 against 4.3); in the first 10 s both runtimes had "
+    "episodes in which latency climbed for a second or two, classic's up to 156-261 ms, "
+    "sharesink's up to 250-760 ms, and those set the p99 of a 20 s run. Ruled out as causes: "
+    "the record-lock window (a broker allowing 10,000, so a window of 10,000 and commits every "
+    "5,000 records: the same episodes, up to 762 ms at 186,000/s); garbage collection (jstat "
+    "during a run: the broker's young collections took 15-35 ms every ~5 s, the worker's 5 ms); "
+    "the group's assignment (settled one member per partition about a second after the "
+    "connector started, before the producer did). What differs is the broker's work per record "
+    "with the producer running: each member's ShareFetch brought 57 records on average (12,955 "
+    "fetches for 738,603 records in a 20 s run at 110,000/s, the per-member totals logged at "
+    "stop), and the broker spent 1.3x classic's CPU per record written (the table's last "
+    "column); a JFR sample of the broker (coarse: 120 samples per 20 s run, and the profiler "
+    "itself slowed the sharesink run) put 31% of its samples in ShareFetch handling (acquisition, "
+    "`DelayedShareFetch`) and 13% in the share-state persister and coordinator, against 13% in "
+    "Fetch handling for classic. With less CPU to spare, a burst takes sharesink longer to "
+    "drain. Not traced further: what sets the episodes off in the first seconds of a fresh "
+    "topic and group.",
+    "(e) fast sink, one-second gaps (the full run on ab6ed5a, 110,000 records/s): max latency "
+    "1,010-1,015 ms and p99 506-509 ms in two of three sharesink runs. A poll waited out the "
+    "task's whole timeout (1 s) while the share-partition's in-flight window was full of "
+    "records put since the last commit: nothing more could arrive, and only the empty poll "
+    "that asks for the commit would free the window. Such a poll now waits at most 50 ms "
+    "(8f158dd); in this run the largest sharesink max at that rate was 131 ms.",
     "(d) fast sink, the worker (JFR at the profile setting on the worker during two sharesink "
     "runs of 2 M records, warm; 2026-12-02): of a task thread's samples, 43% were the adapter's "
     "AckLedger, about half of it `TreeMap<Long, Entry>` (a node, a rebalance and boxed "
