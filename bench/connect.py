@@ -54,6 +54,7 @@ LAT_SLOW_FRACTIONS = (0.5, 1.5)
 SUSTAINED_RECORDS_S = 5
 SCALE_RECORDS_PER_PUT = 10  # (f): records per put
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
+LAT_WARMUP_S = 3          # (e) the producer's warm-up on a topic of its own (tasks join meanwhile)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
 JMX_READ = Path(__file__).resolve().parent / "peers" / "jmx-read" / "JmxRead.java"
@@ -184,12 +185,27 @@ class Connect:
             out[kind] = sum(v for n, v in values.items() if connector in n)
         return out
 
-    def start_producer(self, topic: str, rate: float, seconds: float, fmt: str, log: Path):
-        cmd = self.c.java_cmd("RateProducer", [self.c.bootstrap, topic, f"{rate:.1f}",
-                                               str(seconds), fmt], heap="512m")
+    def start_producer(self, topic: str, rate: float, seconds: float, fmt: str, log: Path,
+                       warmup_s: float = 0):
+        """RateProducer; with warmup_s, it first sends as long at the same rate to a topic of
+        its own (no connector reads it) and this returns once it has switched to `topic`: the
+        tasks join their group meanwhile, and what is timed comes from a warm producer rather
+        than a JVM still compiling on the cores the broker and the worker share."""
+        args = [self.c.bootstrap, topic, f"{rate:.1f}", str(seconds), fmt]
+        if warmup_s:
+            warm_topic = f"{topic}_warmup"
+            self.c.create_topic(warm_topic, partitions=3)
+            args += [warm_topic, str(warmup_s)]
+        cmd = self.c.java_cmd("RateProducer", args, heap="512m")
         i = cmd.index("-cp")
         cmd[i + 1] = self.build_producer()
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+        if warmup_s:
+            while True:
+                line = p.stdout.readline()
+                if not line or line.strip() == "warm":
+                    break  # a producer that died is found out by producer_result
+        return p
 
     @staticmethod
     def producer_result(p: subprocess.Popen, timeout: float) -> Dict[str, Any]:
@@ -489,12 +505,13 @@ END $$;
         cfg = self.file_config(runtime, name, path, tasks)
         cfg["topics"] = topic
         self.start(name, cfg, tasks)
-        time.sleep(3)  # the tasks have joined their group before the first record is sent
+        # the tasks join their group while the producer warms up
+        prod = self.start_producer(topic, rate, seconds or self.lat_fast_s, "plain",
+                                   self.ctx.log(f"rate-producer-{name}"),
+                                   warmup_s=LAT_WARMUP_S)
         samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
         t_end_produce = None
         cpu_window = self.cpu_window()   # the broker's and the worker's CPU while they keep up
-        prod = self.start_producer(topic, rate, seconds or self.lat_fast_s, "plain",
-                                   self.ctx.log(f"rate-producer-{name}"))
         pos, sent = 0, None
         step = LAT_LINE * LAT_SAMPLE
         try:
@@ -567,9 +584,9 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         cfg = self.jdbc_config(runtime, name, table, tasks)
         cfg["topics"] = topic
         self.start(name, cfg, tasks)
-        time.sleep(3)
         prod = self.start_producer(topic, rate, self.lat_slow_s, "json",
-                                   self.ctx.log(f"rate-producer-{name}"))
+                                   self.ctx.log(f"rate-producer-{name}"),
+                                   warmup_s=LAT_WARMUP_S)
         try:
             sent = self.producer_result(prod, self.lat_slow_s + 120)
             t_end_produce = time.time()

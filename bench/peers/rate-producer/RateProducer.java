@@ -13,7 +13,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * time (microseconds since the epoch) at which it was handed to the producer, so whoever writes
  * it can tell how long it took to arrive.
  *
- * <pre>RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json</pre>
+ * <pre>RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json [WARMUP_TOPIC WARMUP_S]</pre>
+ *
+ * <p>With a warm-up topic, it first sends at the same rate to that topic for WARMUP_S seconds
+ * and prints the line {@code warm} when it switches: a fresh JVM spends its first second or two
+ * compiling, which on a two-core machine starves the broker and the worker it is measuring (the
+ * latency runs' first-seconds episodes, both runtimes), and a real producer is long warm.
  *
  * plain: the value is "&lt;16-digit micros&gt; &lt;9-digit sequence&gt;" (one FileStream line).
  * json: a JsonConverter envelope with a schema, fields id (the sequence) and produced_us, for
@@ -27,8 +32,10 @@ public final class RateProducer {
           + "{\"field\":\"produced_us\",\"type\":\"int64\",\"optional\":false}]}";
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 5) {
-      System.err.println("usage: RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json");
+    if (args.length != 5 && args.length != 7) {
+      System.err.println(
+          "usage: RateProducer BOOTSTRAP TOPIC RECORDS_PER_S SECONDS plain|json"
+              + " [WARMUP_TOPIC WARMUP_S]");
       System.exit(2);
     }
     String topic = args[1];
@@ -43,42 +50,63 @@ public final class RateProducer {
     // The same for both runtimes; a small linger keeps the producer's own share of the
     // latency at about a millisecond without one request per record at the higher rates.
     p.put(ProducerConfig.LINGER_MS_CONFIG, "1");
-    long total = Math.round(rate * seconds);
     AtomicLong failed = new AtomicLong();
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      if (args.length == 7) {
+        send(producer, args[5], rate, Double.parseDouble(args[6]), json, new AtomicLong());
+        producer.flush();
+        producer.partitionsFor(topic); // its metadata, so the first timed send does not wait
+        System.out.println("warm");
+        System.out.flush();
+      }
+      long start = System.nanoTime();
+      long[] sentAndFirst = send(producer, topic, rate, seconds, json, failed);
+      producer.flush();
+      double took = (System.nanoTime() - start) / 1e9;
+      System.out.printf(
+          "{\"sent\":%d,\"failed\":%d,\"seconds\":%.3f,\"records_per_s\":%.1f,"
+              + "\"first_us\":%d}%n",
+          sentAndFirst[0], failed.get(), took, sentAndFirst[0] / took, sentAndFirst[1]);
+    }
+  }
+
+  /** Sends rate x seconds records to topic at the rate (flat out when behind); {sent, first µs}. */
+  private static long[] send(
+      KafkaProducer<String, String> producer,
+      String topic,
+      double rate,
+      double seconds,
+      boolean json,
+      AtomicLong failed) {
+    long total = Math.round(rate * seconds);
     long start = System.nanoTime();
     long sent = 0;
     long firstMicros = -1;
-    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-      while (sent < total) {
-        long due = Math.min(total, (long) ((System.nanoTime() - start) / 1e9 * rate) + 1);
-        if (sent >= due) {
-          LockSupport.parkNanos(100_000);
-          continue;
-        }
-        for (; sent < due; sent++) {
-          long micros = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
-          if (firstMicros < 0) {
-            firstMicros = micros;
-          }
-          String value =
-              json
-                  ? "{\"schema\":" + SCHEMA + ",\"payload\":{\"id\":" + sent + ",\"produced_us\":"
-                      + micros + "}}"
-                  : String.format("%016d %09d", micros, sent);
-          producer.send(
-              new ProducerRecord<>(topic, Long.toString(sent), value),
-              (md, e) -> {
-                if (e != null) {
-                  failed.incrementAndGet();
-                }
-              });
-        }
+    while (sent < total) {
+      long due = Math.min(total, (long) ((System.nanoTime() - start) / 1e9 * rate) + 1);
+      if (sent >= due) {
+        LockSupport.parkNanos(100_000);
+        continue;
       }
-      producer.flush();
+      for (; sent < due; sent++) {
+        long micros = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+        if (firstMicros < 0) {
+          firstMicros = micros;
+        }
+        String value =
+            json
+                ? "{\"schema\":" + SCHEMA + ",\"payload\":{\"id\":" + sent + ",\"produced_us\":"
+                    + micros + "}}"
+                : String.format("%016d %09d", micros, sent);
+        producer.send(
+            new ProducerRecord<>(topic, Long.toString(sent), value),
+            (md, e) -> {
+              if (e != null) {
+                failed.incrementAndGet();
+              }
+            });
+      }
     }
-    double took = (System.nanoTime() - start) / 1e9;
-    System.out.printf(
-        "{\"sent\":%d,\"failed\":%d,\"seconds\":%.3f,\"records_per_s\":%.1f,\"first_us\":%d}%n",
-        sent, failed.get(), took, sent / took, firstMicros);
+    return new long[] {sent, firstMicros};
   }
 }
