@@ -107,6 +107,9 @@ struct Session {
     /// Fetches in a row that asked for records and got none: the next long poll waits
     /// `share.fetch.wait.initial.ms` doubled this many times (at most `fetch.max.wait.ms`).
     empty_fetches: u32,
+    /// The last fetch brought some records but fewer than it asked for: this member had read
+    /// what there was, so the next one may wait briefly on the broker for what comes next.
+    caught_up: bool,
     /// Partitions the broker said it lacks, left out of the session for a while; kept across
     /// reopenings (that is what it is for).
     missing: missing::MissingPartitions,
@@ -126,6 +129,7 @@ impl Session {
         self.partitions.clear();
         self.quiet_until = None;
         self.empty_fetches = 0;
+        self.caught_up = false;
         if drop_connection {
             self.conn = None;
         }
@@ -145,6 +149,7 @@ pub(crate) async fn run(
         partitions: BTreeSet::new(),
         quiet_until: None,
         empty_fetches: 0,
+        caught_up: false,
         missing: Default::default(),
     };
     let mut fetch: Option<InFlight> = None;

@@ -299,6 +299,7 @@ fn handle_fetch(
     // Partitions with acks but absent from the response had nothing to report: applied.
     acks.resolve_all((NONE, None));
     if asked_records {
+        session.caught_up = read_to_the_end(batch.len(), shared.config.max_poll_records);
         session.empty_fetches = if batch.is_empty() {
             session.empty_fetches.saturating_add(1)
         } else {
@@ -437,6 +438,13 @@ fn resync_if_missing(
     shared.metrics.session_resets.fetch_add(1, Relaxed);
 }
 
+/// A fetch that brought some records but fewer than it asked for read what there was; one that
+/// brought none found nothing it could acquire (or a window full of held records), and one that
+/// filled up left more behind.
+fn read_to_the_end(records: usize, max_records: i32) -> bool {
+    records > 0 && records < max_records.max(1) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +464,7 @@ mod tests {
             partitions: BTreeSet::from([(topic, 0), (topic, 1)]),
             quiet_until: None,
             empty_fetches: 0,
+            caught_up: false,
             missing: Default::default(),
         }
     }
@@ -478,6 +487,17 @@ mod tests {
             )],
             node_endpoints: Vec::new(),
         }
+    }
+
+    #[test]
+    fn only_a_partly_filled_fetch_reads_to_the_end() {
+        assert!(read_to_the_end(46, 500));
+        assert!(!read_to_the_end(0, 500), "empty: nothing to wait for");
+        assert!(!read_to_the_end(500, 500), "full: a backlog");
+        assert!(
+            !read_to_the_end(840, 500),
+            "whole batches past the ask: a backlog"
+        );
     }
 
     #[test]

@@ -224,7 +224,13 @@ fn fetch_request(
     // With no room, knobs of 0 make the broker apply acks and skip the fetch.
     let (max_wait_ms, min_bytes, max_bytes, max_records) = if fetch_records {
         (
-            fetch_wait(shared, carries_acks, session.empty_fetches).as_millis() as i32,
+            fetch_wait(
+                shared,
+                carries_acks,
+                session.empty_fetches,
+                session.caught_up,
+            )
+            .as_millis() as i32,
             c.fetch_min_bytes,
             c.fetch_max_bytes,
             c.max_poll_records,
@@ -263,19 +269,37 @@ fn fetch_request(
 /// While the member holds records, a fetch without acks does not wait at all: parked, it would
 /// hold up the acks made meanwhile (they ride on the next request, and the broker serves one
 /// request per connection at a time), and those acks are what frees a window full of this
-/// member's records.
-fn fetch_wait(shared: &Shared, carries_acks: bool, empty_fetches: u32) -> std::time::Duration {
+/// member's records. Except right after a fetch that brought fewer records than it asked for:
+/// the member has read what there was, so the next one waits up to 2 ms on the broker, which
+/// answers as soon as records arrive. Without that wait, a live topic's next records waited for
+/// the pause after an empty fetch (`held_quiet`): at 93,000 records/s, 3 members, p50 5.4 ms
+/// against 4.4 with it. A fetch that filled up (a backlog) or came back empty (a window full of
+/// held records) does not wait, so acks are never parked behind it for long.
+fn fetch_wait(
+    shared: &Shared,
+    carries_acks: bool,
+    empty_fetches: u32,
+    caught_up: bool,
+) -> std::time::Duration {
     let c = &shared.config;
     if carries_acks {
         c.fetch_wait_initial
     } else if holds_records(shared) {
-        std::time::Duration::ZERO
+        if caught_up {
+            HELD_CAUGHT_UP_WAIT
+        } else {
+            std::time::Duration::ZERO
+        }
     } else {
         c.fetch_wait_initial
             .saturating_mul(1u32 << empty_fetches.min(16))
             .min(c.fetch_max_wait)
     }
 }
+
+/// How long a fetch without acks may wait on the broker while the member holds records and its
+/// last fetch read to the end of what there was.
+const HELD_CAUGHT_UP_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The first pause after a fetch came back empty while the member holds records.
 const HELD_QUIET_INITIAL: std::time::Duration = std::time::Duration::from_millis(1);
@@ -378,14 +402,17 @@ mod tests {
     fn a_member_holding_nothing_backs_off_to_the_long_poll() {
         let s = shared();
         // Just served: a short wait (a window freed by acks would not wake a parked fetch).
-        assert_eq!(fetch_wait(&s, false, 0), Duration::from_millis(5));
+        assert_eq!(fetch_wait(&s, false, 0, false), Duration::from_millis(5));
         // Each empty fetch doubles it, up to fetch.max.wait.ms.
-        assert_eq!(fetch_wait(&s, false, 1), Duration::from_millis(10));
-        assert_eq!(fetch_wait(&s, false, 3), Duration::from_millis(40));
-        assert_eq!(fetch_wait(&s, false, 7), Duration::from_millis(500));
-        assert_eq!(fetch_wait(&s, false, u32::MAX), Duration::from_millis(500));
+        assert_eq!(fetch_wait(&s, false, 1, false), Duration::from_millis(10));
+        assert_eq!(fetch_wait(&s, false, 3, false), Duration::from_millis(40));
+        assert_eq!(fetch_wait(&s, false, 7, false), Duration::from_millis(500));
+        assert_eq!(
+            fetch_wait(&s, false, u32::MAX, false),
+            Duration::from_millis(500)
+        );
         // Carrying acks: short, however long the topic has been quiet.
-        assert_eq!(fetch_wait(&s, true, 9), Duration::from_millis(5));
+        assert_eq!(fetch_wait(&s, true, 9, false), Duration::from_millis(5));
     }
 
     #[test]
@@ -393,9 +420,22 @@ mod tests {
         let s = shared();
         s.metrics.records_in_flight.store(10, Relaxed);
         // A parked fetch without acks would hold up the acks that free the window.
-        assert_eq!(fetch_wait(&s, false, 0), Duration::ZERO);
-        assert_eq!(fetch_wait(&s, false, 5), Duration::ZERO);
-        assert_eq!(fetch_wait(&s, true, 0), Duration::from_millis(5));
+        assert_eq!(fetch_wait(&s, false, 0, false), Duration::ZERO);
+        assert_eq!(fetch_wait(&s, false, 5, false), Duration::ZERO);
+        assert_eq!(fetch_wait(&s, true, 0, false), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn a_member_holding_records_that_read_to_the_end_waits_briefly_for_the_next() {
+        let s = shared();
+        s.metrics.records_in_flight.store(10, Relaxed);
+        // Its last fetch brought less than it asked for: what comes next is not there yet.
+        assert_eq!(fetch_wait(&s, false, 0, true), Duration::from_millis(2));
+        // Carrying acks, the usual short wait.
+        assert_eq!(fetch_wait(&s, true, 0, true), Duration::from_millis(5));
+        // Holding nothing, the long poll as before.
+        s.metrics.records_in_flight.store(0, Relaxed);
+        assert_eq!(fetch_wait(&s, false, 0, true), Duration::from_millis(5));
     }
 
     #[test]
