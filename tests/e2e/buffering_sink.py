@@ -5,23 +5,19 @@ the sink does; the harness installs it in its own plugin directory (cluster.ensu
 It is a sink of the tests' own because the S3/HDFS/GCS-style sinks that buffer until flush are
 not served by the package registries these tests may use, and Kafka's FileStream sink hands
 every line to the OS inside put (a kill -9 cannot show a record ACCEPTed before it was flushed).
-
-Also here: `LiveProducer`, one console producer kept running, so a test can produce a few
-records at a precise moment without starting a JVM each time.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from harness.cluster import CONSOLE_PRODUCER, Cluster
+from harness.cluster import Cluster
 
 BUFFERING_SINK = "io.sharesink.testsinks.BufferingSinkConnector"
 
@@ -207,39 +203,6 @@ def describe_records(recs: Iterable[Rec], limit: int = 12) -> str:
         shown = ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit])
         parts.append(f"{t}/{p}:{shown}{',...' if len(runs) > limit else ''}")
     return " ".join(parts) or "(none)"
-
-
-class LiveProducer:
-    """One Kafka console producer kept running (`--sync`: each record is acknowledged by the
-    broker before the next line is read); `send()` writes lines to it. Close it with close()."""
-
-    def __init__(self, cluster: Cluster, topic: str):
-        cmd = cluster.java_cmd(CONSOLE_PRODUCER, [
-            "--bootstrap-server", cluster.bootstrap, "--topic", topic, "--sync",
-            "--command-property", "acks=all", "--command-property", "linger.ms=0"], heap="256m")
-        self.topic = topic
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.sent = 0
-
-    def send(self, values: Sequence[str]) -> None:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"console producer exited {self.proc.returncode}: "
-                               f"{self.proc.stderr.read()[-2000:]}")
-        for v in values:
-            assert "\n" not in v
-            self.proc.stdin.write(v + "\n")
-        self.proc.stdin.flush()
-        self.sent += len(values)
-
-    def close(self, timeout: float = 60) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=timeout)
-            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
-                self.proc.kill()
-                self.proc.wait(timeout=10)
 
 
 def wait_until(check, timeout: float, interval: float = 0.25):

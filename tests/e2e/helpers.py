@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 import uuid
@@ -22,7 +23,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import pytest
 
-from harness.cluster import REPO_ROOT, SHARE_GROUP_COMMAND, Cluster, Rest, RestError
+from harness.cluster import CONSOLE_PRODUCER, REPO_ROOT, SHARE_GROUP_COMMAND, Cluster, Rest, RestError
 
 SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -377,6 +378,41 @@ def produce_values(cluster: Cluster, topic: str, values: Sequence[str],
                              keys=list(keys[i:i + chunk]) if keys is not None else None,
                              headers=list(headers[i:i + chunk]) if headers is not None else None)
     return n
+
+
+class LiveProducer:
+    """One Kafka console producer kept running, so a test can produce records at a precise
+    moment without starting a JVM each time (`--sync`: each record is acknowledged by the broker
+    before the next line is read); `send()` writes lines to it. close() returns its exit code."""
+
+    def __init__(self, cluster: Cluster, topic: str):
+        cmd = cluster.java_cmd(CONSOLE_PRODUCER, [
+            "--bootstrap-server", cluster.bootstrap, "--topic", topic, "--sync",
+            "--command-property", "acks=all", "--command-property", "linger.ms=0"], heap="256m")
+        self.topic = topic
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.sent = 0
+
+    def send(self, values: Sequence[str]) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"console producer exited {self.proc.returncode}: "
+                               f"{self.proc.stderr.read()[-2000:]}")
+        for v in values:
+            assert "\n" not in v
+            self.proc.stdin.write(v + "\n")
+        self.proc.stdin.flush()
+        self.sent += len(values)
+
+    def close(self, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=timeout)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
 
 
 ROW_KEY_SCHEMA = {"type": "struct", "optional": False, "name": "sharesink.e2e.Key",

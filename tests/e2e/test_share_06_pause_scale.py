@@ -5,20 +5,26 @@
   duration); RESUME writes them, each once;
 - tasks.max 3 -> 6 while a producer keeps records coming: no record lost or duplicated, and the
   output does not stop: the longest time without a new line while records were waiting is
-  measured and must stay below 5 s (a stop-the-world pause of the sink would exceed it).
+  measured and must stay below 5 s (a stop-the-world pause of the sink would exceed it). A
+  backlog alone does not show this: the sink has drained 600,000 lines before the change took
+  effect (0.75 s), so a stream keeps records coming from before the change until after it.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import List
 
 from harness.cluster import Cluster, Rest
-from helpers import (FILE_SINK, STRING_CONVERTER, Progress, Sampler, connector_trace, count_figures,
-                     delete_connector, file_line_count, file_lines, produce_values, record_figures,
-                     share_config, start_connector, uniq, wait_for)
+from helpers import (FILE_SINK, STRING_CONVERTER, LiveProducer, Progress, Sampler, connector_trace,
+                     count_figures, delete_connector, file_line_count, file_lines, produce_values,
+                     record_figures, share_config, start_connector, uniq, wait_for)
 
 MAX_GAP_S = 5.0
-N_SCALE = 600_000  # the sink writes tens of thousands of lines a second: a backlog that outlasts the change
+N_BACKLOG = 300_000  # the sink is busy when the change comes (it drains this in a second or two)
+STREAM_CHUNK = 100
+STREAM_AFTER_S = 3 * MAX_GAP_S  # the stream runs this long after the six tasks run
 
 
 def _cfg(cluster, name, out, tasks):
@@ -66,51 +72,93 @@ def test_pause_stops_writes_and_resume_continues(cluster: Cluster, worker: Rest)
         delete_connector(worker, name)
 
 
+class _Stream(threading.Thread):
+    """Keeps one console producer busy with unique values until stopped: records keep arriving
+    at the producer's own pace (one acknowledged record at a time), so at every moment of the
+    stream some record is waiting for the sink, however fast the sink drains them."""
+
+    def __init__(self, cluster: Cluster, topic: str, prefix: str):
+        super().__init__(daemon=True, name="stream")
+        self.producer = LiveProducer(cluster, topic)
+        self.prefix, self.values, self.error = prefix, [], None
+        self._halt = threading.Event()
+
+    def run(self):
+        try:
+            while not self._halt.is_set():
+                chunk = [f"{self.prefix}-s{i:07d}" for i in range(len(self.values),
+                                                                    len(self.values) + STREAM_CHUNK)]
+                self.producer.send(chunk)  # blocks while the pipe is full: paced by the producer
+                self.values.extend(chunk)
+        except Exception as e:  # noqa: BLE001 - reported by stop()
+            self.error = e
+
+    def close(self) -> int:
+        self._halt.set()
+        if self.is_alive():
+            self.join(timeout=120)
+        return self.producer.close(timeout=120)
+
+    def stop(self) -> List[str]:
+        """Stops sending; every value returned is in the log once the producer exited 0."""
+        rc = self.close()
+        assert self.error is None and rc == 0, f"the stream's producer failed: rc={rc} {self.error}"
+        return self.values
+
+
 def test_tasks_max_change_leaves_no_gap(cluster: Cluster, worker: Rest):
-    """A backlog is produced first, so records are waiting during the whole change: any
-    interval without a new line is a gap of the sink's output, not a lack of input."""
+    """A backlog is produced first and a stream keeps records coming until STREAM_AFTER_S after
+    the six tasks run, so records are waiting during the whole change however fast the sink is:
+    any interval without a new line in that window is a gap of the sink's output."""
     name = uniq("scale-")
     out = cluster.state_dir / f"{name}.out"
     cluster.create_topic(name, partitions=3)
-    values = [f"{name}-v{i:06d}" for i in range(N_SCALE)]
-    produce_values(cluster, name, values)
+    backlog = [f"{name}-v{i:06d}" for i in range(N_BACKLOG)]
+    produce_values(cluster, name, backlog)
+    stream = _Stream(cluster, name, name)
     try:
         start_connector(worker, name, _cfg(cluster, name, out, 3), tasks=3)
+        stream.start()
         sampler = Sampler(lambda: file_line_count(out), interval=0.2)
         sampler.start()
-        wait_for("a sixth of the lines", lambda: file_line_count(out) >= N_SCALE // 6,
-                 timeout=300, on_timeout=lambda: connector_trace(worker, name))
+        wait_for("a sixth of the backlog", lambda: file_line_count(out) >= N_BACKLOG // 6,
+                 timeout=300, interval=0.1, on_timeout=lambda: connector_trace(worker, name))
         t_change = time.monotonic() - sampler.t0
         lines_at_change = file_line_count(out)
         worker.put_connector(name, _cfg(cluster, name, out, 6))
         worker.wait_connector_running(name, tasks=6, timeout=120)
         six_running_s = time.monotonic() - sampler.t0 - t_change
         lines_at_six = file_line_count(out)
+        time.sleep(STREAM_AFTER_S)
+        streamed = stream.stop()
+        t_stream_end = time.monotonic() - sampler.t0
+        values = backlog + streamed
         Progress("all lines", lambda: file_line_count(out)).wait(
-            N_SCALE, stall=90, on_timeout=lambda: connector_trace(worker, name))
+            len(values), stall=90, on_timeout=lambda: connector_trace(worker, name))
         samples = [(t, v) for t, v in sampler.stop() if isinstance(v, int)]
-        # longest time without a new line while the backlog was not done, from the change on
+        # longest time without a new line while the stream ran, from the change on
         longest, longest_at, last_t, last_v = 0.0, None, None, None
         for t, v in samples:
-            if t < t_change or (last_v is not None and last_v >= N_SCALE):
+            if t < t_change or t > t_stream_end:
                 last_t, last_v = t, v
                 continue
             if v != last_v:
-                if last_t is not None and t - last_t > longest and last_v is not None and last_v < N_SCALE:
+                if last_t is not None and t - last_t > longest:
                     longest, longest_at = t - last_t, last_t
                 last_t, last_v = t, v
-        # the run may end inside a gap only if it reached N; otherwise Progress failed above
         got = file_lines(out)
         figs = count_figures(values, got)
         record_figures("6b-tasks-max-change", **figs, tasks_before=3, tasks_after=6,
+                       backlog=len(backlog), streamed=len(streamed),
                        lines_at_change=lines_at_change, lines_when_6_running=lines_at_six,
                        seconds_change_to_6_running=round(six_running_s, 2),
+                       seconds_stream_after_change=round(t_stream_end - t_change, 2),
                        longest_output_gap_s=round(longest, 2),
                        gap_started_s_after_change=None if longest_at is None else round(longest_at - t_change, 2))
-        assert lines_at_six < N_SCALE, "the backlog was gone before the change took effect; nothing measured"
         assert figs["lost"] == 0 and figs["unexpected"] == 0, figs
         assert figs["duplicated"] == 0, f"{figs['duplicated']} duplicates after a tasks.max change"
         assert longest < MAX_GAP_S, (f"the output stopped for {longest:.1f}s while records were "
                                      f"waiting ({longest_at - t_change:+.1f}s from the change)")
     finally:
+        stream.close()
         delete_connector(worker, name)

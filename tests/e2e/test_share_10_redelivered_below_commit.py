@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import time
 
-from buffering_sink import BUFFERING_SINK, BufferingSink, drain_after_kill, LiveProducer, describe_records, wait_until
+from buffering_sink import BUFFERING_SINK, BufferingSink, drain_after_kill, describe_records, wait_until
 from harness.cluster import Cluster, Rest, default_plugin_archive
-from helpers import (LogMark, delete_connector, group_of, record_figures,
+from helpers import (LiveProducer, LogMark, delete_connector, group_of, record_figures,
                      share_config, share_group_offsets, start_connector, task_states,
                      uniq, wait_for)
 
