@@ -73,6 +73,7 @@ def _blackhole_then(cluster: Cluster, worker: Rest, end: str) -> None:
         Progress("lines before the blackhole", lambda: file_line_count(out)).wait(
             N_BEFORE, stall=90, timeout=300, on_timeout=lambda: connector_trace(worker, name))
         time.sleep(2)  # a commit cycle: what the file has is ACCEPTed
+        mark = LogMark(cluster)  # what the members logged from the blackhole on, for a failure
         cluster.proxy_blackhole()
         hole_started = time.monotonic()
         produce_values(cluster, topic, values[N_BEFORE:])  # on the normal listener
@@ -104,7 +105,8 @@ def _blackhole_then(cluster: Cluster, worker: Rest, end: str) -> None:
         assert lines_at_end == lines_in_hole, "records arrived through a blackholed proxy"
         assert recovery_s < bound_s, (
             f"first record {recovery_s:.1f} s after the {end}, beyond request.timeout.ms "
-            f"{REQUEST_TIMEOUT_MS} ms + {RECOVERY_SLACK_S} s")
+            f"{REQUEST_TIMEOUT_MS} ms + {RECOVERY_SLACK_S} s; the worker logged for it:\n"
+            + "\n".join(mark.lines(name)[-120:]))
     finally:
         delete_connector(worker, name)
 

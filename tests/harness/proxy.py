@@ -10,8 +10,11 @@ Modes (commands):
   blackhole  nothing is forwarded in either direction on any connection, old or new; no socket is
              closed. Bytes already read are held, the rest waits in the kernel buffers (so the
              senders' TCP flow control stops them); an EOF is held like data. Connections
-             accepted meanwhile are not connected upstream yet.
-  resume     back to forward: the held bytes (and EOFs) flow on the old connections.
+             accepted meanwhile are not connected upstream yet, and one its client closes
+             before the blackhole ends never is: in a real partition its SYN never got through,
+             so nothing the client wrote on it can reach the broker later.
+  resume     back to forward: the held bytes (and EOFs) flow on the old connections, and the
+             connections accepted during the blackhole that are still open connect upstream.
   dead       every connection open now stays silent forever (never forwards, never closes),
              while connections accepted from now on forward normally.
   status     just report.
@@ -75,12 +78,17 @@ class Proxy:
         try:
             _nodelay(client_w)
             # A connection made during a blackhole reaches the broker only once forwarding.
-            await self.gate(link)
+            held = await self.hold_until_forwarding(link, client_r)
+            if held is None:
+                return
             try:
                 up_r, up_w = await asyncio.open_connection(*self.target)
             except OSError:
                 return
             _nodelay(up_w)
+            if held:
+                up_w.write(held)
+                await up_w.drain()
             await asyncio.gather(self.pump(link, client_r, up_w), self.pump(link, up_r, client_w))
         except asyncio.CancelledError:
             pass  # the proxy is stopping
@@ -88,6 +96,31 @@ class Proxy:
             self.links.discard(link)
             for w in (client_w,) + ((up_w,) if "up_w" in locals() else ()):
                 w.close()
+
+    async def hold_until_forwarding(self, link: "Link", client_r: asyncio.StreamReader) -> Optional[bytes]:
+        """Waits until `link` may forward, keeping what its client sends meanwhile. None when the
+        client closed the connection first: such a connection never reaches the broker. A
+        stale request on it (say a ShareFetch the client gave up on) would otherwise acquire
+        records for a response nobody reads, locking them for a record-lock duration after the
+        blackhole ends, which a real partition cannot do."""
+        if self.forwarding(link):
+            return b""
+        held = bytearray()
+        gate = asyncio.ensure_future(self.gate(link))
+        try:
+            while not gate.done():
+                read = asyncio.ensure_future(client_r.read(CHUNK))
+                done, _ = await asyncio.wait({gate, read}, return_when=asyncio.FIRST_COMPLETED)
+                if read not in done:
+                    read.cancel()  # a cancelled read consumes nothing
+                    break
+                data = read.result()
+                if not data:
+                    return None
+                held += data
+        finally:
+            gate.cancel()
+        return bytes(held)
 
     async def pump(self, link: "Link", src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
