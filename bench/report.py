@@ -618,6 +618,21 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
 # Profiles taken on this machine and what they led to (commits on main). Unlike the findings
 # above, this is a record of past runs, not regenerated from this run's figures.
 PROFILES = [
+    "(e) fast sink, the broker's extra CPU with a live producer (2026-12-03, FileStream, 3 "
+    "tasks, 237,000 records/s, 20 s runs, warm broker; request counts from the broker's "
+    "`RequestsPerSec` counters, samples from JFR on the broker, one run each): classic sent "
+    "18,475 Fetches, sharesink 43,500-44,200 ShareFetches and 4,050-4,080 writes to "
+    "`__share_group_state`, about one producer batch per fetch. Of the broker's samples, "
+    "handling ShareFetch took 100 of 262 against 15 of 112 for Fetch, produce handling 68 "
+    "against 40 (a produce completes the share fetches parked on its partition), the share-state "
+    "persister, the ShareFetch executor and the share coordinator 53 against 0. So each "
+    "ShareFetch (acquiring records, their in-flight state, a delayed operation) costs the broker "
+    "several classic Fetches, and the engine sent more of them: a caught-up member's 2 ms wait "
+    "asked for 1 byte, so the broker answered it with the first producer batch to land. Asking "
+    "for `fetch.max.bytes` instead, so that the wait runs out (e6d9c67): 22,400-22,700 "
+    "ShareFetches, 2,500-2,570 state writes, broker CPU 1.83-1.86 s per million records against "
+    "2.24-2.29 (classic 1.78-1.93 that session), p50 5.7-5.8 ms against 5.8-5.9; p99 within its "
+    "run-to-run noise (33 and 81 ms against 48 and 63).",
     "(e) fast sink, the episodes in a run's first seconds and the median (2026-12-02, "
     "FileStream, 3 tasks, 20-25 s runs on a kept cluster, one rate at a time): the full run on "
     "8f158dd missed the p99 goal at every rate (5.4, 6.3 and 3.4x classic), set by episodes of "
