@@ -1,4 +1,5 @@
-//! Fetched batches waiting for `poll`, bounded in records and bytes, with a wakeup flag.
+//! Fetched batches waiting for `poll`, bounded in records and bytes, with a wakeup flag and a
+//! dry-spell signal.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -18,6 +19,12 @@ pub(crate) struct DeliveryBuffer {
     /// Signalled when a batch arrives, on wakeup and on failure.
     pub ready: Notify,
     woken: AtomicBool,
+    /// Bumped when a fetch came back empty just after fetches that brought records, while the
+    /// member held records: nothing more comes until acknowledgements free the broker's window
+    /// (or new records are produced), so a waiting `poll` returns and its caller can commit.
+    /// `dry_seen` is the count the last `take_dry` saw.
+    dry: AtomicU64,
+    dry_seen: AtomicU64,
     /// Set when batches were released because the caller did not poll them in time; no
     /// fetch is sent until the caller polls again (it would only acquire more to release).
     stalled: AtomicBool,
@@ -43,6 +50,8 @@ impl DeliveryBuffer {
             max_bytes,
             ready: Notify::new(),
             woken: AtomicBool::new(false),
+            dry: AtomicU64::new(0),
+            dry_seen: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
             polls_running: AtomicUsize::new(0),
             last_poll_end_ms: AtomicI64::new(0),
@@ -104,6 +113,8 @@ impl DeliveryBuffer {
     }
 
     pub fn push(&self, mut batch: Batch) {
+        // Records arrived after the member ran dry: that news is stale.
+        self.dry_seen.store(self.dry.load(SeqCst), SeqCst);
         batch.id = self.next_id.fetch_add(1, SeqCst);
         self.records.fetch_add(batch.len(), SeqCst);
         self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
@@ -208,6 +219,26 @@ impl DeliveryBuffer {
         self.ready.notify_one();
     }
 
+    /// The member ran dry while holding records (see `dry`): ends a waiting poll, or the next
+    /// one that finds the buffer empty.
+    pub fn signal_dry(&self) {
+        self.dry.fetch_add(1, SeqCst);
+        self.ready.notify_waiters();
+        self.ready.notify_one();
+    }
+
+    /// Whether the member ran dry since the last call that returned true (or since records
+    /// last arrived).
+    pub fn take_dry(&self) -> bool {
+        let dry = self.dry.load(SeqCst);
+        self.dry_seen.swap(dry, SeqCst) != dry
+    }
+
+    /// Whether a dry spell is waiting for `take_dry`.
+    pub fn dry_pending(&self) -> bool {
+        self.dry.load(SeqCst) != self.dry_seen.load(SeqCst)
+    }
+
     /// Consumes a pending wakeup.
     pub fn take_wakeup(&self) -> bool {
         self.woken.swap(false, SeqCst)
@@ -276,6 +307,26 @@ mod tests {
         let bytes = DeliveryBuffer::new(100, 10);
         bytes.push(batch(0..5)); // 10 bytes of values
         assert!(!bytes.has_room());
+    }
+
+    #[tokio::test]
+    async fn running_dry_is_reported_once_and_forgotten_when_records_arrive() {
+        let buffer = DeliveryBuffer::new(100, 1 << 20);
+        assert!(!buffer.take_dry());
+        buffer.signal_dry();
+        assert!(buffer.take_dry());
+        assert!(!buffer.take_dry(), "reported once");
+        buffer.signal_dry();
+        buffer.push(batch(0..2));
+        assert!(!buffer.take_dry(), "records arrived after it");
+        // A waiting poll is woken by it.
+        let waiting = buffer.ready.notified();
+        tokio::pin!(waiting);
+        waiting.as_mut().enable();
+        buffer.signal_dry();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("woken");
     }
 
     #[tokio::test]

@@ -175,7 +175,10 @@ impl ShareConsumer {
         self.closed.load(SeqCst)
     }
 
-    /// Waits up to `max_wait` for records. `None` on timeout or after `wakeup`.
+    /// Waits up to `max_wait` for records. `None` on timeout, after `wakeup`, or once this
+    /// member, holding records it has not acknowledged, ran dry: a fetch found nothing more
+    /// for it (the topic is drained, or its partitions' in-flight windows are full of held
+    /// records, which only acknowledgements free). That is reported once per dry spell.
     pub async fn poll(&self, max_wait: Duration) -> Result<Option<Batch>, EngineError> {
         let deadline = tokio::time::Instant::now() + max_wait;
         let _polling = self
@@ -214,10 +217,18 @@ impl ShareConsumer {
                 self.shared.metrics.records_in_flight.fetch_add(n, Relaxed);
                 return Ok(Some(batch));
             }
+            // The member holds records and its fetches found nothing more: the caller should
+            // settle what it holds (acks free the broker's window) rather than wait here.
+            if self.shared.buffer.take_dry() {
+                return Ok(None);
+            }
             let notified = self.shared.buffer.ready.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.shared.buffer.len_records() > 0 || self.shared.fatal_error().is_some() {
+            if self.shared.buffer.len_records() > 0
+                || self.shared.fatal_error().is_some()
+                || self.shared.buffer.dry_pending()
+            {
                 continue;
             }
             tokio::select! {

@@ -465,6 +465,40 @@ async fn record_limit_mode_caps_each_fetch() {
     c.close().await.expect("close");
 }
 
+/// A member holding every record of a drained partition, unacknowledged, is told so: its next
+/// poll returns empty once a fetch finds nothing more, not at the end of its timeout, so that its
+/// caller settles what it holds (only that frees the broker's in-flight window). Once per dry
+/// spell: the poll after it waits out its timeout as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_holding_records_is_told_when_it_runs_dry() {
+    let f = fixture("dry", 1, 20, &[]).await;
+    let c = f.consumer(&[]).await;
+    let held = hold(&c, 20, TIMEOUT).await;
+    assert_eq!(held.len(), 20);
+    let started = Instant::now();
+    let polled = c.poll(Duration::from_secs(60)).await.expect("poll");
+    let waited = started.elapsed();
+    assert!(polled.is_none(), "no records are left to deliver");
+    assert!(
+        waited < Duration::from_secs(30),
+        "the poll waited {waited:?} for records that cannot come"
+    );
+    let started = Instant::now();
+    let polled = c.poll(Duration::from_secs(2)).await.expect("poll");
+    assert!(polled.is_none());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_900),
+        "told twice in one dry spell: {:?}",
+        started.elapsed()
+    );
+    let results = c
+        .acknowledge_sync(&acks_for_records(&held, AckKind::Accept), TIMEOUT)
+        .await
+        .expect("accept");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    c.close().await.expect("close");
+}
+
 /// Raw-protocol checks of the behaviours the protocol cheat sheet marks *unconfirmed*. They
 /// drive the wire directly (engine connection + engine encoders), not the consumer.
 mod protocol_facts {

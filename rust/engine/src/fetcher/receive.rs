@@ -308,6 +308,14 @@ fn handle_fetch(
     }
     session.quiet_until = if asked_records && batch.is_empty() && super::send::holds_records(shared)
     {
+        if session.empty_fetches == 1 {
+            // The first empty fetch after records: the caller should settle what it holds
+            // rather than wait for more (a commit cycle, whose acks free the window). Waiting
+            // instead, a Connect task held its records up to its held-poll bound (50 ms) while
+            // the other members' fetches waited on the same full window: 543,000 records/s
+            // against 748,000 (FileStream sink, 3 tasks on 3 partitions).
+            shared.buffer.signal_dry();
+        }
         Some(tokio::time::Instant::now() + super::send::held_quiet(shared, session.empty_fetches))
     } else {
         None

@@ -88,7 +88,8 @@ public final class ShareSinkDriver {
    * only the empty poll that asks for the commit frees it. A poll that waited out its full timeout
    * (a second) stalled the partition for that long: seen as one-second gaps in a FileStream sink
    * fed 110,000 records/s. This is the engine's longest pause between fetches while it holds
-   * records ({@code share.fetch.max.wait.held.ms}, 50 ms): waiting longer cannot bring more.
+   * records ({@code share.fetch.max.wait.held.ms}, 50 ms): waiting longer cannot bring more. The
+   * native engine ends such a poll sooner, as soon as a fetch finds nothing more for it.
    */
   static final long HELD_POLL_MAX_MS = 50;
 
