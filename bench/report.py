@@ -618,6 +618,25 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
 # Profiles taken on this machine and what they led to (commits on main). Unlike the findings
 # above, this is a record of past runs, not regenerated from this run's figures.
 PROFILES = [
+    "(d) fast sink, tasks waiting on a full window (2026-12-03, FileStream, 3 tasks, 3 "
+    "partitions, 2 M records, window 4000; a freshly started bench cluster, where sharesink made "
+    "478,000-559,000 records/s with both cores 46-57% busy and classic 840,000-1,040,000): all "
+    "three task threads were in `NativeEngine.poll` (jstack), and a temporary engine build that "
+    "logged each ShareFetch showed the cycle. A fetch brings 5,000-8,000 records (whole windows "
+    "of two or three partitions); fetches without acks come back empty while they are held; the "
+    "member acks them at once and waits 15-55 ms for more. The slowest were members with the "
+    "fewest records: 1,439 records acked 52 ms after they came, 1,749 after 56 ms. Fewer than "
+    "`share.commit.max.records` had been put, so the driver polled for more and waited its "
+    "held-poll bound (50 ms) for the empty poll that starts a commit, while the windows (its own "
+    "records among them) kept every member's fetches waiting. The engine now ends that poll at "
+    "its first empty fetch after records while the member holds records (3e1d66f): 761,000-"
+    "778,000 records/s against 543,000-559,000, alternating libraries on one worker; members "
+    "hold their records 7-8 ms and wait 14-17 ms for the next (11-13 and 18-21 before).",
+    "JNI vs engine, the library's counting allocator (2026-12-03, 5 M records of 100 B, 6 "
+    "partitions, four rounds of engine bench, JNI, JNI built without the live-bytes counter): "
+    "the native runtime's threads used 0.61-0.71 CPU s counting and 0.59-0.70 not, and the JNI "
+    "runs made 0.82-0.92 of the engine's rate either way. The shared atomic counter behind "
+    "`share-engine-off-heap-bytes` is not why those threads cost more inside the JVM.",
     "(e) fast sink, the broker's extra CPU with a live producer (2026-12-03, FileStream, 3 "
     "tasks, 237,000 records/s, 20 s runs, warm broker; request counts from the broker's "
     "`RequestsPerSec` counters, samples from JFR on the broker, one run each): classic sent "
