@@ -38,7 +38,9 @@ else
   fi
 fi
 
-if ! ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1; then
+# Always built (cargo and Maven redo only what changed, seconds): an archive left in java/target
+# by an earlier build carried an older native library and driver into two full runs.
+if [[ -z "${SHARESINK_PLUGIN_ARCHIVE:-}" ]]; then
   log "building the sharesink plugin archive (mvn -q package)"
   mvn -B -q -DskipTests package
 fi
