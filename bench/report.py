@@ -618,6 +618,17 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
 # Profiles taken on this machine and what they led to (commits on main). Unlike the findings
 # above, this is a record of past runs, not regenerated from this run's figures.
 PROFILES = [
+    "The library the full runs measured, and the engine changes since 8f158dd (2026-12-03): the "
+    "full runs committed in 0fd0614 and 2d572ab ran their Connect rows and the JNI bench on the "
+    "plugin built at 8f158dd, left in java/target (`bench.sh` built one only when none was "
+    "there; it always builds since 8d6482b). This run is the first on the engine of 9e2e2e4, "
+    "e6d9c67 and 3e1d66f together. Afterwards, on a freshly started bench cluster whose broker "
+    "was still compiling its share-group code (its JIT threads 0.3-1.8 CPU s per run), the "
+    "libraries of 8f158dd and of this run alternated on one worker: (d) 627,000-966,000 against "
+    "687,000-880,000 records/s after the first run of each series, within the broker's warm-up "
+    "trend; at 382,000 records/s (0.75 of this run's classic rate) every library fell behind, "
+    "p50 0.85-1.2 s with 8f158dd's, 1.2-2.9 s with this run's, 3.0-3.8 s with e6d9c67's (two "
+    "runs each). No difference between them stood out from the run-to-run spread.",
     "(d) fast sink, tasks waiting on a full window (2026-12-03, FileStream, 3 tasks, 3 "
     "partitions, 2 M records, window 4000; a freshly started bench cluster, where sharesink made "
     "478,000-559,000 records/s with both cores 46-57% busy and classic 840,000-1,040,000): all "
