@@ -628,7 +628,7 @@ PROFILES = [
     "687,000-880,000 records/s after the first run of each series, within the broker's warm-up "
     "trend; at 382,000 records/s (0.75 of this run's classic rate) every library fell behind, "
     "p50 0.85-1.2 s with 8f158dd's, 1.2-2.9 s with this run's, 3.0-3.8 s with e6d9c67's (two "
-    "runs each). No difference between them stood out from the run-to-run spread.",
+    "runs each, four with this run's). No difference between them stood out from the run-to-run spread.",
     "(d) fast sink, tasks waiting on a full window (2026-12-03, FileStream, 3 tasks, 3 "
     "partitions, 2 M records, window 4000; a freshly started bench cluster, where sharesink made "
     "478,000-559,000 records/s with both cores 46-57% busy and classic 840,000-1,040,000): all "
