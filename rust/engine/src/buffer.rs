@@ -209,12 +209,16 @@ impl DeliveryBuffer {
 
     pub fn wakeup(&self) {
         self.woken.store(true, SeqCst);
-        self.ready.notify_waiters();
-        self.ready.notify_one();
+        self.wake_pollers();
     }
 
     /// Wakes pollers without consuming as a wakeup: they then find the failure.
     pub fn wakeup_for_error(&self) {
+        self.wake_pollers();
+    }
+
+    /// Wakes a waiting poll, or (a stored permit) the next one to wait.
+    fn wake_pollers(&self) {
         self.ready.notify_waiters();
         self.ready.notify_one();
     }
@@ -223,8 +227,7 @@ impl DeliveryBuffer {
     /// one that finds the buffer empty.
     pub fn signal_dry(&self) {
         self.dry.fetch_add(1, SeqCst);
-        self.ready.notify_waiters();
-        self.ready.notify_one();
+        self.wake_pollers();
     }
 
     /// Whether the member ran dry since the last call that returned true (or since records
