@@ -6,7 +6,13 @@
 //!                 [--produce --partitions P --record-size BYTES]
 //!                 [--set CONFIG=VALUE ...]     (consumer properties, e.g. max.poll.records=1000)
 //!                 [--group-config KEY=VALUE ...] (group configs set before joining)
+//!                 [--poll-from-thread] [--copy-records]
 //! ```
+//! By default each member polls in a task of the bench's own runtime. `--poll-from-thread` polls
+//! from a plain thread through `Handle::block_on`, as the JNI library's callers do, and
+//! `--copy-records` copies every key and value into a fresh vector, as the JNI bench copies them
+//! into `byte[]`s: together they separate what the JNI path costs from what any consumer outside
+//! the runtime that copies its records costs.
 //! The group gets `share.auto.offset.reset=earliest` before the first member joins. The clock
 //! starts when the first record arrives (join time is reported separately).
 
@@ -35,10 +41,12 @@ struct Args {
     record_size: usize,
     consumer_props: Vec<(String, String)>,
     group_configs: Vec<(String, String)>,
+    poll_from_thread: bool,
+    copy_records: bool,
 }
 
 fn usage(msg: &str) -> ! {
-    eprintln!("{msg}\nusage: sharesink-bench --bootstrap HOST:PORT --topic T --records N [--group G] [--members M] [--produce --partitions P --record-size BYTES] [--set K=V]... [--group-config K=V]...");
+    eprintln!("{msg}\nusage: sharesink-bench --bootstrap HOST:PORT --topic T --records N [--group G] [--members M] [--produce --partitions P --record-size BYTES] [--set K=V]... [--group-config K=V]... [--poll-from-thread] [--copy-records]");
     std::process::exit(2)
 }
 
@@ -54,6 +62,8 @@ fn parse_args() -> Args {
         record_size: 100,
         consumer_props: Vec::new(),
         group_configs: Vec::new(),
+        poll_from_thread: false,
+        copy_records: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -81,6 +91,8 @@ fn parse_args() -> Args {
             }
             "--set" => args.consumer_props.push(kv(value())),
             "--group-config" => args.group_configs.push(kv(value())),
+            "--poll-from-thread" => args.poll_from_thread = true,
+            "--copy-records" => args.copy_records = true,
             other => usage(&format!("unknown argument {other}")),
         }
     }
@@ -88,6 +100,16 @@ fn parse_args() -> Args {
         usage("--bootstrap, --topic and --records are required");
     }
     args
+}
+
+/// Copies every key and value out of the batch, as a caller in another runtime (the JVM) must.
+fn copy_out(batch: &sharesink_engine::Batch) {
+    let mut copies: Vec<Vec<u8>> = Vec::with_capacity(batch.len() * 2);
+    for record in batch.records() {
+        copies.push(record.key().map(<[u8]>::to_vec).unwrap_or_default());
+        copies.push(record.value().map(<[u8]>::to_vec).unwrap_or_default());
+    }
+    std::hint::black_box(&copies);
 }
 
 fn cpu_seconds() -> f64 {
@@ -150,19 +172,31 @@ async fn run(args: Args) -> Result<(), EngineError> {
     let join_started = Instant::now();
     let first_record: Arc<std::sync::OnceLock<(Instant, f64)>> =
         Arc::new(std::sync::OnceLock::new());
+    // Set by the member whose batch reaches the target, so the clock stops then and not at the
+    // next tick of the progress loop below (up to 100 ms later).
+    let last_record: Arc<std::sync::OnceLock<(Instant, f64)>> =
+        Arc::new(std::sync::OnceLock::new());
     let mut members = Vec::new();
     for _ in 0..args.members {
         let consumer =
             Arc::new(ShareConsumer::start(config.clone(), vec![args.topic.clone()]).await?);
-        let (total, bytes, first_record) = (total.clone(), bytes.clone(), first_record.clone());
+        let (total, bytes) = (total.clone(), bytes.clone());
+        let (first_record, last_record) = (first_record.clone(), last_record.clone());
         let c = consumer.clone();
-        let task = tokio::spawn(async move {
+        let copy_records = args.copy_records;
+        let member = async move {
             while total.load(Relaxed) < target {
                 match c.poll(Duration::from_millis(200)).await? {
                     Some(batch) => {
                         first_record.get_or_init(|| (Instant::now(), cpu_seconds()));
-                        total.fetch_add(batch.len() as u64, Relaxed);
+                        let before = total.fetch_add(batch.len() as u64, Relaxed);
+                        if before + batch.len() as u64 >= target {
+                            last_record.get_or_init(|| (Instant::now(), cpu_seconds()));
+                        }
                         bytes.fetch_add(batch.payload_bytes() as u64, Relaxed);
+                        if copy_records {
+                            copy_out(&batch);
+                        }
                         c.acknowledge(&batch.acks(AckKind::Accept))?;
                     }
                     None => {
@@ -176,7 +210,14 @@ async fn run(args: Args) -> Result<(), EngineError> {
                 }
             }
             Ok::<_, EngineError>(())
-        });
+        };
+        let task = if args.poll_from_thread {
+            let handle = tokio::runtime::Handle::current();
+            let thread = std::thread::spawn(move || handle.block_on(member));
+            tokio::task::spawn_blocking(move || thread.join().expect("member thread"))
+        } else {
+            tokio::spawn(member)
+        };
         members.push((consumer, task));
     }
     let mut last_report = Instant::now();
@@ -197,8 +238,10 @@ async fn run(args: Args) -> Result<(), EngineError> {
             last_report = Instant::now();
         }
     }
-    let end = Instant::now();
-    let cpu_end = cpu_seconds();
+    let (end, cpu_end) = last_record
+        .get()
+        .copied()
+        .unwrap_or_else(|| (Instant::now(), cpu_seconds()));
     for (_, task) in &members {
         task.abort();
     }
