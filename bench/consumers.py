@@ -80,15 +80,21 @@ class Consumers:
 
     # ---- clients
 
-    def engine(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+    def engine(self, topic: str, group: str, n: int, members: int,
+               copying_thread: bool = False) -> Dict[str, Any]:
+        """The engine bench; `copying_thread`: each member polls from a plain thread and copies
+        every key and value out, as the JNI path does, but without a JVM (client "engine-copy")."""
         c = self.ctx
+        kind = "engine-copy" if copying_thread else "engine"
         cmd = [str(c.engine_bin), "--bootstrap", c.cluster.bootstrap, "--topic", topic,
                "--records", str(n), "--group", group, "--members", str(members),
                "--set", f"max.poll.records={MAX_POLL}", "--set", f"fetch.max.bytes={FETCH_BYTES}",
                *extra_settings()]
-        r = proc.run(cmd, c.log(f"engine-{topic}-{members}m"), timeout=c.client_timeout,
+        if copying_thread:
+            cmd += ["--poll-from-thread", "--copy-records"]
+        r = proc.run(cmd, c.log(f"{kind}-{topic}-{members}m"), timeout=c.client_timeout,
                      broker_pid=c.broker_pid())
-        return self._rust_result("engine", members, r)
+        return self._rust_result(kind, members, r)
 
     def krafka(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
         return self._peer("krafka", self.ctx.krafka_bin, topic, group, n, members)

@@ -48,8 +48,28 @@ def _jni_thread_split(runs: List[Dict[str, Any]], engine_alone: Optional[float])
             f"the acks packed) {mean['polling']}, the JVM's GC {mean['gc']}, its JIT "
             f"{mean['jit']}, the rest {mean['other']}." + (
                 " The native runtime's threads alone used more CPU per record inside the JVM than "
-                "the whole engine bench, its consumer loop included (cause not traced)."
+                "the whole engine bench, its consumer loop included; in the perf profile of "
+                "2026-12-03 below the two were equal (1,403 samples against 1,432), so this part "
+                "moves with the load on the shared cores."
                 if engine_alone is not None and mean["engine"] > engine_alone else ""))
+
+
+def _jni_without_jvm(res: Dict[str, Any], copy: Optional[Dict], jni: Dict) -> str:
+    """What the engine-copy runs (the JNI path without a JVM) say about the JNI gap."""
+    ratio = res.get("engine_copy_vs_engine")
+    if copy is None or ratio is None:
+        return ""
+    txt = (f" The engine polled from a plain thread that copies every key and value out (the "
+           f"JNI path without the JVM) made {ratio} of the engine's rate (runs "
+           f"{_fmt(copy.get('records_per_s_min'))}–{_fmt(copy.get('records_per_s_max'))}) with "
+           f"{_fmt(copy.get('cpu_s_per_m_steady'))} CPU s per million records, and JNI made "
+           f"{res.get('jni_vs_engine_copy')} of it with {_fmt(jni.get('cpu_s_per_m_steady'))}.")
+    if ratio >= 0.95:
+        txt += (" So handing batches to a thread outside the runtime and copying them cost "
+                "little rate by themselves; what JNI adds is the JVM's own CPU (the polling "
+                "thread's batch layout and byte[] copies, the JIT), taken from the two cores on "
+                "which the broker answers each fetch.")
+    return txt
 
 
 def _find(runs: List[Dict], client: str, members: int, size: int = 100) -> Optional[Dict]:
@@ -146,6 +166,10 @@ def derive(res: Dict[str, Any]) -> None:
     jj = _find(jr, "jni", 1)
     _set(res, "jni_vs_engine", _ratio(jj and jj["records_per_s"], je and je["records_per_s"]),
          why("jni", 1, part="jni") if je else why("engine", 1, part="jni"))
+    # the JNI path without the JVM: what crossing threads and copying records costs by itself
+    jc = _find(jr, "engine-copy", 1)
+    res["engine_copy_vs_engine"] = _ratio(jc and jc["records_per_s"], je and je["records_per_s"])
+    res["jni_vs_engine_copy"] = _ratio(jj and jj["records_per_s"], jc and jc["records_per_s"])
     # Connect keys are set by connect.py; make sure each exists with a reason.
     for k in KEYS:
         if k not in res:
@@ -270,9 +294,12 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
         L.append("")
         L.append("`io.sharesink.engine.NativeEngineBench` (Java polling `NativeShareConsumerEngine` "
                  "through JNI, copying every key and value into a `byte[]`, one ACCEPT per batch) "
-                 "against `sharesink-bench` with the same settings, back to back on the same 100 B "
-                 "topic (which of the two goes first alternates by round); 1 member each, clocks "
-                 "from the first record.")
+                 "against `sharesink-bench` with the same settings, and `sharesink-bench "
+                 "--poll-from-thread --copy-records` (**engine-copy**: each batch polled from a "
+                 "plain thread through `Handle::block_on` and every key and value copied into a "
+                 "fresh vector, the JNI path without the JVM), back to back on the same 100 B "
+                 "topic (which goes first rotates by round); 1 member each, clocks from the "
+                 "first record.")
         L.append("")
         L.append("| client | records/s | MB/s | CPU s/M steady | CPU s/M process | join s |")
         L.append("|---|---|---|---|---|---|")
@@ -284,7 +311,9 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                          f"{_fmt(r['cpu_s_per_m_steady'])} | {_fmt(r['cpu_s_per_m_process'])} | "
                          f"{_fmt(r.get('join_s'))} |")
         L.append("")
-        L.append(f"`jni_vs_engine` = {_fmt(res.get('jni_vs_engine'))}.")
+        L.append(f"`jni_vs_engine` = {_fmt(res.get('jni_vs_engine'))}; engine-copy ÷ engine "
+                 f"= {_fmt(res.get('engine_copy_vs_engine'))}; JNI ÷ engine-copy = "
+                 f"{_fmt(res.get('jni_vs_engine_copy'))}.")
         L.append("")
     L.append("## 3. Connect end to end: sharesink vs the classic sink runtime")
     L.append("")
@@ -439,7 +468,8 @@ def findings(res: Dict[str, Any]) -> List[str]:
                    f"key and value into a byte[]: {_fmt(jj.get('cpu_s_per_m_steady'))} CPU s per "
                    f"million records steady against {_fmt(je.get('cpu_s_per_m_steady'))} for the "
                    "engine alone."
-                   + _jni_thread_split(res.get("jni_runs", []), je.get("cpu_s_per_m_steady")))
+                   + _jni_thread_split(res.get("jni_runs", []), je.get("cpu_s_per_m_steady"))
+                   + _jni_without_jvm(res, _find(jr, "engine-copy", 1), jj))
     cres = res.get("connect", {}).get("results", {})
     a_cl, a_sh = cres.get("a_classic") or {}, cres.get("a_share") or {}
     if a_sh.get("rows_per_s") and a_cl.get("rows_per_s"):
@@ -876,7 +906,7 @@ def chart(res: Dict[str, Any], path: Path) -> None:
                              gridspec_kw={'width_ratios': [2.6, 1.6, 2.0]})
     axes = [grid[0][0], grid[0][1], grid[0][2], grid[1][0], grid[1][1], grid[1][2]]
     colors = {"engine": "#1f77b4", "java": "#d62728", "krafka": "#ff7f0e", "franz": "#9467bd",
-              "classic": "#7f7f7f", "jni": "#2ca02c"}
+              "classic": "#7f7f7f", "jni": "#2ca02c", "engine-copy": "#17becf"}
     # records/s per client, 100 B and 1 KiB
     ax = axes[0]
     labels, vals, cols = [], [], []
@@ -890,7 +920,8 @@ def chart(res: Dict[str, Any], path: Path) -> None:
                 cols.append(colors[c])
     for r in res.get("jni_summary", []):
         if "error" not in r:
-            labels.append(f"{'JNI' if r['client'] == 'jni' else 'engine'}\n(JNI pair)")
+            name = {"jni": "JNI", "engine-copy": "engine,\ncopying"}.get(r["client"], "engine")
+            labels.append(f"{name}\n(JNI trio)")
             vals.append(r["records_per_s"] / 1000)
             cols.append(colors[r["client"]])
     if not vals:

@@ -170,12 +170,15 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
             for item in plan[k:] + plan[:k]:
                 run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs)
         if size == 100:
-            # the JNI pair, back to back, repeated (short runs: the median of the rounds); which
-            # client goes first alternates, as in the rounds above
+            # the JNI trio, back to back, repeated (short runs: the median of the rounds); which
+            # client goes first rotates, as in the rounds above. The middle one is the engine
+            # polled from a plain thread that copies every record out: the JNI path without
+            # the JVM, so the report can say which part of the gap is the JVM's.
+            trio = [("engine", 1, "jni-pair"), ("engine-copy", 1, "jni-pair"), ("jni", 1)]
             for rnd in range(1, ctx.pair_rounds + 1):
-                ctx.say(f"  JNI pair {rnd} of {ctx.pair_rounds}")
-                pair = [("engine", 1, "jni-pair"), ("jni", 1)]
-                for item in (pair if rnd % 2 else pair[::-1]):
+                ctx.say(f"  JNI trio {rnd} of {ctx.pair_rounds}")
+                k = (rnd - 1) % len(trio)
+                for item in trio[k:] + trio[:k]:
                     run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs)
         c.delete_topic(topic)
 
@@ -188,6 +191,8 @@ def run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs) -> None:
     try:
         if kind == "engine":
             f = cons.engine(topic, group, n, m)
+        elif kind == "engine-copy":
+            f = cons.engine(topic, group, n, m, copying_thread=True)
         elif kind == "java":
             f = cons.java_share(topic, group, n, m)
         elif kind == "krafka":
