@@ -550,6 +550,20 @@ def findings(res: Dict[str, Any]) -> List[str]:
         elif busy is not None:
             txt += (f" Both cores were {busy:.0%} busy: the run is bound by CPU, which the broker "
                     "and the worker share.")
+            sh_cpu = [per_m(d_sh, k) for k in ("worker_cpu_s", "broker_cpu_s")]
+            cl_cpu = [per_m(d_cl, k) for k in ("worker_cpu_s", "broker_cpu_s")]
+            if None not in sh_cpu + cl_cpu and sum(sh_cpu) > 0:
+                txt += (f" Worker and broker together used {sum(sh_cpu):.3g} CPU s per million "
+                        f"records for sharesink and {sum(cl_cpu):.3g} for classic: on cores that "
+                        f"are both busy, sharesink's rate can be about {sum(cl_cpu) / sum(sh_cpu):.2f} "
+                        "of classic's.")
+        runs_sh, runs_cl = d_sh.get("runs") or [], d_cl.get("runs") or []
+        if len(runs_sh) > 1 and len(runs_cl) == len(runs_sh):
+            pairs = [(c.get("records_per_s"), s.get("records_per_s")) for c, s in zip(runs_cl, runs_sh)]
+            txt += (" The (d) runs, classic then sharesink in each pair: "
+                    + "; ".join(f"{_fmt(c)} / {_fmt(s)}"
+                                + (f" ({s / c:.2f})" if c and s else "") for c, s in pairs)
+                    + " records/s.")
         txt += _cpu_by_thread(d_sh, d_cl)
         warm = [w for w in cres.get("d_warmup") or [] if w.get("records_per_s")]
         if warm:
