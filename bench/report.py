@@ -69,6 +69,12 @@ def _jni_without_jvm(res: Dict[str, Any], copy: Optional[Dict], jni: Dict) -> st
                 "little rate by themselves; what JNI adds is the JVM's own CPU (the polling "
                 "thread's batch layout and byte[] copies, the JIT), taken from the two cores on "
                 "which the broker answers each fetch.")
+    else:
+        txt += (f" So of the gap, handing each batch to a thread outside the runtime and copying "
+                f"its records out (what any caller in another runtime does) took {1 - ratio:.2f} "
+                f"of the engine's rate, and the JVM itself (its polling thread's batch layout and "
+                f"byte[] copies, the JIT) the rest: the CPU both take comes from the two cores on "
+                f"which the broker answers each fetch.")
     return txt
 
 
@@ -687,6 +693,21 @@ PROFILES = [
     "its first empty fetch after records while the member holds records (3e1d66f): 761,000-"
     "778,000 records/s against 543,000-559,000, alternating libraries on one worker; members "
     "hold their records 7-8 ms and wait 14-17 ms for the next (11-13 and 18-21 before).",
+    "(d) fast sink, the worker's task threads (2026-12-03, FileStream, 3 tasks, 2 M records, "
+    "warm bench cluster; JFR execution samples every 1 ms over two sharesink runs, 1,024 and "
+    "1,165 task-thread samples in two recordings; JFR samples Java code only, so the engine's "
+    "native work is not in them): the adapter's ack bookkeeping (AckLedger, OffsetMap, the "
+    "Acknowledger, commit) took 25-31% of the samples and the rest of the driver (the acquire, "
+    "deliver and put loops) 19-21%, against 20-24% for FileStream's put and 24-25% for "
+    "conversion; taking records out of the engine (the batch layout, the byte[] copies) 4-5%. "
+    "The driver's samples fall on the back edges of its per-record loops (acquire, convert, "
+    "deliver, reopenRewound, the put lists, putReturned): each record's objects (raw record, "
+    "ledger entry, pending, SinkRecord) are walked about ten times per batch of several thousand. "
+    "One per-record cost had a clear cause, the lock-duration check reading "
+    "`share.commit.interval.ms` through AbstractConfig for every record (38 of 1,157 samples), "
+    "and is gone (0074004; A/B of (d), two series of three warm runs per plugin: no difference "
+    "beyond the spread, 0.97-1.08 M records/s either way after the first run of each restart). Fusing the per-record passes is the "
+    "next step on the worker's side; not done.",
     "JNI vs engine, what the gap is (2026-12-03, 5 M records of 100 B, 6 partitions, one "
     "member; four variants alternating, four rounds, after warm-up; the Rust rates on the clock "
     "before the fix at the end): the engine bench polling "
