@@ -592,7 +592,40 @@ def findings(res: Dict[str, Any]) -> List[str]:
     lat = _fast_latency_cpu(cres)
     if lat:
         out.append(lat)
+    spread = _fast_latency_spread(cres)
+    if spread:
+        out.append(spread)
     return out
+
+
+def _fast_latency_spread(cres: Dict[str, Any]) -> str:
+    """(e) fast sink, at each rate where sharesink's p99 came out above classic's: the two p50s
+    and every run's p99, so a reader sees whether the ratio is a shift or one run's episode."""
+    cells = []
+    for frac in (25, 50, 75):
+        sh, cl = cres.get(f"e_fast_{frac}_share") or {}, cres.get(f"e_fast_{frac}_classic") or {}
+        if not (sh.get("kept_up") and cl.get("kept_up")) or None in (sh.get("p99_ms"), cl.get("p99_ms")):
+            continue
+        if sh["p99_ms"] <= cl["p99_ms"]:
+            continue
+        p99 = {n: sorted(x["p99_ms"] for x in (r.get("runs") or [r]) if x.get("p99_ms") is not None)
+               for n, r in (("share", sh), ("classic", cl))}
+        p50 = {n: sorted(x["p50_ms"] for x in (r.get("runs") or [r]) if x.get("p50_ms") is not None)
+               for n, r in (("share", sh), ("classic", cl))}
+        if not all(p99.values()) or not all(p50.values()):
+            continue
+        overlap = p99["share"][0] <= p99["classic"][-1]
+        cells.append(
+            f"at {frac / 100:g} of classic's sustained rate, p50 {p50['share'][0]}-{p50['share'][-1]} "
+            f"ms against {p50['classic'][0]}-{p50['classic'][-1]}, and single runs' p99 "
+            f"{p99['share'][0]}-{p99['share'][-1]} ms against {p99['classic'][0]}-"
+            f"{p99['classic'][-1]}" + (" (the ranges overlap)" if overlap else " (no overlap)"))
+    if not cells:
+        return ""
+    return ("(e) fast sink, where sharesink's p99 was above classic's (both kept up; each row is "
+            "the run with the median p99 of its runtime): " + "; ".join(cells) + ". A run's p99 "
+            "is its worst 1% of records, so one episode of a fraction of a second (a GC, a burst "
+            "of the producer's, a compile) moves it by tens of ms in either runtime.")
 
 
 def _fetch_wait(run: Dict[str, Any]) -> str:
