@@ -726,6 +726,17 @@ PROFILES = [
     "its first empty fetch after records while the member holds records (3e1d66f): 761,000-"
     "778,000 records/s against 543,000-559,000, alternating libraries on one worker; members "
     "hold their records 7-8 ms and wait 14-17 ms for the next (11-13 and 18-21 before).",
+    "(e) fast sink, sharesink's p50 above classic's at rates that leave CPU to spare "
+    "(2026-12-03, FileStream, 3 tasks, 77,600 records/s, 15 s runs, libraries alternated on one "
+    "worker, three runs per series, two series each; the full run on 48f15d8 had p50 5.3-5.6 ms "
+    "against classic's 4.1-4.4 at 39,000-116,000/s): a member that holds records and read to the "
+    "end asks for a whole 2 ms wait (minimum bytes `fetch.max.bytes`, e6d9c67), so a record "
+    "produced meanwhile waits for the wait's end. A library asking for `fetch.min.bytes` (1) "
+    "instead, answered at the first producer batch: p50 4.6-5.1 ms after each series' first run "
+    "against 5.5-5.7 (classic 4.4), but the broker's CPU per million records 8.0-8.6 s against "
+    "6.4-7.4 (classic 5.9) and both cores 0.76-0.80 busy against 0.64-0.69; p99 18-99 ms "
+    "against 13-28. So the p50 gap is the price of half as many ShareFetches, and asking for "
+    "less would not bring p99 down; the whole wait stays.",
     "(d) fast sink, the worker's task threads (2026-12-03, FileStream, 3 tasks, 2 M records, "
     "warm bench cluster; JFR execution samples every 1 ms over two sharesink runs, 1,024 and "
     "1,165 task-thread samples in two recordings; JFR samples Java code only, so the engine's "
