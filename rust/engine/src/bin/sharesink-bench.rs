@@ -212,6 +212,8 @@ async fn run(args: Args) -> Result<(), EngineError> {
             Ok::<_, EngineError>(())
         };
         let task = if args.poll_from_thread {
+            // A thread of our own, not one of the runtime's blocking pool: JNI's callers are
+            // threads the runtime knows nothing of. spawn_blocking only waits for it to end.
             let handle = tokio::runtime::Handle::current();
             let thread = std::thread::spawn(move || handle.block_on(member));
             tokio::task::spawn_blocking(move || thread.join().expect("member thread"))
