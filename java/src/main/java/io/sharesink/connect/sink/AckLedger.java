@@ -72,6 +72,13 @@ public final class AckLedger {
 
     Object attachment;
 
+    /**
+     * Whether the ledger holds this record: set when it enters, cleared when it is acknowledged or
+     * forgotten, so that {@link AckLedger#holds} is a field read instead of a search by offset (a
+     * put checks every record it held).
+     */
+    boolean held;
+
     Entry(
         TopicPartition partition,
         long offset,
@@ -139,6 +146,11 @@ public final class AckLedger {
   private final Map<TopicPartition, PartitionLedger> partitions = new LinkedHashMap<>();
   private int size;
 
+  /** The partition of the last acquire and its ledger: a batch acquires runs of one partition. */
+  private TopicPartition acquiredPartition;
+
+  private PartitionLedger acquiredLedger;
+
   /*
    * Lower bounds that let the per-cycle lock checks skip scanning every held record: no lock can
    * be lost before lostCheckAtMs, and nothing is due for renewal before renewCheckAtMs (for the
@@ -149,9 +161,10 @@ public final class AckLedger {
 
   /**
    * The records in {@link State#PUT}, so that a put confirms the previous ones without a scan of
-   * every held record. May also hold records acknowledged or forgotten since (checked on use).
+   * every held record: the last returned put's collection itself, not a copy. May also hold records
+   * acknowledged, forgotten or put back to READY since (their state is checked on use).
    */
-  private List<Entry> unconfirmed = new ArrayList<>();
+  private Collection<Entry> unconfirmed = List.of();
 
   private long renewCheckAtMs = Long.MIN_VALUE;
   private long renewCheckMarginMs = -1;
@@ -189,7 +202,12 @@ public final class AckLedger {
       long acquiredAtMs,
       long lockDeadlineMs,
       long acquiredLastOffset) {
-    PartitionLedger ledger = partitions.computeIfAbsent(partition, p -> new PartitionLedger());
+    PartitionLedger ledger = acquiredLedger;
+    if (partition != acquiredPartition) {
+      ledger = partitions.computeIfAbsent(partition, p -> new PartitionLedger());
+      acquiredPartition = partition;
+      acquiredLedger = ledger;
+    }
     // The lock duration is what the broker granted this time; renewals are assumed to grant the
     // same, which holds while the group's share.record.lock.duration.ms is unchanged.
     long lockDuration = Math.max(1, lockDeadlineMs - acquiredAtMs);
@@ -204,6 +222,7 @@ public final class AckLedger {
     if (ledger.entries.putIfAbsent(offset, entry) != null) {
       return null;
     }
+    entry.held = true;
     ledger.maxAcquiredOffset = Math.max(ledger.maxAcquiredOffset, offset);
     acceptScanDue |= rangesWait(); // a new record is never acceptable, but may end a range
     size++;
@@ -228,39 +247,46 @@ public final class AckLedger {
   /**
    * A put holding {@code entries} returned without throwing: they become {@link State#PUT}, and
    * every record of an earlier put becomes {@link State#CONFIRMED}, since this later put returned.
+   * The ledger keeps {@code entries} (not a copy) until the next put returns: the caller must not
+   * change it.
    */
   public synchronized void putReturned(Collection<Entry> entries, long putSequence) {
     // New PUTs are never acceptable, but may be the rest of a waiting range (waitingForRange).
     acceptScanDue |= !entries.isEmpty() && rangesWait();
-    // Kept in place: a put on the hot path allocates no second list.
-    int kept = 0;
+    List<Entry> stillPut = null; // of a put with this same sequence: none from the driver
     for (Entry entry : unconfirmed) {
       if (entry.state == State.PUT && entry.putSequence < putSequence) {
         entry.state = State.CONFIRMED;
         acceptScanDue = true;
       } else if (entry.state == State.PUT) {
-        unconfirmed.set(kept++, entry);
+        if (stillPut == null) {
+          stillPut = new ArrayList<>();
+        }
+        stillPut.add(entry);
       }
     }
-    unconfirmed.subList(kept, unconfirmed.size()).clear();
     PartitionLedger ledger = null;
     TopicPartition ledgerKey = null;
     for (Entry entry : entries) {
-      if (entry.state != State.READY) {
-        continue; // reported as errant during the put: the reject decision stands
+      if (entry.state != State.READY || !entry.held) {
+        // Reported as errant during the put (the reject decision stands), or released (the lock
+        // keeper's bound) or forgotten while the put ran.
+        continue;
       }
       if (entry.partition != ledgerKey) { // records of a run share one key instance
         ledgerKey = entry.partition;
         ledger = partitions.get(ledgerKey);
       }
-      if (ledger == null || ledger.entries.get(entry.offset) != entry) {
-        continue; // released (the lock keeper's bound) or forgotten while the put ran
-      }
       entry.state = State.PUT;
       entry.putSequence = putSequence;
       entry.priorMaxPutOffset = ledger.maxPutOffset;
-      unconfirmed.add(entry);
       ledger.maxPutOffset = Math.max(ledger.maxPutOffset, entry.offset);
+    }
+    if (stillPut == null) {
+      unconfirmed = entries;
+    } else {
+      stillPut.addAll(entries);
+      unconfirmed = stillPut;
     }
   }
 
@@ -280,7 +306,7 @@ public final class AckLedger {
   /** Whether any record waits for a following put to confirm it. */
   public synchronized boolean hasUnconfirmedPuts() {
     for (Entry entry : unconfirmed) {
-      if (entry.state == State.PUT && holds(entry)) {
+      if (entry.state == State.PUT && entry.held) {
         return true;
       }
     }
@@ -296,7 +322,7 @@ public final class AckLedger {
    */
   public synchronized List<Entry> forgetPuts() {
     acceptScanDue = true;
-    unconfirmed = new ArrayList<>();
+    unconfirmed = List.of();
     List<Entry> reset = new ArrayList<>();
     for (PartitionLedger ledger : partitions.values()) {
       for (Entry entry : ledger.entries.values()) {
@@ -355,8 +381,7 @@ public final class AckLedger {
       }
       ledger.maxPutOffset = -1;
     }
-    unconfirmed.removeAll(reset);
-    return reset;
+    return reset; // those in unconfirmed are READY now: its confirmation skips them
   }
 
   /**
@@ -607,6 +632,7 @@ public final class AckLedger {
           continue;
         }
         it.remove();
+        entry.held = false;
         accepted.add(entry.offset);
       }
     }
@@ -630,10 +656,10 @@ public final class AckLedger {
     Acknowledgements acks = new Acknowledgements();
     Map<TopicPartition, List<Long>> offsets = new LinkedHashMap<>();
     for (Entry entry : entries) {
-      PartitionLedger ledger = partitions.get(entry.partition);
-      if (ledger == null || ledger.entries.get(entry.offset) != entry) {
-        continue; // already acknowledged
+      if (!entry.held) {
+        continue; // already acknowledged (or named twice)
       }
+      entry.held = false;
       offsets.computeIfAbsent(entry.partition, p -> new ArrayList<>()).add(entry.offset);
     }
     offsets.forEach(
@@ -741,6 +767,7 @@ public final class AckLedger {
         if (lockLost(entry, nowMs)) {
           forgotten.add(entry);
           it.remove();
+          entry.held = false;
           size--;
           acceptScanDue = true;
         } else {
@@ -754,8 +781,7 @@ public final class AckLedger {
 
   /** Whether the ledger holds {@code entry} (it was neither acknowledged nor forgotten). */
   public synchronized boolean holds(Entry entry) {
-    PartitionLedger ledger = partitions.get(entry.partition);
-    return ledger != null && ledger.entries.get(entry.offset) == entry;
+    return entry.held;
   }
 
   /** When {@link #renewDue} will next find something to renew; Long.MAX_VALUE when nothing. */
@@ -805,6 +831,8 @@ public final class AckLedger {
     partitions
         .entrySet()
         .removeIf(e -> e.getValue().entries.isEmpty() && !keep.contains(e.getKey()));
+    acquiredPartition = null; // its ledger may be gone
+    acquiredLedger = null;
   }
 
   private void takeInto(
@@ -820,6 +848,7 @@ public final class AckLedger {
       if (filter.test(entry)) {
         taken.add(entry.offset);
         it.remove();
+        entry.held = false;
         size--;
         acceptScanDue = true;
       }

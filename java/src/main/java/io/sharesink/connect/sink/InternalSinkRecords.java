@@ -3,6 +3,7 @@ package io.sharesink.connect.sink;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,13 +66,17 @@ final class InternalSinkRecords {
     return NEW_RECORD != null;
   }
 
-  /** {@code record} wrapped with its raw original, or {@code record} itself when unavailable. */
-  static SinkRecord wrap(RawRecord raw, SinkRecord record) {
+  /**
+   * {@code record} wrapped with its raw original, whose headers are {@code kafkaHeaders} (built
+   * once per record, see {@link RawRecord#kafkaHeaders}), or {@code record} itself when
+   * unavailable.
+   */
+  static SinkRecord wrap(RawRecord raw, RecordHeaders kafkaHeaders, SinkRecord record) {
     if (NEW_RECORD == null) {
       return record;
     }
     try {
-      Object context = NEW_CONTEXT.invokeExact((Object) raw.toConsumerRecord());
+      Object context = NEW_CONTEXT.invokeExact((Object) raw.toConsumerRecord(kafkaHeaders));
       return (SinkRecord) NEW_RECORD.invokeExact(context, record);
     } catch (Throwable e) {
       if (e instanceof Error error) {

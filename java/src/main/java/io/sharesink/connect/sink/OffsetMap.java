@@ -127,7 +127,9 @@ final class OffsetMap<V> {
     if (end < offsets.length) {
       return;
     }
-    if (size <= offsets.length / 2) {
+    if (size <= offsets.length / 2 && end - start == size) {
+      moveDown(start); // no hole between the values: two block copies (the usual case)
+    } else if (size <= offsets.length / 2) {
       squeeze(); // at least half the array is holes or unused before start
     } else {
       grow();

@@ -57,8 +57,12 @@ public record RawRecord(
     return kafkaHeaders;
   }
 
-  /** The record as a consumer would have returned it, as the Connect runtime keeps it. */
-  public ConsumerRecord<byte[], byte[]> toConsumerRecord() {
+  /**
+   * The record as a consumer would have returned it, as the Connect runtime keeps it, with headers
+   * built by {@link #kafkaHeaders}: the runtime's converters and its InternalSinkRecord share the
+   * consumer record's one instance too.
+   */
+  public ConsumerRecord<byte[], byte[]> toConsumerRecord(RecordHeaders kafkaHeaders) {
     return new ConsumerRecord<>(
         topic,
         partition,
@@ -69,7 +73,7 @@ public record RawRecord(
         value == null ? -1 : value.length,
         key,
         value,
-        kafkaHeaders(),
+        kafkaHeaders,
         Optional.empty(),
         Optional.of((short) Math.min(deliveryCount, Short.MAX_VALUE)));
   }

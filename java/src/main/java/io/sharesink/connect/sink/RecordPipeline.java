@@ -118,7 +118,7 @@ final class RecordPipeline implements AutoCloseable {
         return null;
       }
     }
-    return internalRecords ? InternalSinkRecords.wrap(raw, record) : record;
+    return internalRecords ? InternalSinkRecords.wrap(raw, kafkaHeaders, record) : record;
   }
 
   private ConnectHeaders headers(RawRecord raw) {

@@ -196,6 +196,35 @@ class AckLedgerTest {
     assertTrue(ledger.isEmpty());
   }
 
+  /**
+   * A record the ledger no longer holds is never acknowledged again, whichever way it left: the
+   * broker refuses an acknowledgement of a record this member does not hold and rolls back the rest
+   * of the partition's acknowledgements in that request. An errant-record report may name a record
+   * after its ACCEPT, and a put may return after the keeper released its records.
+   */
+  @Test
+  void recordsThatLeftTheLedgerAreNotTakenOrPutAgain() {
+    List<AckLedger.Entry> accepted = acquire(TP0, 0, 1, 0);
+    putConfirmAndCommit(accepted, 1);
+    assertEquals(
+        List.of(range(TP0, 0, 1, AckType.ACCEPT)),
+        ledger.takeAccepted(tp -> false, 0, 0, false).ranges());
+    List<AckLedger.Entry> released = acquire(TP1, 0, 1, 0);
+    assertEquals(
+        List.of(range(TP1, 0, 1, AckType.RELEASE)),
+        ledger.takeAll(entry -> entry.partition().equals(TP1), AckType.RELEASE).ranges());
+    List<AckLedger.Entry> gone = new ArrayList<>(accepted);
+    gone.addAll(released);
+    for (AckLedger.Entry entry : gone) {
+      assertFalse(ledger.holds(entry), entry.toString());
+    }
+    assertTrue(ledger.take(gone, AckType.REJECT).isEmpty());
+    putReturned(released, 3);
+    assertEquals(AckLedger.State.READY, released.get(0).state());
+    assertFalse(ledger.hasUnconfirmedPuts());
+    assertTrue(ledger.isEmpty());
+  }
+
   @Test
   void renewsOnlyRecordsPastHalfTheirLockAndMovesTheirDeadline() {
     acquire(TP0, 0, 4, 0); // deadline 30 000
