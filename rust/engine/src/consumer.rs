@@ -398,6 +398,7 @@ impl ShareConsumer {
             dropped_buffered_records = dropped,
             records_fetched = m.records_fetched,
             fetches = m.fetch_requests,
+            empty_fetches = m.fetches_empty,
             fetch_avg_ms = format!("{:.1}", m.fetch_latency_avg_ms),
             share_acknowledges = m.ack_requests,
             share_acknowledge_avg_ms = format!("{:.1}", m.ack_latency_avg_ms),

@@ -13,6 +13,8 @@ pub(crate) struct Metrics {
     pub acked: [AtomicU64; 5],
     pub ack_errors: AtomicU64,
     pub fetch_requests: AtomicU64,
+    /// ShareFetches that asked for records and brought none.
+    pub fetches_empty: AtomicU64,
     pub fetch_latency_us_total: AtomicU64,
     pub ack_requests: AtomicU64,
     pub ack_latency_us_total: AtomicU64,
@@ -91,6 +93,7 @@ impl Metrics {
             renewed: self.acked[4].load(Relaxed),
             ack_errors: self.ack_errors.load(Relaxed),
             fetch_requests,
+            fetches_empty: self.fetches_empty.load(Relaxed),
             fetch_latency_avg_ms: avg_ms(&self.fetch_latency_us_total, fetch_requests),
             ack_requests,
             ack_latency_avg_ms: avg_ms(&self.ack_latency_us_total, ack_requests),
@@ -123,6 +126,8 @@ pub struct MetricsSnapshot {
     /// Acknowledged ranges the broker (or the engine) refused.
     pub ack_errors: u64,
     pub fetch_requests: u64,
+    /// ShareFetches that asked for records and brought none (a full window, an idle topic).
+    pub fetches_empty: u64,
     pub fetch_latency_avg_ms: f64,
     /// ShareAcknowledge requests (acks on ShareFetch are counted under fetches).
     pub ack_requests: u64,

@@ -30,6 +30,7 @@
 //!   19   acks_resent
 //!   20   ack_conflicts
 //!   21   corrupt_batches
+//!   22   fetches_empty
 //! ```
 
 use sharesink_engine::MetricsSnapshot;
@@ -56,9 +57,10 @@ pub(crate) const RECORDS_RENEWED_UNPOLLED: usize = 18;
 pub(crate) const ACKS_RESENT: usize = 19;
 pub(crate) const ACK_CONFLICTS: usize = 20;
 pub(crate) const CORRUPT_BATCHES: usize = 21;
+pub(crate) const FETCHES_EMPTY: usize = 22;
 
 /// Values written; Java's array must be at least this long.
-pub(crate) const FIELDS: usize = 22;
+pub(crate) const FIELDS: usize = 23;
 
 /// The array `metrics` writes for `m`.
 pub(crate) fn write(m: &MetricsSnapshot) -> [i64; FIELDS] {
@@ -86,6 +88,7 @@ pub(crate) fn write(m: &MetricsSnapshot) -> [i64; FIELDS] {
     out[ACKS_RESENT] = n(m.acks_resent);
     out[ACK_CONFLICTS] = n(m.ack_conflicts);
     out[CORRUPT_BATCHES] = n(m.corrupt_batches);
+    out[FETCHES_EMPTY] = n(m.fetches_empty);
     out
 }
 
@@ -116,6 +119,7 @@ pub(crate) fn self_test_snapshot() -> MetricsSnapshot {
         acks_resent: 119,
         ack_conflicts: 120,
         corrupt_batches: 121,
+        fetches_empty: 122,
     }
 }
 

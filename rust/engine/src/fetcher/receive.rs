@@ -301,6 +301,7 @@ fn handle_fetch(
     if asked_records {
         session.caught_up = read_to_the_end(batch.len(), shared.config.max_poll_records);
         session.empty_fetches = if batch.is_empty() {
+            shared.metrics.fetches_empty.fetch_add(1, Relaxed);
             session.empty_fetches.saturating_add(1)
         } else {
             0

@@ -32,6 +32,8 @@ package io.sharesink.engine;
  * @param ackConflicts records of acknowledgements refused before sending because another of a
  *     different type covered the same offsets
  * @param corruptBatches record batches that could not be read (their records were released)
+ * @param emptyFetches fetch requests that asked for records and brought none (a window full of
+ *     locked records, an idle topic)
  */
 public record EngineMetrics(
     long recordsFetched,
@@ -55,7 +57,8 @@ public record EngineMetrics(
     long recordsRenewedUnpolled,
     long acksResent,
     long ackConflicts,
-    long corruptBatches) {
+    long corruptBatches,
+    long emptyFetches) {
 
   /** The counters every engine has; the native engine's own ones are 0. */
   public EngineMetrics(
@@ -82,6 +85,7 @@ public record EngineMetrics(
         fetchLatencyAvgMs,
         ackLatencyAvgMs,
         recordsInFlight,
+        0,
         0,
         0,
         0,

@@ -21,6 +21,7 @@ package io.sharesink.engine;
  *    8   fetch requests                19   acks resent
  *    9   fetch latency avg ms (bits)   20   ack conflicts
  *   10   ack requests                  21   corrupt batches
+ *                                      22   empty fetches
  * </pre>
  */
 final class MetricsLayout {
@@ -49,9 +50,10 @@ final class MetricsLayout {
   static final int ACKS_RESENT = 19;
   static final int ACK_CONFLICTS = 20;
   static final int CORRUPT_BATCHES = 21;
+  static final int FETCHES_EMPTY = 22;
 
   /** Values the native side writes; the array passed to it must be at least this long. */
-  static final int FIELDS = 22;
+  static final int FIELDS = 23;
 
   /** The snapshot in {@code m}, written by the native side. */
   static EngineMetrics read(long[] m) {
@@ -77,6 +79,7 @@ final class MetricsLayout {
         m[RECORDS_RENEWED_UNPOLLED],
         m[ACKS_RESENT],
         m[ACK_CONFLICTS],
-        m[CORRUPT_BATCHES]);
+        m[CORRUPT_BATCHES],
+        m[FETCHES_EMPTY]);
   }
 }

@@ -47,6 +47,7 @@ class MetricsLayoutTest {
     assertEquals(119, m.acksResent());
     assertEquals(120, m.ackConflicts());
     assertEquals(121, m.corruptBatches());
+    assertEquals(122, m.emptyFetches());
   }
 
   @Test

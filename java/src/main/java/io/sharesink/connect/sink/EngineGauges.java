@@ -36,6 +36,7 @@ final class EngineGauges {
     values.put("share-engine-records-fetched-total", EngineMetrics::recordsFetched);
     values.put("share-engine-bytes-fetched-total", EngineMetrics::bytesFetched);
     values.put("share-engine-fetch-requests-total", EngineMetrics::fetchRequests);
+    values.put("share-engine-fetch-requests-empty-total", EngineMetrics::emptyFetches);
     values.put("share-engine-fetch-latency-avg-ms", EngineMetrics::fetchLatencyAvgMs);
     values.put("share-engine-ack-requests-total", EngineMetrics::ackRequests);
     values.put("share-engine-ack-latency-avg-ms", EngineMetrics::ackLatencyAvgMs);
