@@ -110,6 +110,9 @@ struct Session {
     /// The last fetch brought some records but fewer than it asked for: this member had read
     /// what there was, so the next one may wait briefly on the broker for what comes next.
     caught_up: bool,
+    /// The last fetch that brought records filled up: the log held more than it took. An empty
+    /// fetch after it found the window full, not the end of the log.
+    left_more: bool,
     /// Partitions the broker said it lacks, left out of the session for a while; kept across
     /// reopenings (that is what it is for).
     missing: missing::MissingPartitions,
@@ -130,6 +133,7 @@ impl Session {
         self.quiet_until = None;
         self.empty_fetches = 0;
         self.caught_up = false;
+        self.left_more = false;
         if drop_connection {
             self.conn = None;
         }
@@ -150,6 +154,7 @@ pub(crate) async fn run(
         quiet_until: None,
         empty_fetches: 0,
         caught_up: false,
+        left_more: false,
         missing: Default::default(),
     };
     let mut fetch: Option<InFlight> = None;
