@@ -271,8 +271,8 @@ async fn run(args: Args) -> Result<(), EngineError> {
     );
     for (i, m) in metrics.iter().enumerate() {
         println!(
-            "member {i}: fetches {} (avg {:.1} ms), ShareAcknowledge {} (avg {:.1} ms), accepted {}, ack errors {}",
-            m.fetch_requests, m.fetch_latency_avg_ms, m.ack_requests, m.ack_latency_avg_ms, m.accepted, m.ack_errors
+            "member {i}: fetches {} (avg {:.1} ms), ShareAcknowledge {} (avg {:.1} ms), accepted {}, ack errors {}, empty fetches {}",
+            m.fetch_requests, m.fetch_latency_avg_ms, m.ack_requests, m.ack_latency_avg_ms, m.accepted, m.ack_errors, m.fetches_empty
         );
     }
     Ok(())
