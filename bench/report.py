@@ -940,6 +940,24 @@ PROFILES = [
     "(medians of 12 runs; classic 734,883 and 696,026 in the same rounds), the worker's CPU "
     "outside its JIT and GC threads 1.87 -> 1.55 s per million records. Single runs still "
     "overlap (460-758k against 653-820k).",
+    "(d), the broker's share-group work and the empty fetches (2026-12-03): a broker JFR "
+    "profile (1 ms sampling, two sharesink runs of (d); the recording itself slowed them to "
+    "267,000 records/s and made the broker's JIT busy, so shares, not times) had 1,027 samples "
+    "on its request handlers, network thread, share-state persister, share coordinator and "
+    "ShareFetch executor: ShareFetch handling in 312 of them (`DelayedShareFetch.tryComplete` "
+    "in 203), the persister's write-state answers in 146 (they complete parked fetches too), "
+    "acknowledgement handling in 46 and acquisition in 46. So the cost is per ShareFetch more "
+    "than per record. A counter of empty fetches (ebfb12b; JMX "
+    "`share-engine-fetch-requests-empty-total`) then showed 350-520 of each member's 530-890 "
+    "ShareFetches per run empty: after a fetch that filled up, a member holding records paused "
+    "1 ms after an empty answer, then 2, 4, ..., fetching a window that only its own acks "
+    "could free. Raising `max.poll.records` to 2000 or 4000 did not change the count (fewer, "
+    "larger fetches with records, as many empty ones). Now an empty fetch after a full one "
+    "waits for acks (at most `share.fetch.max.wait.held.ms`, 256e76b): A/B on one worker, three "
+    "rounds of four recorded runs per plugin, 280-420 ShareFetches per member, 100-185 of them "
+    "empty; sharesink 610,153 -> 623,250 records/s (medians of 12 runs), broker CPU per "
+    "million records 0.67 -> 0.63 s (medians), both within the spread of this machine, where "
+    "the broker's CPU per record fell from round to round for both plugins.",
 ]
 
 
