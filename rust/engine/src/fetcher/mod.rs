@@ -110,8 +110,9 @@ struct Session {
     /// The last fetch brought some records but fewer than it asked for: this member had read
     /// what there was, so the next one may wait briefly on the broker for what comes next.
     caught_up: bool,
-    /// The last fetch that brought records filled up: the log held more than it took. An empty
-    /// fetch after it found the window full, not the end of the log.
+    /// The last fetch that brought records took more than it asked for (whole log batches past
+    /// its ask): the log held more than it took. An empty fetch after it found the window full,
+    /// not the end of the log.
     left_more: bool,
     /// Partitions the broker said it lacks, left out of the session for a while; kept across
     /// reopenings (that is what it is for).

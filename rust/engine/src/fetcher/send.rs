@@ -331,8 +331,9 @@ const HELD_QUIET_INITIAL: std::time::Duration = std::time::Duration::from_millis
 /// How long, after `empty_fetches` empty fetches in a row while the member holds records, only
 /// a fetch carrying acks may go out.
 ///
-/// When the last fetch with records filled up (`left_more`), the log held more than that fetch
-/// took, so an empty answer means the share-partition's window is full, and only acks free it:
+/// When the last fetch with records took whole log batches past its ask (`left_more`), the log
+/// held more than that fetch took, so an empty answer means the share-partition's window is
+/// full, and only acks free it:
 /// the whole `share.fetch.max.wait.held.ms` (the acks this member queues end the pause at once;
 /// the bound is for windows that other members' acks free). Paused 1 ms instead, members of a
 /// backlogged topic sent two or three empty fetches per commit: 65% of all ShareFetches in (d)
