@@ -98,6 +98,11 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       new LinkedHashMap<>();
 
   /**
+   * When the consumer poll that returned {@link #lastPollUnacknowledged} ended: their locks' start.
+   */
+  private long lastPollEndMs;
+
+  /**
    * Records handed to the driver and not decided on by it, with the delivery count they were handed
    * out with: a record coming back with the same count is a renewal, one with a higher count a new
    * delivery (the driver forgot the old one when its lock ran out).
@@ -240,10 +245,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private ConsumerRecords<byte[], byte[]> pollConsumer(Duration timeout) {
     // Explicit mode: everything of the last poll must be acknowledged first. What the driver has
     // not decided on is renewed and will come back.
-    for (ConsumerRecord<byte[], byte[]> record : lastPollUnacknowledged.values()) {
-      acknowledgeNow(record, AckType.RENEW);
-    }
-    lastPollUnacknowledged.clear();
+    renewOrReleaseLastPoll();
     pruneDeferred();
     applyPendingSubscription();
     long start = time.nanoseconds();
@@ -258,11 +260,33 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       polls.incrementAndGet();
       pollNanos.addAndGet(time.nanoseconds() - start);
     }
+    lastPollEndMs = time.milliseconds();
     for (ConsumerRecord<byte[], byte[]> record : records) {
       lastPollUnacknowledged.put(
           new Key(record.topic(), record.partition(), record.offset()), record);
     }
     return records;
+  }
+
+  /**
+   * Acknowledges what is left of the last consumer poll: RENEW while its lock runs, RELEASE once it
+   * ran out by this clock. The driver forgets a record whose lock ran out; renewed, it came back as
+   * a renewal of a record the driver "holds" and was never handed out again, renewed at every poll
+   * for good, whenever the broker had not yet expired it when the renewal arrived (seen in CI: a
+   * record held 16 s under a 15 s lock never came back). Released, it is delivered again and handed
+   * out as new.
+   */
+  private void renewOrReleaseLastPoll() {
+    boolean lockRanOut = time.milliseconds() - lastPollEndMs >= lockDurationMs();
+    for (Map.Entry<Key, ConsumerRecord<byte[], byte[]>> e : lastPollUnacknowledged.entrySet()) {
+      if (lockRanOut) {
+        heldByDriver.remove(e.getKey());
+        acknowledgeNow(e.getValue(), AckType.RELEASE);
+      } else {
+        acknowledgeNow(e.getValue(), AckType.RENEW);
+      }
+    }
+    lastPollUnacknowledged.clear();
   }
 
   /**
@@ -370,10 +394,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
         undelivered.add(record);
       }
     }
-    for (ConsumerRecord<byte[], byte[]> record : lastPollUnacknowledged.values()) {
-      acknowledgeNow(record, AckType.RENEW);
-    }
-    lastPollUnacknowledged.clear();
+    renewOrReleaseLastPoll();
     try {
       consumer.commitAsync();
     } catch (KafkaException e) {
