@@ -244,7 +244,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
   private ConsumerRecords<byte[], byte[]> pollConsumer(Duration timeout) {
     // Explicit mode: everything of the last poll must be acknowledged first. What the driver has
-    // not decided on is renewed and will come back.
+    // not decided on is renewed and will come back, or released once its lock ran out.
     renewOrReleaseLastPoll();
     pruneDeferred();
     applyPendingSubscription();
