@@ -9,7 +9,9 @@ import subprocess
 import time
 import uuid
 
-from harness.cluster import Cluster
+import pytest
+
+from harness.cluster import Cluster, HarnessError
 
 
 def _name(prefix: str) -> str:
@@ -60,6 +62,15 @@ def test_produce_given_records_keys_headers(cluster: Cluster):
     got = cluster.consume(topic, 4, print_key=True, print_headers=True)
     assert got == ["h:1\tk1\ta", "NO_HEADERS\tnull\tb b", "h:3,g:x\tk3\tnull",
                    'NO_HEADERS\tk4\t{"x": 1}'], got
+
+
+def test_produce_fails_when_a_record_is_not_sent(cluster: Cluster):
+    """The console producer logs a record the broker refused and still exits 0; produce() must
+    not count such a record as in the log (a fault test would then call it lost)."""
+    topic = _name("harness-refused")
+    cluster.create_topic(topic, partitions=1)
+    with pytest.raises(HarnessError, match="could not send 1 of 2 records"):
+        cluster.produce(topic, ["small", "x" * 2000], producer_props={"max.request.size": 1000})
 
 
 def test_worker_loads_filestream_sink_from_own_plugin_dir(cluster: Cluster, worker):

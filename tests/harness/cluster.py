@@ -509,6 +509,9 @@ WORKER_LOG4J2 = _log4j2("[%d] %p %X{connector.context}%m (%c:%L)%n", "INFO", {
     "org.apache.kafka.common.config.AbstractConfig": "WARN",
     "io.sharesink": "DEBUG",
 })
+# What the console producer's ErrorLoggingCallback logs (ERROR) for a record it gave up on.
+SEND_ERROR = "Error when sending message to topic"
+
 TOOLS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
   <Appenders>
@@ -1764,8 +1767,10 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         producer (no newlines in keys, values or headers; None = null value/key). `values` as
         an int N: N generated records of `record_size` bytes, through the producer perf tool
         (1e6 records take seconds)."""
+        # retries: the console producer's own default is 3 (100 ms apart), which gives up on a
+        # batch while a leader moves; the client's default retries until delivery.timeout.ms.
         props = {"acks": "all", "linger.ms": 5, "batch.size": 262144,
-                 "compression.type": "none"}
+                 "compression.type": "none", "retries": 2147483647}
         props.update(producer_props or {})
         if isinstance(values, int):
             n = values
@@ -1819,8 +1824,14 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
             for k, v in props.items():
                 args += ["--command-property", f"{k}={v}"]
             with open(path, "rb") as inp:
-                self.run_tool(CONSOLE_PRODUCER, *args, stdin=inp, timeout=timeout, heap="1g",
-                              jvm_opts=())
+                proc = self.run_tool(CONSOLE_PRODUCER, *args, stdin=inp, timeout=timeout,
+                                     heap="1g", jvm_opts=())
+            # Without --sync the console producer logs a record it could not send and still
+            # exits 0: such a record is not in the log, so this produce did not happen.
+            dropped = proc.stderr.count(SEND_ERROR)
+            if dropped:
+                raise HarnessError(f"console producer could not send {dropped} of {len(vals)} "
+                                   f"records to {topic}: {proc.stderr[-3000:]}")
         finally:
             os.unlink(path)
         return len(vals)
