@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -218,6 +219,13 @@ class Connect:
             if line.startswith("{"):
                 return json.loads(line)
         raise RuntimeError(f"RateProducer exited {p.returncode} without its summary")
+
+    def load_timeline(self, producer_pid: int):
+        import proc
+        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
+        return proc.LoadTimeline({"broker": int(rec["broker"]["pid"]) if rec["broker"] else None,
+                                  "worker": int(rec["worker-0"]["pid"]) if rec["worker-0"] else None,
+                                  "producer": producer_pid, "bench": os.getpid()})
 
     def cpu_window(self):
         import proc
@@ -516,6 +524,7 @@ END $$;
         samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
         t_end_produce = None
         cpu_window = self.cpu_window()   # the broker's and the worker's CPU while they keep up
+        timeline = self.load_timeline(prod.pid)   # what the machine did in each late episode
         pos, sent = 0, None
         step = LAT_LINE * LAT_SAMPLE
         try:
@@ -542,6 +551,7 @@ END $$;
             t_last = time.time()
         finally:
             cpu = cpu_window.stop()
+            timeline.stop()
             if prod.poll() is None:
                 prod.kill()
             self.stop(name)
@@ -565,6 +575,9 @@ END $$;
             n = sum(1 for t in arrivals if t1 <= t <= t_end_produce) * LAT_SAMPLE
             r["written_per_s_while_producing"] = round(n / (t_end_produce - t1))
         r["failed"] = self.failed(name)
+        import episodes
+        r["episodes"] = episodes.profile([(st / 1e6, t) for st, t in timed], r.get("p99_ms"),
+                                         timeline, LAT_SAMPLE)
         r.update(cpu)
         for who in ("broker", "worker"):
             if lines and cpu.get(f"{who}_cpu_s") is not None:

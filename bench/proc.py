@@ -249,3 +249,67 @@ def footprint(pid: int, remote_ports: Sequence[int]) -> dict:
             continue
     out["broker_connections"] = conns
     return out
+
+
+class LoadTimeline:
+    """Every `interval` s, what the machine was doing: its busy and stolen cores, and the CPU of
+    each watched process and of its GC threads, so that a latency episode can be set beside the
+    load of its moment. A sample reads only /proc/stat, each process's stat and the stat files
+    of its GC threads (listed again every 2 s), so it costs little of the cores it measures."""
+
+    def __init__(self, pids: dict, interval: float = 0.1):
+        self.pids = {k: v for k, v in pids.items() if v}
+        self.interval = interval
+        self.samples: List[Tuple[float, dict]] = []   # (wall s, {series: cumulative s})
+        self._gc_tids: dict = {}
+        self._listed = 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True, name="load-timeline")
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.time()
+            if now - self._listed > 2:
+                self._gc_tids = {k: [t for t, (g, _) in thread_cpu(p).items() if g == "gc"]
+                                 for k, p in self.pids.items()}
+                self._listed = now
+            self.samples.append((now, self._sample()))
+            self._stop.wait(self.interval)
+
+    def _sample(self) -> dict:
+        with open("/proc/stat") as f:
+            vals = [int(x) for x in f.readline().split()[1:]]
+        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+        out = {"busy": (sum(vals[:8]) - idle) / CLK_TCK,
+               "steal": (vals[7] if len(vals) > 7 else 0) / CLK_TCK}
+        for k, p in self.pids.items():
+            c = proc_cpu(p)
+            if c is not None:
+                out[k] = c
+            gc = 0.0
+            for tid in self._gc_tids.get(k, ()):
+                try:
+                    with open(f"/proc/{p}/task/{tid}/stat") as f:
+                        gc += stat_cpu(f.read())
+                except OSError:
+                    pass
+            out[f"{k}_gc"] = gc
+        return out
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join(timeout=2)
+
+    def cores(self, t0: float, t1: float) -> dict:
+        """Mean cores each series used between wall times t0 and t1 (the samples nearest
+        outside them; {} when fewer than two samples cover the span)."""
+        s = self.samples
+        a = max((x for x in s if x[0] <= t0), default=None, key=lambda x: x[0])
+        b = min((x for x in s if x[0] >= t1), default=None, key=lambda x: x[0])
+        if a is None or b is None or b[0] <= a[0]:
+            return {}
+        dt = b[0] - a[0]
+        # A series missing from a sample (its process gone, a GC thread ended) is left out.
+        return {k: round((b[1][k] - a[1][k]) / dt, 2) for k in b[1]
+                if k in a[1] and b[1][k] >= a[1][k]}

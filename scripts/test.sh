@@ -39,7 +39,7 @@ cargo test --workspace
 
 log "Java: native libraries (release; x86_64 and aarch64, glibc 2.17 and musl), plugin jar and archive, format check, unit tests"
 mvn -B -q verify -Dnative.all
-python3 -m pytest -q -s tests/native
+python3 -m pytest -q -s tests/native tests/bench
 
 log "Local cluster: Kafka 4.4.0 broker (PLAINTEXT + SASL_SSL)"
 trap 'cluster down >/dev/null 2>&1 || true' EXIT
