@@ -220,18 +220,20 @@ class Connect:
                 return json.loads(line)
         raise RuntimeError(f"RateProducer exited {p.returncode} without its summary")
 
+    def cluster_pids(self) -> Dict[str, Optional[int]]:
+        """The broker's and the worker's pids (None when not running)."""
+        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
+        return {"worker" if n == "worker-0" else n: (int(r["pid"]) if r else None)
+                for n, r in rec.items()}
+
     def load_timeline(self, producer_pid: int):
         import proc
-        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
-        return proc.LoadTimeline({"broker": int(rec["broker"]["pid"]) if rec["broker"] else None,
-                                  "worker": int(rec["worker-0"]["pid"]) if rec["worker-0"] else None,
-                                  "producer": producer_pid, "bench": os.getpid()})
+        return proc.LoadTimeline({**self.cluster_pids(), "producer": producer_pid,
+                                  "bench": os.getpid()})
 
     def cpu_window(self):
         import proc
-        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
-        return proc.CpuWindow({"worker" if n == "worker-0" else n: (int(r["pid"]) if r else None)
-                               for n, r in rec.items()})
+        return proc.CpuWindow(self.cluster_pids())
 
     # ---- PostgreSQL
 

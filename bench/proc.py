@@ -69,13 +69,20 @@ def thread_cpu(pid: int) -> dict:
     return out
 
 
-def machine_cpu() -> Tuple[float, float]:
-    """(busy seconds, total seconds) over all cores since boot, from /proc/stat."""
+def machine_times() -> Tuple[float, float, float]:
+    """(busy, total, stolen) seconds over all cores since boot, from /proc/stat."""
     with open("/proc/stat") as f:
         vals = [int(x) for x in f.readline().split()[1:]]
     idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
     total = sum(vals[:8])
-    return (total - idle) / CLK_TCK, total / CLK_TCK
+    steal = vals[7] if len(vals) > 7 else 0
+    return (total - idle) / CLK_TCK, total / CLK_TCK, steal / CLK_TCK
+
+
+def machine_cpu() -> Tuple[float, float]:
+    """(busy seconds, total seconds) over all cores since boot."""
+    busy, total, _ = machine_times()
+    return busy, total
 
 
 class CpuWindow:
@@ -278,11 +285,8 @@ class LoadTimeline:
             self._stop.wait(self.interval)
 
     def _sample(self) -> dict:
-        with open("/proc/stat") as f:
-            vals = [int(x) for x in f.readline().split()[1:]]
-        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
-        out = {"busy": (sum(vals[:8]) - idle) / CLK_TCK,
-               "steal": (vals[7] if len(vals) > 7 else 0) / CLK_TCK}
+        busy, _, steal = machine_times()
+        out = {"busy": busy, "steal": steal}
         for k, p in self.pids.items():
             c = proc_cpu(p)
             if c is not None:
