@@ -55,7 +55,6 @@ LAT_SLOW_FRACTIONS = (0.5, 1.5)
 SUSTAINED_RECORDS_S = 5
 SCALE_RECORDS_PER_PUT = 10  # (f): records per put
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
-LAT_WARMUP_S = 3          # (e) the producer's warm-up on a topic of its own (tasks join meanwhile)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
 JMX_READ = Path(__file__).resolve().parent / "peers" / "jmx-read" / "JmxRead.java"
@@ -98,6 +97,11 @@ class Connect:
         self.lat_fast_repeats = 1 if q else 3   # (e) fast-sink runs per rate and runtime
         self.lat_slow_s = 8 if q else 30       # (e) produce time per slow-sink rate
         self.lat_skip_s = 1.0                   # (e) records of the first second are not timed
+        # (e) the producer's warm-up on a topic of its own (tasks join meanwhile). Its JVM's C2
+        # compiler used 0.6-0.8 cores for its first ~16 s (12,000 records/s, measured alone):
+        # after 3 s of warm-up the first 5 timed seconds cost it 1.07-1.21 cores, against
+        # 0.36-0.58 later; after 10 s and no flush at the switch, 0.67 at 12,000/s.
+        self.lat_warmup_s = 3 if q else 10
         self.lat_drain_s = 10                   # (e) at most this long after the last send
         self.producer_cp: Optional[str] = None
         self.scale_tasks = (12, 50, 100)        # (f) sharesink tasks on the 12-partition topic
@@ -522,7 +526,7 @@ END $$;
         # the tasks join their group while the producer warms up
         prod = self.start_producer(topic, rate, seconds or self.lat_fast_s, "plain",
                                    self.ctx.log(f"rate-producer-{name}"),
-                                   warmup_s=LAT_WARMUP_S)
+                                   warmup_s=self.lat_warmup_s)
         samples: List[Tuple[int, float]] = []   # (stamp µs, wall s when first seen) per read line
         t_end_produce = None
         cpu_window = self.cpu_window()   # the broker's and the worker's CPU while they keep up
@@ -605,7 +609,7 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         self.start(name, cfg, tasks)
         prod = self.start_producer(topic, rate, self.lat_slow_s, "json",
                                    self.ctx.log(f"rate-producer-{name}"),
-                                   warmup_s=LAT_WARMUP_S)
+                                   warmup_s=self.lat_warmup_s)
         try:
             sent = self.producer_result(prod, self.lat_slow_s + 120)
             t_end_produce = time.time()

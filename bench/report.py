@@ -1025,6 +1025,14 @@ PROFILES = [
     "59.5-287.7 ms against 39.5-250). Three of the seven "
     "worst sharesink episodes listed started within the first second timed (0.0, 0.3 and 0.94 s), none of "
     "classic's: a share group's first seconds still cost more than a warm classic consumer's.",
+    "(e) the RateProducer's own first seconds (2026-12-04, alone against the bench broker, "
+    "its CPU per 0.2 s and per thread): its JVM's C2 compiler used 0.6-0.8 cores for about 16 s "
+    "from start, well past the 3 s warm-up, and the flush at the switch to the timed topic set "
+    "it recompiling the send path again. Over the first 5 timed seconds the producer used "
+    "1.07-1.21 cores (12,000 and 35,000 records/s) against 0.36-0.58 later. Without the flush "
+    "and with 10 s of warm-up: 0.67 at 12,000/s (1.05 at 35,000/s, a single run). C1 only "
+    "(`TieredStopAtLevel=1`) was flat (0.56-0.76) but fell behind at 200,000/s, so the full "
+    "run warms up 10 s and the switch no longer flushes.",
 ]
 
 
