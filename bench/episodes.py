@@ -52,9 +52,10 @@ def profile(timed: Sequence[Tuple[float, float]], threshold_ms: Optional[float],
     def weighted(windows: List[Tuple[float, float]]) -> Dict[str, float]:
         total, acc = 0.0, {}
         for a, b in windows:
-            if b - a <= 0:
-                continue
-            for k, v in timeline.cores(a, b).items():
+            load = timeline.cores(a, b) if b > a else {}
+            if not load:
+                continue  # no samples around it: a span without figures does not count as idle
+            for k, v in load.items():
                 acc[k] = acc.get(k, 0.0) + v * (b - a)
             total += b - a
         return {k: round(v / total, 2) for k, v in acc.items()} if total else {}

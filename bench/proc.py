@@ -141,6 +141,8 @@ class CpuSampler:
     def stop(self) -> None:
         self._stop.set()
         self._t.join(timeout=2)
+        # one more sample, so that the span up to the caller's last read is covered
+        self.samples.append((time.time(), self._sample()))
 
     def at(self, t: float) -> Optional[float]:
         """CPU seconds at monotonic time t (linear interpolation between samples)."""
@@ -304,6 +306,8 @@ class LoadTimeline:
     def stop(self) -> None:
         self._stop.set()
         self._t.join(timeout=2)
+        # one more sample, so that the span up to the caller's last read is covered
+        self.samples.append((time.time(), self._sample()))
 
     def cores(self, t0: float, t1: float) -> dict:
         """Mean cores each series used between wall times t0 and t1 (the samples nearest

@@ -42,5 +42,26 @@ def test_profile_sets_the_episodes_beside_the_load_of_their_moment():
     assert prof["worst"][0]["at_s"] == 2.0 and prof["worst"][0]["max_ms"] == 400.0
 
 
+class CoveredUntil(SteadyLoad):
+    """A timeline that stopped sampling at `until`: no figure for a span reaching past it (the
+    bench's last read can come after its last sample)."""
+
+    def __init__(self, busy_from: float, busy_to: float, until: float):
+        super().__init__(busy_from, busy_to)
+        self.until = until
+
+    def cores(self, t0: float, t1: float):
+        return super().cores(t0, t1) if t1 <= self.until else {}
+
+
+def test_a_span_the_timeline_does_not_cover_does_not_dilute_the_load():
+    # the run of 2026-12-04 (0.5 x classic, sharesink): one episode at 3 s, the timeline's last
+    # sample before the last read; its rest was reported at 0.3 busy cores against 1.64
+    timed = [(i / 100, i / 100 + 0.01) for i in range(800)] + [(3.0, 3.4)]
+    prof = episodes.profile(timed, 300, CoveredUntil(2.9, 3.5, until=7.5))
+    assert prof["load_rest"]["busy"] == 1.0
+    assert prof["load_in_episodes"]["busy"] == 2.0
+
+
 def test_no_timed_records_no_profile():
     assert episodes.profile([], 10, SteadyLoad(0, 1)) == {}
