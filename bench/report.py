@@ -1033,6 +1033,19 @@ PROFILES = [
     "and with 10 s of warm-up: 0.67 at 12,000/s (1.05 at 35,000/s, a single run). C1 only "
     "(`TieredStopAtLevel=1`) was flat (0.56-0.76) but fell behind at 200,000/s, so the full "
     "run warms up 10 s and the switch no longer flushes.",
+    "(e) fast sink in the full run on bdc4a2f (2026-12-04; rates 49,084, 98,168 and 147,252/s): "
+    "p99 sharesink / classic 1.14, 4.12 and 0.5, and at the two lower rates the single runs' "
+    "p99 overlapped (11.5-20.6 ms against 12.6-186.3; 64.5-109.8 against 13.0-77.9). At "
+    "98,168/s, 1% of a run's records is 0.19 s of them, so one episode of 0.3-0.4 s sets the "
+    "p99: each 0.5 row's median run had one episode near 3 s in (sharesink 2.99 s for 0.34 s "
+    "and 3.74 s for 0.41 s in two runs, classic 3.03 s for 0.38 s in one), with both cores "
+    "1.85-2.0 busy and the producer at 0.89-1.06 cores in them; the runs without such an episode "
+    "had p99 13.0 (classic) and 64.5 ms (sharesink, five shorter episodes). At 147,252/s "
+    "sharesink's runs stayed lower (129-230 ms against 76-519). So this run's worst ratio is "
+    "whether a 0.3 s episode fell in a run, not a steady difference. In this run a window the "
+    "load timeline had no sample after was averaged as idle (fixed in 6f2e33d), so some rows' "
+    "`rest` loads read low (0.3, 0.49 and 0.74 busy cores against 1.64-1.93 for the whole run); "
+    "the in-episode figures are unaffected.",
 ]
 
 
