@@ -141,8 +141,6 @@ class CpuSampler:
     def stop(self) -> None:
         self._stop.set()
         self._t.join(timeout=2)
-        # one more sample, so that the span up to the caller's last read is covered
-        self.samples.append((time.time(), self._sample()))
 
     def at(self, t: float) -> Optional[float]:
         """CPU seconds at monotonic time t (linear interpolation between samples)."""
