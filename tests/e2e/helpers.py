@@ -159,14 +159,14 @@ class LogMark:
 def share_config(cluster: Cluster, name: str, topics: str, sink_class: str, tasks: int,
                  **extra: Any) -> Dict[str, str]:
     """A ShareSinkConnector config running `sink_class`; `extra` keys with '_' may be given as
-    a dict through `extra` too (use cfg.update for dotted keys)."""
+    a dict through `extra` too (use cfg.update for dotted keys). No share.consumer.* key: the
+    broker address comes from the worker, as for a classic sink."""
     cfg = {
         "name": name,
         "connector.class": SHARE_SINK,
         "share.sink.connector.class": sink_class,
         "topics": topics,
         "tasks.max": str(tasks),
-        "share.consumer.bootstrap.servers": cluster.bootstrap,
     }
     cfg.update({k: str(v) for k, v in extra.items()})
     return cfg

@@ -1,8 +1,8 @@
 """Scenario 9: the broker's SASL_SSL listener (SCRAM-SHA-512 over TLS, self-signed CA).
 
 - a connector whose share consumer is set with Kafka's own client settings
-  (`share.consumer.security.protocol=SASL_SSL`, `share.consumer.sasl.*`, `share.consumer.ssl.*`)
-  delivers every record;
+  (`share.consumer.security.protocol=SASL_SSL`, `share.consumer.sasl.*`, `share.consumer.ssl.*`,
+  and the same as `admin.override.*` for its admin client) delivers every record;
 - a worker whose own configuration file talks SASL_SSL (a separate Connect cluster on worker 1)
   runs a connector that sets no `share.consumer.*` key: the settings come from the worker file;
 - a wrong password is a clear error (authentication named; at validation or as the task's
@@ -24,11 +24,15 @@ N = 2000
 
 
 def _share_consumer_settings(cluster: Cluster, password: str = None):
-    cfg = {f"share.consumer.{k}": v for k, v in cluster.sasl_ssl_client_config("SCRAM-SHA-512").items()}
+    """The share consumer's SASL_SSL settings (share.consumer.*) and the same for the admin client
+    that sets the group's configs (admin.override.*: share.consumer.* is the consumer's only)."""
+    client = cluster.sasl_ssl_client_config("SCRAM-SHA-512")
     if password is not None:
-        cfg["share.consumer.sasl.jaas.config"] = (
+        client["sasl.jaas.config"] = (
             "org.apache.kafka.common.security.scram.ScramLoginModule required "
             f'username="{cluster.scram_user}" password="{password}";')
+    cfg = {f"share.consumer.{k}": v for k, v in client.items()}
+    cfg.update({f"admin.override.{k}": v for k, v in client.items()})
     return cfg
 
 

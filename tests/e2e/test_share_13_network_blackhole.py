@@ -53,6 +53,8 @@ def _connector(cluster: Cluster, name: str, topic: str, out) -> dict:
     cfg = share_config(cluster, name, topic, FILE_SINK, TASKS, file=str(out))
     cfg.update({
         "share.consumer.bootstrap.servers": cluster.proxied_bootstrap,
+        # The same cluster, reached directly: the admin client is not what this test cuts off.
+        "admin.override.bootstrap.servers": cluster.bootstrap,
         "share.consumer.request.timeout.ms": str(REQUEST_TIMEOUT_MS),
         "key.converter": STRING_CONVERTER,
         "value.converter": STRING_CONVERTER,

@@ -417,9 +417,11 @@ def test_dead_letters_and_worker_converter_defaults(cluster: Cluster, worker: Re
 
 @pytest.mark.parametrize("password_ok", [True, False])
 def test_sasl_ssl_settings_on_the_connector(cluster: Cluster, worker: Rest, password_ok: bool):
-    """share.consumer.* carries SASL_SSL settings (SCRAM-SHA-512, PKCS12 truststore) to the admin
-    client and the native engine. A wrong password is a validation error on
-    share.consumer.sasl.jaas.config, so the worker rejects the config; the worker stays up."""
+    """share.consumer.* carries SASL_SSL settings (SCRAM-SHA-512, PKCS12 truststore) to the native
+    engine, admin.override.* to the admin client that sets the group's configs (share.consumer.*
+    is the consumer's only, as consumer.override.* under the classic runtime). A wrong password in
+    the admin's settings is a validation error on admin.override.sasl.jaas.config, so the worker
+    rejects the config; the worker stays up."""
     suffix = uuid.uuid4().hex[:8]
     topic = f"wiring-sasl-{suffix}"
     name = f"wiring-sasl-{suffix}"
@@ -441,12 +443,13 @@ def test_sasl_ssl_settings_on_the_connector(cluster: Cluster, worker: Rest, pass
         "value.converter": STRING,
     }
     config.update({f"share.consumer.{k}": v for k, v in client.items()})
+    config.update({f"admin.override.{k}": v for k, v in client.items()})
     errors = Rest.validation_errors(worker.validate("ShareSinkConnector", dict(config, name=name)))
     if not password_ok:
-        # The cluster refuses the credentials during validation: an error on the JAAS key, and
-        # the worker rejects the config before any task starts.
-        assert "share.consumer.sasl.jaas.config" in errors, errors
-        message = errors["share.consumer.sasl.jaas.config"][0]
+        # The cluster refuses the admin client's credentials during validation: an error on its
+        # JAAS key, and the worker rejects the config before any task starts.
+        assert "admin.override.sasl.jaas.config" in errors, errors
+        message = errors["admin.override.sasl.jaas.config"][0]
         assert "uthentication" in message, message
         print(f"\nwrong password, validate: {message[:200]}")
         with pytest.raises(RestError) as rejected:

@@ -4,28 +4,33 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Connector;
 import org.apache.kafka.connect.connector.policy.ConnectorClientConfigOverridePolicy;
 import org.apache.kafka.connect.connector.policy.ConnectorClientConfigRequest;
+import org.apache.kafka.connect.connector.policy.ConnectorClientConfigRequest.ClientType;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.health.ConnectorType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The worker's {@code connector.client.config.override.policy}, applied to a connector's {@code
- * consumer.override.*} settings as the classic runtime applies it to a sink connector's: the
- * runtime does not, because to it our connector is a source connector, which has no consumer.
+ * The worker's {@code connector.client.config.override.policy}, asked as the classic runtime asks
+ * it about a sink connector's client overrides (Connect's {@code AbstractHerder
+ * .validateClientOverrides} and {@code Worker.connectorClientConfigOverrides}): one request per
+ * client type, the overrides typed by that client's {@code ConfigDef}, the connector shown as the
+ * legacy sink it runs. The runtime cannot ask for us: to it our connector is a source connector.
  *
  * <p>The policy is the worker's own class (the built-in ones live in connect-runtime on the
  * worker's class path; the connect-api interface is all this plugin compiles against), instantiated
  * and configured with the worker's configuration as the worker does. A policy that cannot be loaded
- * refuses every override: it exists to keep connectors from overriding settings (a principal), so
- * not being able to ask it must not allow them.
+ * refuses every override: it exists to keep connectors from overriding settings, so not being able
+ * to ask it must not allow them.
  */
 final class ClientOverridePolicy {
 
@@ -62,30 +67,31 @@ final class ClientOverridePolicy {
   }
 
   /**
-   * What the policy says about each {@code consumer.override.*} setting of {@code connectorProps}
-   * (but the switch itself, {@code consumer.override.group.protocol}): the refused ones, by their
-   * full key, with the policy's messages. Empty when there are no overrides or all are allowed.
+   * What the policy says about one client's overrides: the refused ones, by client key, with the
+   * policy's messages. Empty when there are none or all are allowed.
    *
    * @param connectorClass the legacy sink's class, which the policy sees as the runtime would show
    *     it
+   * @param overrides the overrides by client key ({@code max.poll.records}), as written
    */
   Map<String, List<String>> refusals(
       String connectorName,
       Class<? extends Connector> connectorClass,
-      Map<String, String> connectorProps) {
-    Map<String, Object> overrides = overrides(connectorProps);
+      ClientType clientType,
+      Map<String, String> overrides) {
     Map<String, List<String>> refused = new LinkedHashMap<>();
     if (overrides.isEmpty()) {
       return refused;
     }
     List<ConfigValue> answers;
     try {
-      answers = ask(connectorName, connectorClass, overrides);
+      answers = ask(connectorName, connectorClass, clientType, typed(clientType, overrides));
     } catch (RuntimeException | LinkageError e) {
       log.warn(
-          "Cannot ask the worker's {}={} about the connector's consumer overrides; refusing them",
+          "Cannot ask the worker's {}={} about the connector's {} overrides; refusing them",
           POLICY_CONFIG,
           policyName,
+          clientType,
           e);
       String message =
           "cannot check this override against the worker's "
@@ -95,55 +101,31 @@ final class ClientOverridePolicy {
               + " ("
               + e
               + "), so it is not allowed";
-      overrides.keySet().forEach(k -> refused.put(prefixed(k), List.of(message)));
+      overrides.keySet().forEach(k -> refused.put(k, List.of(message)));
       return refused;
     }
     for (ConfigValue answer : answers) {
       if (!answer.errorMessages().isEmpty()) {
-        refused.put(prefixed(answer.name()), List.copyOf(answer.errorMessages()));
+        refused.put(answer.name(), List.copyOf(answer.errorMessages()));
       }
     }
     return refused;
   }
 
-  /**
-   * At connector or task start: throws, in the runtime's words (Connect's {@code Worker} when it
-   * builds a task's consumer), when the policy refuses an override.
-   */
-  void ensureAllowed(
-      String connectorName,
-      Class<? extends Connector> connectorClass,
-      Map<String, String> connectorProps) {
-    Map<String, List<String>> refused = refusals(connectorName, connectorClass, connectorProps);
-    if (refused.isEmpty()) {
-      return;
-    }
-    List<ConfigValue> errors = new ArrayList<>();
-    refused.forEach(
-        (key, messages) -> {
-          String clientKey =
-              key.substring(ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX.length());
-          errors.add(
-              new ConfigValue(clientKey, connectorProps.get(key), List.of(), new ArrayList<>()));
-          messages.forEach(errors.get(errors.size() - 1)::addErrorMessage);
-        });
-    throw new ConnectException("Client Config Overrides not allowed " + errors);
+  /** The overrides typed as the runtime types them before asking the policy. */
+  private static Map<String, Object> typed(ClientType clientType, Map<String, String> overrides) {
+    Map<String, ConfigDef.ConfigKey> keys = configDef(clientType).configKeys();
+    Map<String, Object> typed = new LinkedHashMap<>();
+    overrides.forEach((key, value) -> typed.put(key, typed(keys.get(key), key, value)));
+    return typed;
   }
 
-  /** The overrides by client key, typed as the runtime types them before asking the policy. */
-  static Map<String, Object> overrides(Map<String, String> connectorProps) {
-    Map<String, ConfigDef.ConfigKey> keys = ConsumerConfig.configDef().configKeys();
-    Map<String, Object> overrides = new LinkedHashMap<>();
-    String prefix = ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX;
-    connectorProps.forEach(
-        (key, value) -> {
-          if (!key.startsWith(prefix) || key.equals(ShareModeForm.FLAG_CONFIG)) {
-            return;
-          }
-          String clientKey = key.substring(prefix.length());
-          overrides.put(clientKey, typed(keys.get(clientKey), clientKey, value));
-        });
-    return overrides;
+  private static ConfigDef configDef(ClientType clientType) {
+    return switch (clientType) {
+      case PRODUCER -> ProducerConfig.configDef();
+      case ADMIN -> AdminClientConfig.configDef();
+      default -> ConsumerConfig.configDef();
+    };
   }
 
   private static Object typed(ConfigDef.ConfigKey def, String clientKey, String value) {
@@ -153,13 +135,14 @@ final class ClientOverridePolicy {
     try {
       return ConfigDef.parseType(clientKey, value, def.type);
     } catch (ConfigException e) {
-      return value; // the policy judges the key; a bad value is the consumer's to report
+      return value; // the policy judges the key; a bad value is the client's to report
     }
   }
 
   private List<ConfigValue> ask(
       String connectorName,
       Class<? extends Connector> connectorClass,
+      ClientType clientType,
       Map<String, Object> overrides) {
     ConnectorClientConfigOverridePolicy policy = instantiate();
     try {
@@ -167,11 +150,7 @@ final class ClientOverridePolicy {
       List<ConfigValue> answers =
           policy.validate(
               new ConnectorClientConfigRequest(
-                  connectorName,
-                  ConnectorType.SINK,
-                  connectorClass,
-                  overrides,
-                  ConnectorClientConfigRequest.ClientType.CONSUMER));
+                  connectorName, ConnectorType.SINK, connectorClass, overrides, clientType));
       return answers == null ? List.of() : answers;
     } finally {
       try {
@@ -221,9 +200,5 @@ final class ClientOverridePolicy {
     throw new ConnectException(
         "no ConnectorClientConfigOverridePolicy class named " + policyName + " on this worker",
         last);
-  }
-
-  private static String prefixed(String clientKey) {
-    return ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX + clientKey;
   }
 }

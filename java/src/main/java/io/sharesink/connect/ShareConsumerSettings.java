@@ -2,30 +2,27 @@ package io.sharesink.connect;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.kafka.common.config.types.Password;
 
 /**
  * The share consumer's Kafka client settings, layered as the classic sink runtime layers its
  * consumer's (Connect's {@code Worker.baseConsumerConfigs}), lowest first:
  *
  * <ol>
- *   <li>the worker's connection settings ({@link WorkerDefaults#clientSettings()}; the runtime
- *       gives its consumers only {@code bootstrap.servers} from the top level, sharesink has always
- *       taken the security settings too, so a worker that secures only its own clients still
- *       works);
+ *   <li>the worker's {@code bootstrap.servers} (its other top-level settings, security included,
+ *       are the worker's own clients': a connector's consumer never acts as the worker's
+ *       principal);
  *   <li>the worker's {@code consumer.*} settings;
- *   <li>the connector's {@code consumer.override.*} settings (the caller checks them against the
- *       worker's override policy first, see {@link ClientOverridePolicy});
- *   <li>the connector's {@code share.consumer.*} settings, sharesink's own explicit keys.
+ *   <li>the connector's {@code consumer.override.*} settings;
+ *   <li>the connector's {@code share.consumer.*} settings, sharesink's own name for the same thing.
  * </ol>
  *
- * <p>Settings that make no sense for a share-group member ({@link #NOT_FOR_SHARE_CONSUMER}) are
- * left out and reported in {@link #ignored()}, with the key the operator wrote, for a WARN: a
- * connector moved from the classic runtime often carries some of them ({@code
+ * <p>The last two go through the worker's override policy first ({@link ConnectorClients}).
+ * Settings that make no sense for a share-group member ({@link #NOT_FOR_SHARE_CONSUMER}) are left
+ * out and reported in {@link #ignored()}, with the key the operator wrote, for a WARN: a connector
+ * moved from the classic runtime often carries some of them ({@code
  * consumer.override.auto.offset.reset}), and refusing them would break the one-flag switch, while
  * passing them on would make Kafka's share consumer refuse to start.
  */
@@ -83,55 +80,23 @@ final class ShareConsumerSettings {
    * @param connectorOriginals the connector's (or task's) configuration as given
    */
   static ShareConsumerSettings layer(WorkerDefaults worker, Map<String, ?> connectorOriginals) {
-    Map<String, Object> settings = new LinkedHashMap<>();
-    Map<String, String> origins = new LinkedHashMap<>();
-    worker.clientSettings().forEach((k, v) -> put(settings, origins, k, v, "worker " + k));
-    put(settings, origins, worker.settings(), WORKER_CONSUMER_PREFIX, "worker ");
-    put(settings, origins, connectorOriginals, CONNECTOR_OVERRIDE_PREFIX, "");
-    put(settings, origins, connectorOriginals, ShareSinkConfig.CONSUMER_PREFIX, "");
+    ConnectorClients.ClientLayers layers = new ConnectorClients.ClientLayers();
+    layers.put(
+        ConnectorClients.BOOTSTRAP_SERVERS,
+        worker.bootstrapServers(),
+        "worker " + ConnectorClients.BOOTSTRAP_SERVERS);
+    layers.putPrefixed(
+        worker.settings(), WORKER_CONSUMER_PREFIX, "worker ", CONNECTOR_OVERRIDE_PREFIX);
+    layers.putPrefixed(connectorOriginals, CONNECTOR_OVERRIDE_PREFIX, "", null);
+    layers.putPrefixed(connectorOriginals, ShareSinkConfig.CONSUMER_PREFIX, "", null);
     List<String> ignored = new ArrayList<>();
     for (Map.Entry<String, String> e : NOT_FOR_SHARE_CONSUMER.entrySet()) {
-      String origin = origins.remove(e.getKey());
-      if (settings.remove(e.getKey()) != null && origin != null) {
+      String origin = layers.origin(e.getKey());
+      if (layers.remove(e.getKey()) != null && origin != null) {
         ignored.add(origin + " (" + e.getValue() + ")");
       }
     }
-    return new ShareConsumerSettings(
-        Collections.unmodifiableMap(settings),
-        Collections.unmodifiableMap(origins),
-        List.copyOf(ignored));
-  }
-
-  private static void put(
-      Map<String, Object> settings,
-      Map<String, String> origins,
-      Map<String, ?> source,
-      String prefix,
-      String originLabel) {
-    source.forEach(
-        (key, value) -> {
-          if (key.startsWith(prefix) && key.length() > prefix.length() && value != null) {
-            // consumer.override.* also starts with consumer.: a worker file does not hold those,
-            // but never read an override as a worker setting.
-            if (prefix.equals(WORKER_CONSUMER_PREFIX)
-                && key.startsWith(CONNECTOR_OVERRIDE_PREFIX)) {
-              return;
-            }
-            Object v = value instanceof Password p ? p.value() : value;
-            String clientKey = key.substring(prefix.length());
-            put(settings, origins, clientKey, v.toString().trim(), originLabel + key);
-          }
-        });
-  }
-
-  private static void put(
-      Map<String, Object> settings,
-      Map<String, String> origins,
-      String key,
-      Object value,
-      String origin) {
-    settings.put(key, value);
-    origins.put(key, origin);
+    return new ShareConsumerSettings(layers.settings(), layers.origins(), List.copyOf(ignored));
   }
 
   /** The settings for the share consumer, by Kafka client name. */

@@ -5,7 +5,6 @@ import io.sharesink.connect.sink.SinkDriverConfig;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -13,13 +12,13 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigDef.Width;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.config.types.Password;
 import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.connect.sink.SinkConnector;
 
@@ -73,7 +72,9 @@ public class ShareSinkConfig extends AbstractConfig {
   private static final String GROUP_ID_DOC =
       "The share group the tasks join. Default: connect-share-<connector name>. Under the sink"
           + " runtime the consumer group was connect-<connector name>; see"
-          + " share.migration.enable.";
+          + " share.migration.enable. Setting it is a consumer group.id override: allowed only"
+          + " where the worker's connector.client.config.override.policy allows"
+          + " consumer.override.group.id (the policies None and Principal do not).";
   public static final String GROUP_ID_PREFIX = "connect-share-";
 
   public static final String AUTO_OFFSET_RESET_CONFIG = "share.auto.offset.reset";
@@ -164,36 +165,61 @@ public class ShareSinkConfig extends AbstractConfig {
 
   public static final String BOOTSTRAP_SERVERS_CONFIG = "share.consumer.bootstrap.servers";
   private static final String BOOTSTRAP_SERVERS_DOC =
-      "host:port pairs of the Kafka cluster holding the share group. Default: bootstrap.servers"
-          + " of the worker configuration file. Any other Kafka client setting can be given the"
-          + " same way (share.consumer.<setting>: security.protocol, sasl.*, ssl.*,"
-          + " max.poll.records, ...); it is used by the share consumer, by the admin client that"
-          + " sets the group configs and by the DLQ producer. Connection settings not given here"
-          + " come from the worker configuration file. Validation (and the connector's and each"
-          + " task's start) refuses a value that is not a comma-separated list of host:port, or"
-          + " that names a host DNS cannot resolve, whether it is set here or comes from the"
-          + " worker's bootstrap.servers (the error says which); a host that resolves but does not"
-          + " answer is not refused (the cluster may be down for now).";
+      "host:port pairs of the Kafka cluster holding the share group, for the share consumer."
+          + " Default: the worker's consumer.bootstrap.servers, else its bootstrap.servers, as a"
+          + " classic sink task's consumer. Any other consumer setting can be given the same way"
+          + " (share.consumer.<setting>: security.protocol, sasl.*, ssl.*, max.poll.records, ...),"
+          + " exactly as consumer.override.<setting>: on top of the worker's consumer.* settings,"
+          + " and only where the worker's connector.client.config.override.policy allows that"
+          + " override (the policy None allows none). It configures the share consumer only: the"
+          + " admin client that sets the group's configs and start offsets takes"
+          + " admin.override.*, the DLQ producer producer.override.*, as under the classic"
+          + " runtime; a consumer pointed at other servers than the admin client is a validation"
+          + " error naming admin.override.bootstrap.servers. Validation (and the connector's and"
+          + " each task's start) refuses a value that is not a comma-separated list of host:port,"
+          + " or that names a host DNS cannot resolve; a host that resolves but does not answer is"
+          + " not refused (the cluster may be down for now).";
 
   public static final String SECURITY_PROTOCOL_CONFIG = "share.consumer.security.protocol";
   private static final String SECURITY_PROTOCOL_DOC =
-      "As the Kafka client's security.protocol. Default: the worker configuration file's.";
+      "The share consumer's security.protocol. Default: the worker's consumer.security.protocol."
+          + " An override, as share.consumer.bootstrap.servers.";
 
   public static final String SASL_MECHANISM_CONFIG = "share.consumer.sasl.mechanism";
   private static final String SASL_MECHANISM_DOC =
-      "As the Kafka client's sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512). Default: the"
-          + " worker configuration file's.";
+      "The share consumer's sasl.mechanism (the native engine speaks PLAIN, SCRAM-SHA-256 and"
+          + " SCRAM-SHA-512). Default: the worker's consumer.sasl.mechanism. An override, as"
+          + " share.consumer.bootstrap.servers.";
 
   public static final String SASL_JAAS_CONFIG = "share.consumer.sasl.jaas.config";
   private static final String SASL_JAAS_DOC =
-      "As the Kafka client's sasl.jaas.config. Default: the worker configuration file's.";
+      "The share consumer's sasl.jaas.config. Default: the worker's consumer.sasl.jaas.config. An"
+          + " override, as share.consumer.bootstrap.servers.";
 
+  /**
+   * The consumer's settings of type PASSWORD ({@code ssl.keystore.password}, ...): defined under
+   * {@value #CONSUMER_PREFIX} too, so the worker shows and logs them as {@code [hidden]}.
+   */
+  static final List<String> CONSUMER_PASSWORD_KEYS =
+      ConsumerConfig.configDef().configKeys().values().stream()
+          .filter(k -> k.type == Type.PASSWORD && !k.name.equals("sasl.jaas.config"))
+          .map(k -> k.name)
+          .sorted()
+          .toList();
+
+  /**
+   * Removed: where sharesink reads the worker's configuration is the worker's business (its REST
+   * extension, or the file on its command line), never a connector's. Still defined, so that a
+   * config that sets it is a validation error naming it, not silently ignored.
+   */
   public static final String WORKER_CONFIG_CONFIG = "share.worker.config";
+
   private static final String WORKER_CONFIG_DOC =
-      "Path of the worker configuration file that connection settings and default converters are"
-          + " read from when the connector does not set them. Default: the file named on the"
-          + " worker's command line (ConnectDistributed <file>). Read on every worker that runs a"
-          + " task, so each uses its own.";
+      "Removed. It named a file that worker settings were read from, which let a connector choose"
+          + " the override policy and the credentials its clients start from. sharesink reads the"
+          + " worker's configuration only from the worker process: the configuration the worker"
+          + " hands sharesink's REST extension, else the file named on the worker's command line."
+          + " A config that sets this key is refused.";
 
   public static final String DELIVERY_COUNT_HEADER_CONFIG = SinkDriverConfig.DELIVERY_COUNT_HEADER;
 
@@ -438,17 +464,29 @@ public class ShareSinkConfig extends AbstractConfig {
         ++order,
         Width.LONG,
         "SASL JAAS configuration");
+    for (String key : CONSUMER_PASSWORD_KEYS) {
+      def.define(
+          CONSUMER_PREFIX + key,
+          Type.PASSWORD,
+          null,
+          Importance.LOW,
+          "The share consumer's " + key + ". An override, as share.consumer.bootstrap.servers.",
+          GROUP_SHARE_CONSUMER,
+          ++order,
+          Width.LONG,
+          "Consumer " + key);
+    }
     def.define(
         WORKER_CONFIG_CONFIG,
         Type.STRING,
         null,
-        new OptionalNonEmptyString(),
+        new RemovedSetting(),
         Importance.LOW,
         WORKER_CONFIG_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.LONG,
-        "Worker configuration file");
+        "Worker configuration file (removed)");
     def.define(
         POLL_TIMEOUT_MS_CONFIG,
         Type.LONG,
@@ -640,124 +678,10 @@ public class ShareSinkConfig extends AbstractConfig {
     return getLong(COMMIT_INTERVAL_MS_CONFIG);
   }
 
-  public String workerConfigPath() {
-    return getString(WORKER_CONFIG_CONFIG);
-  }
-
-  /**
-   * The worker configuration file's defaults ({@link #workerConfigPath}); a file that cannot be
-   * read is a configuration error naming {@code share.worker.config}.
-   */
-  WorkerDefaults workerDefaults() {
-    try {
-      return WorkerDefaults.load(workerConfigPath());
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(WORKER_CONFIG_CONFIG, workerConfigPath(), e.getMessage());
-    }
-  }
-
   /** Connect's {@code errors.deadletterqueue.topic.name}, or the empty string. */
   public String dlqTopic() {
     Object topic = originals().get(DLQ_TOPIC_CONFIG);
     return topic == null ? "" : topic.toString().trim();
-  }
-
-  /**
-   * The Kafka client settings for the share consumer, the admin client and the DLQ producer: the
-   * worker file's connection settings, overridden by every {@code share.consumer.*} setting.
-   *
-   * @throws ConfigException on {@value #BOOTSTRAP_SERVERS_CONFIG} when neither gives bootstrap
-   *     servers
-   */
-  public Map<String, Object> clientSettings(WorkerDefaults worker) {
-    Map<String, Object> settings = new HashMap<>(worker.clientSettings());
-    originals()
-        .forEach(
-            (key, value) -> {
-              if (key.startsWith(CONSUMER_PREFIX) && value != null) {
-                Object v = value instanceof Password p ? p.value() : value;
-                settings.put(key.substring(CONSUMER_PREFIX.length()), v.toString().trim());
-              }
-            });
-    Object bootstrap = settings.get("bootstrap.servers");
-    if (bootstrap == null || bootstrap.toString().isBlank()) {
-      throw new ConfigException(BOOTSTRAP_SERVERS_CONFIG, null, missingBootstrapMessage(worker));
-    }
-    return settings;
-  }
-
-  /**
-   * The share consumer's client settings: {@link #clientSettings}'s layers with the worker's {@code
-   * consumer.*} and the connector's {@code consumer.override.*} between them, as {@link
-   * ShareConsumerSettings} describes. The override policy is the caller's to check.
-   *
-   * @throws ConfigException on {@value #BOOTSTRAP_SERVERS_CONFIG} when no layer gives bootstrap
-   *     servers
-   */
-  ShareConsumerSettings shareConsumerSettings(WorkerDefaults worker) {
-    ShareConsumerSettings layered = ShareConsumerSettings.layer(worker, originals());
-    Object bootstrap = layered.settings().get("bootstrap.servers");
-    if (bootstrap == null || bootstrap.toString().isBlank()) {
-      throw new ConfigException(BOOTSTRAP_SERVERS_CONFIG, null, missingBootstrapMessage(worker));
-    }
-    return layered;
-  }
-
-  /**
-   * What is wrong with the bootstrap servers in {@code clientSettings} (see {@link
-   * BootstrapServers}), said of the setting they came from: {@value #BOOTSTRAP_SERVERS_CONFIG} when
-   * the connector sets it, else the worker configuration's {@code bootstrap.servers}. Empty when
-   * they are well-formed and every host resolves.
-   */
-  Optional<String> bootstrapServersProblem(
-      Map<String, Object> clientSettings,
-      WorkerDefaults worker,
-      BootstrapServers.HostResolver resolver) {
-    String value = String.valueOf(clientSettings.get("bootstrap.servers"));
-    return BootstrapServers.problem(value, resolver)
-        .map(
-            problem ->
-                originals().containsKey(BOOTSTRAP_SERVERS_CONFIG)
-                    ? BOOTSTRAP_SERVERS_CONFIG + "=" + value + ": " + problem
-                    : "bootstrap.servers="
-                        + value
-                        + " from "
-                        + worker
-                        + ": "
-                        + problem
-                        + " (set "
-                        + BOOTSTRAP_SERVERS_CONFIG
-                        + " on the connector to use other servers)");
-  }
-
-  /**
-   * {@link #bootstrapServersProblem} as an exception, for a connector or task about to connect.
-   *
-   * @throws ConfigException naming the setting the bootstrap servers came from
-   */
-  void checkBootstrapServers(
-      Map<String, Object> clientSettings,
-      WorkerDefaults worker,
-      BootstrapServers.HostResolver resolver) {
-    Optional<String> problem = bootstrapServersProblem(clientSettings, worker, resolver);
-    if (problem.isPresent()) {
-      throw new ConfigException(problem.get());
-    }
-  }
-
-  static String missingBootstrapMessage(WorkerDefaults worker) {
-    return "no bootstrap servers for the share group: set "
-        + BOOTSTRAP_SERVERS_CONFIG
-        + " on the connector, or bootstrap.servers in the worker configuration file ("
-        + (worker.fromRestExtension()
-            ? "the worker configuration has none"
-            : worker
-                .file()
-                .map(p -> p + " has none")
-                .orElse("none found on the worker's command line"))
-        + "; "
-        + WORKER_CONFIG_CONFIG
-        + " names another)";
   }
 
   /**
@@ -813,6 +737,25 @@ public class ShareSinkConfig extends AbstractConfig {
     @Override
     public String toString() {
       return "a Java regular expression";
+    }
+  }
+
+  /** A setting that no longer exists: any value is refused with what replaced it. */
+  static final class RemovedSetting implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value != null) {
+        throw new ConfigException(
+            name
+                + " was removed: sharesink reads the worker's configuration from the worker"
+                + " process only (its REST extension, or the file on its command line); remove"
+                + " the key");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "unset (removed)";
     }
   }
 

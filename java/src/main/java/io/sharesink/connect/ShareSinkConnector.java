@@ -10,11 +10,14 @@ import io.sharesink.connect.sink.LoaderSwap;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.function.Supplier;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -24,6 +27,7 @@ import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Connector;
 import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.connector.policy.ConnectorClientConfigRequest.ClientType;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.source.SourceConnector;
@@ -63,9 +67,12 @@ public class ShareSinkConnector extends SourceConnector {
           "transforms",
           "predicates",
           "errors.",
-          // The share consumer's settings: the tasks build it, as the runtime builds a sink
-          // task's consumer from the connector's config.
-          ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX);
+          // The clients' settings: the tasks build the share consumer, the DLQ producer and the
+          // topic lister's admin client from them, as the runtime builds a sink task's clients
+          // from the connector's config (and asks the worker's policy about them again).
+          ShareConsumerSettings.CONNECTOR_OVERRIDE_PREFIX,
+          ConnectorClients.PRODUCER_OVERRIDE_PREFIX,
+          ConnectorClients.ADMIN_OVERRIDE_PREFIX);
 
   private Map<String, String> props;
   private SinkConnector legacyConnector;
@@ -80,6 +87,9 @@ public class ShareSinkConnector extends SourceConnector {
 
   /** Looks up the bootstrap hosts in validate() and start(). */
   private final BootstrapServers.HostResolver resolver;
+
+  /** The worker's configuration (only the worker process decides it); a seam for tests. */
+  Supplier<WorkerDefaults> workerDefaults = WorkerDefaults::current;
 
   public ShareSinkConnector() {
     this(BootstrapServers.HostResolver.DNS);
@@ -103,9 +113,11 @@ public class ShareSinkConnector extends SourceConnector {
   /**
    * Our keys' results merged with the legacy connector's own {@code validate()} on its settings,
    * plus checks no single key can make: the native library loads (reported on {@value
-   * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns on share mode), bootstrap
-   * servers are known, well-formed and resolvable, the worker file is readable, and the group
-   * settings fit the cluster's bounds (when the cluster answers within a few seconds).
+   * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns on share mode), the worker's
+   * override policy allows every client setting the connector adds (each refusal on its key; while
+   * any is refused nothing connects anywhere), bootstrap servers are known, well-formed and
+   * resolvable, and the group settings fit the cluster's bounds (when the cluster answers within a
+   * few seconds).
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
@@ -139,31 +151,29 @@ public class ShareSinkConnector extends SourceConnector {
       ShareSinkConfig.topicChoiceProblems(connectorConfigs)
           .forEach((key, message) -> value(values, key).addErrorMessage(message));
     }
-    if (!hasErrors(values)) {
+    boolean configErrors = hasErrors(values);
+
+    // The worker's policy on every client setting the connector adds, before anything connects:
+    // a refused override is never used, not even to look up a host.
+    String name = connectorConfigs.get("name");
+    Class<? extends Connector> policyClass = legacyClassOrOurs(connectorConfigs);
+    ConnectorClients clients = ConnectorClients.of(workerDefaults.get(), connectorConfigs);
+    Set<ClientType> askedByRuntime = clients.askedByTheRuntime();
+    Map<String, List<String>> refused =
+        clients.refusals(name, policyClass, EnumSet.complementOf(EnumSet.copyOf(askedByRuntime)));
+    refused.forEach(
+        (key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+    boolean anyRefused =
+        !refused.isEmpty() || !clients.refusals(name, policyClass, askedByRuntime).isEmpty();
+
+    if (!configErrors) {
       ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
       validateLegacy(parsed, connectorConfigs, values);
-      validateCluster(parsed, connectorConfigs.get("name"), values, resolver);
+      if (!anyRefused) {
+        validateCluster(parsed, name, values, clients, resolver);
+      }
     }
-    validateConsumerOverrides(connectorConfigs, values);
     return new Config(new ArrayList<>(values.values()));
-  }
-
-  /**
-   * The worker's {@code connector.client.config.override.policy} on the connector's {@code
-   * consumer.override.*} keys, each refusal on its key, in the policy's words: the runtime asks it
-   * for sink connectors only, and to it this is a source connector.
-   */
-  private static void validateConsumerOverrides(
-      Map<String, String> props, Map<String, ConfigValue> values) {
-    WorkerDefaults worker;
-    try {
-      worker = WorkerDefaults.load(props.get(ShareSinkConfig.WORKER_CONFIG_CONFIG));
-    } catch (IllegalArgumentException e) {
-      return; // reported on share.worker.config by validateCluster
-    }
-    ClientOverridePolicy.of(worker)
-        .refusals(props.get("name"), legacyClassOrOurs(props), props)
-        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
   }
 
   /** The legacy sink's class for the policy to see, or ours while it cannot be loaded. */
@@ -217,36 +227,19 @@ public class ShareSinkConnector extends SourceConnector {
   }
 
   /**
-   * Bootstrap servers and worker file, then the group settings against the cluster's bounds. An
-   * unreachable cluster is not an error here (the worker may see it later); the checks that need it
-   * then use Kafka's defaults.
+   * Where the clients connect, then the group settings against the cluster's bounds, read with the
+   * connector's admin settings. An unreachable cluster is not an error here (the worker may see it
+   * later); the checks that need it then use Kafka's defaults.
    */
   private static void validateCluster(
       ShareSinkConfig parsed,
       String connectorName,
       Map<String, ConfigValue> values,
+      ConnectorClients clients,
       BootstrapServers.HostResolver resolver) {
-    WorkerDefaults worker;
-    try {
-      worker = WorkerDefaults.load(parsed.workerConfigPath());
-    } catch (IllegalArgumentException e) {
-      value(values, ShareSinkConfig.WORKER_CONFIG_CONFIG).addErrorMessage(e.getMessage());
-      return;
-    }
-    Map<String, Object> clientSettings;
-    try {
-      clientSettings = parsed.clientSettings(worker);
-    } catch (ConfigException e) {
-      value(values, ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG)
-          .addErrorMessage(ShareSinkConfig.missingBootstrapMessage(worker));
-      return;
-    }
-    // A value no client can use: say so on the key the operator set, not as an outage.
-    Optional<String> bootstrapProblem =
-        parsed.bootstrapServersProblem(clientSettings, worker, resolver);
-    if (bootstrapProblem.isPresent()) {
-      value(values, ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG)
-          .addErrorMessage(bootstrapProblem.get());
+    Map<String, String> problems = clients.connectionProblems(resolver);
+    if (!problems.isEmpty()) {
+      problems.forEach((key, message) -> value(values, key).addErrorMessage(message));
       return;
     }
     String groupId = null;
@@ -255,9 +248,10 @@ public class ShareSinkConnector extends SourceConnector {
     } else if (parsed.getString(ShareSinkConfig.GROUP_ID_CONFIG) != null) {
       groupId = parsed.groupId(null);
     }
+    Map<String, Object> adminSettings = clients.admin();
     ClusterFacts facts = null;
     try (ShareGroupAdmin admin =
-        ShareGroupAdmin.create(clientSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
+        ShareGroupAdmin.create(adminSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
       RuntimeException factsFailure = null;
       try {
         facts = admin.facts(groupId, parsed.dlqTopic());
@@ -275,16 +269,18 @@ public class ShareSinkConnector extends SourceConnector {
     } catch (RuntimeException e) {
       Throwable auth = authenticationFailure(e);
       if (auth != null) {
-        // The cluster answered and refused us: that is a configuration error, not an outage.
+        // The cluster answered and refused the admin client: a configuration error, not an
+        // outage. Said on the admin's key, whether the connector or the worker set it.
         String key =
-            auth instanceof SaslAuthenticationException
-                ? ShareSinkConfig.SASL_JAAS_CONFIG
-                : ShareSinkConfig.SECURITY_PROTOCOL_CONFIG;
+            ConnectorClients.ADMIN_OVERRIDE_PREFIX
+                + (auth instanceof SaslAuthenticationException
+                    ? "sasl.jaas.config"
+                    : "security.protocol");
         value(values, key)
             .addErrorMessage(
                 "the cluster at "
-                    + clientSettings.get("bootstrap.servers")
-                    + " refused these settings: "
+                    + adminSettings.get(ConnectorClients.BOOTSTRAP_SERVERS)
+                    + " refused the admin client that sets the share group's configs: "
                     + auth.getMessage());
         return;
       }
@@ -346,16 +342,17 @@ public class ShareSinkConnector extends SourceConnector {
     String name = this.props.get("name");
     String groupId = config.groupId(name);
 
-    WorkerDefaults worker = config.workerDefaults();
     Class<? extends SinkConnector> legacyClass =
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
-    ClientOverridePolicy.of(worker).ensureAllowed(name, legacyClass, this.props);
-    Map<String, Object> clientSettings = config.clientSettings(worker);
-    config.checkBootstrapServers(clientSettings, worker, resolver);
+    // As the worker does before it builds a sink connector's clients: this worker's policy
+    // decides, however the connector got validated.
+    ConnectorClients clients = ConnectorClients.of(workerDefaults.get(), this.props);
+    clients.ensureAllowed(name, legacyClass);
+    clients.ensureConnectable(resolver);
+    Map<String, Object> adminSettings = clients.admin();
     ShareGroupAdmin admin =
-        ShareGroupAdmin.create(
-            clientSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
+        ShareGroupAdmin.create(adminSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
     try {
       ShareGroupSetup.Result setup =
           ShareGroupSetup.apply(
@@ -390,7 +387,7 @@ public class ShareSinkConnector extends SourceConnector {
           "sharesink could not prepare share group "
               + groupId
               + " on "
-              + clientSettings.get("bootstrap.servers")
+              + adminSettings.get(ConnectorClients.BOOTSTRAP_SERVERS)
               + ": "
               + e.getMessage(),
           e);

@@ -25,6 +25,7 @@ import java.util.SortedSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -91,6 +92,9 @@ public class ShareSinkTask extends SourceTask {
   /** The clock of the topic pattern's checks; a seam for tests. */
   Time time = Time.SYSTEM;
 
+  /** The worker's configuration (only the worker process decides it); a seam for tests. */
+  Supplier<WorkerDefaults> workerDefaults = WorkerDefaults::current;
+
   /** A task waiting for a topic to match waits on this; stop() notifies it. */
   private final Object idle = new Object();
 
@@ -108,17 +112,16 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    WorkerDefaults worker = config.workerDefaults();
-    Map<String, Object> clientSettings = config.clientSettings(worker);
-    // This worker's DNS may differ from the one that validated the connector.
-    config.checkBootstrapServers(clientSettings, worker, BootstrapServers.HostResolver.DNS);
-
     Class<? extends SinkConnector> connectorClass =
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
-    // As the worker does before it builds a sink task's consumer: this worker's policy decides.
-    ClientOverridePolicy.of(worker).ensureAllowed(connectorName, connectorClass, props);
-    ShareConsumerSettings consumerSettings = config.shareConsumerSettings(worker);
+    // As the worker does before it builds a sink task's clients: this worker's policy decides.
+    WorkerDefaults worker = workerDefaults.get();
+    ConnectorClients clients = ConnectorClients.of(worker, props);
+    clients.ensureAllowed(connectorName, connectorClass);
+    // This worker's DNS may differ from the one that validated the connector.
+    clients.ensureConnectable(BootstrapServers.HostResolver.DNS);
+    ShareConsumerSettings consumerSettings = clients.consumer();
     if (!consumerSettings.ignored().isEmpty()) {
       log.warn(
           "{}: consumer settings a share consumer does not take, ignored: {}",
@@ -175,7 +178,7 @@ public class ShareSinkTask extends SourceTask {
             if (GroupSettings.BROKER.equals(dlqMode)) {
               builder.brokerWritesDeadLetters(true);
             } else {
-              builder.deadLetterProducerConfig(DeadLetterProducerSettings.layer(worker, props));
+              builder.deadLetterClients(clients.producer(), clients.admin());
             }
             driver = builder.start();
             engine = newEngine;
@@ -197,7 +200,7 @@ public class ShareSinkTask extends SourceTask {
     }
     topicPattern =
         openTopicPattern(
-            pattern.get(), config, clientSettings, consumerSettings.settings(), worker);
+            pattern.get(), config, clients.admin(), consumerSettings.settings(), worker);
     // Join at once when the cluster answers quickly; otherwise the poll loop joins later.
     followTopicPattern();
     if (driver == null && !topicPattern.resolved()) {
@@ -221,7 +224,7 @@ public class ShareSinkTask extends SourceTask {
   TopicPatternSubscription openTopicPattern(
       Pattern pattern,
       ShareSinkConfig config,
-      Map<String, Object> clientSettings,
+      Map<String, Object> adminSettings,
       Map<String, Object> consumerSettings,
       WorkerDefaults worker) {
     Set<String> excluded = new HashSet<>(worker.internalTopics());
@@ -229,10 +232,9 @@ public class ShareSinkTask extends SourceTask {
       excluded.add(config.dlqTopic());
     }
     long checkIntervalMs = ShareSinkConfig.metadataMaxAgeMs(consumerSettings);
-    Map<String, Object> adminSettings = new HashMap<>(clientSettings);
-    adminSettings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
-    adminSettings.keySet().retainAll(AdminClientConfig.configNames());
-    Admin admin = Admin.create(adminSettings);
+    Map<String, Object> settings = new HashMap<>(adminSettings);
+    settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
+    Admin admin = Admin.create(settings);
     return new TopicPatternSubscription(
         pattern,
         excluded,

@@ -20,13 +20,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What a sink connector would get from the worker, read from the worker's configuration file: the
- * connection settings ({@code bootstrap.servers}, {@code security.protocol}, {@code sasl.*}, {@code
- * ssl.*}) and the default converters with their prefixed settings. A plugin cannot see the worker's
- * configuration object, but the file is named on the worker's command line ({@code
- * ConnectDistributed <file>}, {@code ConnectStandalone <file> [connector files]}). Where
- * sharesink's REST extension is installed, the worker hands it its configuration, which is then
- * preferred to the file.
+ * The worker's configuration, which decides what a sink connector gets from the worker: its
+ * clients' settings ({@link ConnectorClients}), its override policy and its default converters with
+ * their prefixed settings. A plugin cannot see the worker's configuration object, but the file is
+ * named on the worker's command line ({@code ConnectDistributed <file>}, {@code ConnectStandalone
+ * <file> [connector files]}). Where sharesink's REST extension is installed, the worker hands it
+ * its configuration, which is then preferred to the file.
  */
 final class WorkerDefaults {
 
@@ -43,6 +42,9 @@ final class WorkerDefaults {
 
   /** Parsed files by path and modification time: tasks start often, the file rarely changes. */
   private static final Map<String, WorkerDefaults> cache = new ConcurrentHashMap<>();
+
+  /** Connect's default for the worker's {@code bootstrap.servers} (WorkerConfig's). */
+  static final String DEFAULT_BOOTSTRAP_SERVERS = "localhost:9092";
 
   /** An empty result: no file found, nothing to default from. */
   static final WorkerDefaults NONE = new WorkerDefaults(null, Map.of());
@@ -70,7 +72,7 @@ final class WorkerDefaults {
 
   /**
    * Records the worker configuration the REST extension received; from then on it is preferred to
-   * the file on the command line (an explicit {@code share.worker.config} still wins).
+   * the file on the command line.
    */
   static void useRestExtensionConfig(Map<String, ?> workerConfig) {
     Map<String, String> settings = new HashMap<>();
@@ -102,12 +104,19 @@ final class WorkerDefaults {
     return Optional.ofNullable(file);
   }
 
+  /**
+   * The worker's {@code bootstrap.servers}, with Connect's default when unset (the worker then
+   * connects there itself, and so do the clients it builds for connectors).
+   */
+  String bootstrapServers() {
+    return settings.getOrDefault("bootstrap.servers", DEFAULT_BOOTSTRAP_SERVERS);
+  }
+
   /** Every setting of the worker file (variables resolved where the worker's providers allow). */
   Map<String, String> settings() {
     return settings;
   }
 
-  /** The worker's Kafka client connection settings: bootstrap, security, SASL and TLS. */
   /**
    * The worker's own topics (distributed mode's {@code config.storage.topic}, {@code
    * offset.storage.topic}, {@code status.storage.topic}), as far as its settings name them: a topic
@@ -127,25 +136,6 @@ final class WorkerDefaults {
   static final List<String> INTERNAL_TOPIC_KEYS =
       List.of("config.storage.topic", "offset.storage.topic", "status.storage.topic");
 
-  Map<String, String> clientSettings() {
-    Map<String, String> client = new HashMap<>();
-    settings.forEach(
-        (key, value) -> {
-          if (isClientConnectionKey(key)) {
-            client.put(key, value);
-          }
-        });
-    return client;
-  }
-
-  static boolean isClientConnectionKey(String key) {
-    return key.equals("bootstrap.servers")
-        || key.equals("security.protocol")
-        || key.equals("client.dns.lookup")
-        || key.startsWith("sasl.")
-        || key.startsWith("ssl.");
-  }
-
   /**
    * The worker's default for one converter ({@code key.converter}, ...): its class and its {@code
    * <key>.}-prefixed settings, with their full names. Empty when the worker sets none.
@@ -163,30 +153,16 @@ final class WorkerDefaults {
   }
 
   /**
-   * Loads the defaults: from {@code explicitPath} when given, otherwise from the file on the
-   * worker's command line; {@link #NONE} when there is no such file.
-   *
-   * @throws IllegalArgumentException when {@code explicitPath} cannot be read
+   * The worker's configuration: as the worker handed it to sharesink's REST extension, else the
+   * file named on the worker's command line, else {@link #NONE}. Only the worker process decides
+   * where its configuration is: no connector setting can name another file.
    */
-  static WorkerDefaults load(String explicitPath) {
-    Path path;
-    if (explicitPath != null && !explicitPath.isBlank()) {
-      path = Path.of(explicitPath.trim());
-      if (!Files.isReadable(path)) {
-        throw new IllegalArgumentException("cannot read the worker configuration file " + path);
-      }
-    } else {
-      WorkerDefaults worker = fromRestExtension;
-      if (worker != null) {
-        return worker;
-      }
-      Optional<Path> found = commandLineFile();
-      if (found.isEmpty()) {
-        return NONE;
-      }
-      path = found.get();
+  static WorkerDefaults current() {
+    WorkerDefaults worker = fromRestExtension;
+    if (worker != null) {
+      return worker;
     }
-    return read(path);
+    return commandLineFile().map(WorkerDefaults::read).orElse(NONE);
   }
 
   static WorkerDefaults read(Path path) {

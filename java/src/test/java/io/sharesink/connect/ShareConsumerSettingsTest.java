@@ -36,9 +36,10 @@ class ShareConsumerSettingsTest {
             "share.consumer.fetch.min.bytes", "4096");
     ShareConsumerSettings layered = ShareConsumerSettings.layer(WORKER, connector);
     Map<String, Object> s = layered.settings();
-    assertEquals("worker:9092", s.get("bootstrap.servers")); // worker connection settings
-    assertEquals("SASL_SSL", s.get("security.protocol"));
-    assertEquals("PLAIN", s.get("sasl.mechanism")); // worker consumer.* over the top level
+    assertEquals("worker:9092", s.get("bootstrap.servers")); // the worker's bootstrap.servers
+    // The worker's top-level security settings are its own clients' (Worker.baseConsumerConfigs).
+    assertFalse(s.containsKey("security.protocol"));
+    assertEquals("PLAIN", s.get("sasl.mechanism")); // worker consumer.*
     assertEquals("200", s.get("max.poll.records")); // worker consumer.*
     assertEquals("2000000", s.get("fetch.max.bytes")); // consumer.override.* over consumer.*
     assertEquals("orders-sink", s.get("client.id"));
@@ -46,7 +47,7 @@ class ShareConsumerSettingsTest {
     assertEquals("worker consumer.max.poll.records", layered.origin("max.poll.records"));
     assertEquals("consumer.override.fetch.max.bytes", layered.origin("fetch.max.bytes"));
     assertEquals("share.consumer.fetch.min.bytes", layered.origin("fetch.min.bytes"));
-    assertEquals("worker security.protocol", layered.origin("security.protocol"));
+    assertEquals("worker bootstrap.servers", layered.origin("bootstrap.servers"));
     // The worker's own group.id is not a connection setting.
     assertFalse(s.containsKey("group.id"));
   }
@@ -104,10 +105,10 @@ class ShareConsumerSettingsTest {
   void theShareConsumerGetsTheLayersTheAdminClientDoesNot() {
     Map<String, String> props = ShareSinkConfigTest.validConfig();
     props.put("consumer.override.max.poll.records", "10");
-    ShareSinkConfig config = new ShareSinkConfig(props);
-    assertEquals("10", config.shareConsumerSettings(WORKER).settings().get("max.poll.records"));
-    assertEquals(
-        "localhost:9092", config.shareConsumerSettings(WORKER).settings().get("bootstrap.servers"));
-    assertFalse(config.clientSettings(WORKER).containsKey("max.poll.records"));
+    ConnectorClients clients = ConnectorClients.of(WORKER, props);
+    assertEquals("10", clients.consumer().settings().get("max.poll.records"));
+    assertEquals("localhost:9092", clients.consumer().settings().get("bootstrap.servers"));
+    assertFalse(clients.admin().containsKey("max.poll.records"));
+    assertEquals("worker:9092", clients.admin().get("bootstrap.servers"));
   }
 }

@@ -1,15 +1,16 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
@@ -145,9 +146,10 @@ class ShareSinkConfigTest {
     assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(Map.of("metadata.max.age.ms", "5000")));
     Map<String, String> props = validConfig();
     props.put("share.consumer.metadata.max.age.ms", "5000");
-    ShareSinkConfig config = new ShareSinkConfig(props);
     assertEquals(
-        5_000, ShareSinkConfig.metadataMaxAgeMs(config.clientSettings(WorkerDefaults.NONE)));
+        5_000,
+        ShareSinkConfig.metadataMaxAgeMs(
+            ConnectorClients.of(WorkerDefaults.NONE, props).consumer().settings()));
   }
 
   @Test
@@ -180,43 +182,37 @@ class ShareSinkConfigTest {
   }
 
   @Test
-  void clientSettingsComeFromTheWorkerFileAndConnectorSettingsWin() {
-    WorkerDefaults worker =
-        new WorkerDefaults(
-            Path.of("/etc/kafka/connect-distributed.properties"),
-            Map.of(
-                "bootstrap.servers", "worker:9092",
-                "security.protocol", "SASL_SSL",
-                "sasl.mechanism", "SCRAM-SHA-512",
-                "ssl.truststore.location", "/etc/ts.p12",
-                "group.id", "connect-cluster",
-                "key.converter", "org.apache.kafka.connect.json.JsonConverter"));
+  void theRemovedWorkerConfigKeyIsRefusedNamingWhatReplacedIt() {
     Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.SASL_MECHANISM_CONFIG, "PLAIN");
-    props.put("share.consumer.max.poll.records", "100");
-    Map<String, Object> settings = new ShareSinkConfig(props).clientSettings(worker);
-    assertEquals("localhost:9092", settings.get("bootstrap.servers"));
-    assertEquals("SASL_SSL", settings.get("security.protocol"));
-    assertEquals("PLAIN", settings.get("sasl.mechanism"));
-    assertEquals("/etc/ts.p12", settings.get("ssl.truststore.location"));
-    assertEquals("100", settings.get("max.poll.records"));
-    assertTrue(!settings.containsKey("group.id") && !settings.containsKey("key.converter"));
-
-    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
-    assertEquals(
-        "worker:9092", new ShareSinkConfig(props).clientSettings(worker).get("bootstrap.servers"));
+    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, "/dev/null");
+    List<String> messages = errors(props).get(ShareSinkConfig.WORKER_CONFIG_CONFIG);
+    assertEquals(1, messages.size(), String.valueOf(messages));
+    assertTrue(messages.get(0).contains("was removed"), messages.get(0));
+    assertTrue(messages.get(0).contains("worker process"), messages.get(0));
+    ConfigException e = assertThrows(ConfigException.class, () -> new ShareSinkConfig(props));
+    assertTrue(e.getMessage().contains(ShareSinkConfig.WORKER_CONFIG_CONFIG), e.getMessage());
   }
 
   @Test
-  void missingBootstrapNamesBothPlaces() {
+  void theConsumersPasswordsAreHiddenAsTheWorkerHidesPasswords() {
+    for (String key :
+        List.of(
+            "ssl.keystore.password",
+            "ssl.key.password",
+            "ssl.truststore.password",
+            "sasl.jaas.config")) {
+      ConfigDef.ConfigKey def =
+          ShareSinkConfig.CONFIG_DEF.configKeys().get(ShareSinkConfig.CONSUMER_PREFIX + key);
+      assertEquals(ConfigDef.Type.PASSWORD, def == null ? null : def.type, key);
+    }
     Map<String, String> props = validConfig();
-    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
-    ConfigException e =
-        assertThrows(
-            ConfigException.class,
-            () -> new ShareSinkConfig(props).clientSettings(WorkerDefaults.NONE));
-    assertTrue(e.getMessage().contains(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), e.getMessage());
-    assertTrue(e.getMessage().contains("worker configuration file"), e.getMessage());
+    props.put("share.consumer.ssl.keystore.password", "hunter2");
+    ConfigValue value =
+        ShareSinkConfig.CONFIG_DEF.validate(props).stream()
+            .filter(v -> v.name().equals("share.consumer.ssl.keystore.password"))
+            .findFirst()
+            .orElseThrow();
+    assertFalse(String.valueOf(value.value()).contains("hunter2"), value.toString());
   }
 
   @Test

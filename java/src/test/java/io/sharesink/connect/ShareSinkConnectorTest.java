@@ -46,6 +46,13 @@ class ShareSinkConnectorTest {
     }
   }
 
+  /** A connector on a worker whose configuration is {@code settings}. */
+  static ShareSinkConnector onWorker(Map<String, String> settings) {
+    ShareSinkConnector connector = new ShareSinkConnector();
+    connector.workerDefaults = () -> new WorkerDefaults(null, settings);
+    return connector;
+  }
+
   @Test
   void isRegisteredForServiceLoaderDiscovery() {
     boolean found =
@@ -63,8 +70,8 @@ class ShareSinkConnectorTest {
   void validatesCleanlyWhenTheNativeLibraryLoads() {
     // No broker behind localhost:1: the cluster checks fall back to Kafka's defaults.
     Map<String, String> props = ShareSinkConfigTest.validConfig();
-    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
-    Config config = new ShareSinkConnector().validate(props);
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    Config config = onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).validate(props);
     config
         .configValues()
         .forEach(v -> assertTrue(v.errorMessages().isEmpty(), v.name() + v.errorMessages()));
@@ -76,17 +83,17 @@ class ShareSinkConnectorTest {
   void validationNamesTheMissingBootstrapAndTheLegacyConnectorsErrors() {
     Map<String, String> props = ShareSinkConfigTest.validConfig();
     props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
-    Map<String, List<String>> errors = errors(new ShareSinkConnector().validate(props));
+    Map<String, List<String>> errors =
+        errors(onWorker(Map.of("bootstrap.servers", " ")).validate(props));
     String message = String.join(" ", errors.get(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG));
-    assertTrue(message.contains("worker configuration file"), message);
+    assertTrue(message.contains("no bootstrap servers"), message);
 
     // The mode=broker prefix rule needs no cluster when the broker's prefix is the default.
-    props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
     props.put(ShareSinkConfig.DLQ_MODE_CONFIG, "broker");
     props.put("errors.deadletterqueue.topic.name", "orders-dlq");
     props.put(ShareSinkConfig.LOCK_DURATION_MS_CONFIG, "20000");
     props.put(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG, "15000");
-    errors = errors(new ShareSinkConnector().validate(props));
+    errors = errors(onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).validate(props));
     assertTrue(errors.containsKey("errors.deadletterqueue.topic.name"), errors::toString);
     assertTrue(errors.containsKey(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG), errors::toString);
   }
@@ -118,19 +125,19 @@ class ShareSinkConnectorTest {
     Files.writeString(workerFile, "bootstrap.servers=kafka-typo:9092\n");
     Map<String, String> props = ShareSinkConfigTest.validConfig();
     props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
-    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, workerFile.toString());
     BootstrapServers.HostResolver dns =
         host -> {
           throw new java.net.UnknownHostException(host);
         };
-    String message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    ShareSinkConnector connector = new ShareSinkConnector(dns);
+    connector.workerDefaults = () -> WorkerDefaults.read(workerFile);
+    String message = bootstrapError(connector.validate(props));
     assertTrue(message.startsWith("bootstrap.servers=kafka-typo:9092 from "), message);
     assertTrue(message.contains(workerFile.toString()), message);
     assertTrue(message.contains("set share.consumer.bootstrap.servers on the connector"), message);
 
     // start() refuses it the same way, before any client is built.
-    ConfigException e =
-        assertThrows(ConfigException.class, () -> new ShareSinkConnector(dns).start(props));
+    ConfigException e = assertThrows(ConfigException.class, () -> connector.start(props));
     assertEquals(message, e.getMessage());
   }
 

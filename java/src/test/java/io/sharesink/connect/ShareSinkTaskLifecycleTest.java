@@ -1,6 +1,7 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -494,12 +495,14 @@ class ShareSinkTaskLifecycleTest {
     Files.writeString(
         worker, "bootstrap.servers=localhost:9092\nconnector.client.config.override.policy=None\n");
     ScriptedTask task = new ScriptedTask();
+    task.workerDefaults = () -> WorkerDefaults.read(worker);
     task.initialize(CONTEXT);
     Map<String, String> props = taskProps();
-    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, worker.toString());
     props.put("consumer.override.max.poll.records", "42");
     ConnectException e = assertThrows(ConnectException.class, () -> task.start(props));
-    assertTrue(e.getMessage().startsWith("Client Config Overrides not allowed"), e.getMessage());
+    assertTrue(e.getMessage().startsWith("Client config overrides not allowed"), e.getMessage());
+    assertTrue(e.getMessage().contains("consumer.override.max.poll.records"), e.getMessage());
+    assertFalse(e.getMessage().contains("42"), e.getMessage());
     assertNull(task.clientSettings, "no engine was opened");
     task.stop();
   }
@@ -507,7 +510,8 @@ class ShareSinkTaskLifecycleTest {
   @Test
   void settingsTheNativeEngineDoesNotUseAreNamedWhereTheyWereSet() {
     WorkerDefaults worker =
-        new WorkerDefaults(null, Map.of("bootstrap.servers", "b:9092", "client.dns.lookup", "x"));
+        new WorkerDefaults(
+            null, Map.of("bootstrap.servers", "b:9092", "consumer.client.dns.lookup", "x"));
     ShareConsumerSettings settings =
         ShareConsumerSettings.layer(
             worker,
@@ -517,7 +521,7 @@ class ShareSinkTaskLifecycleTest {
     String warning = ShareSinkTask.unreadByNativeEngine(settings);
     assertTrue(
         warning.contains(
-            "client.dns.lookup (worker client.dns.lookup), max.partition.fetch.bytes"
+            "client.dns.lookup (worker consumer.client.dns.lookup), max.partition.fetch.bytes"
                 + " (consumer.override.max.partition.fetch.bytes)"),
         warning);
     assertTrue(!warning.contains("max.poll.records"), warning);

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -47,7 +48,7 @@ class WorkerDefaultsTest {
   }
 
   @Test
-  void readsClientSettingsAndConverterDefaults() throws Exception {
+  void readsSettingsAndConverterDefaults() throws Exception {
     Path file =
         workerFile(
             String.join(
@@ -62,15 +63,11 @@ class WorkerDefaultsTest {
                 "value.converter=org.apache.kafka.connect.json.JsonConverter",
                 "value.converter.schemas.enable=false",
                 ""));
-    WorkerDefaults worker = WorkerDefaults.load(file.toString());
+    WorkerDefaults worker = WorkerDefaults.read(file);
     assertEquals(Optional.of(file), worker.file());
-    assertEquals(
-        Map.of(
-            "bootstrap.servers", "b1:9092,b2:9092",
-            "security.protocol", "SASL_SSL",
-            "sasl.mechanism", "SCRAM-SHA-512",
-            "ssl.truststore.location", "/etc/ts.jks"),
-        worker.clientSettings());
+    assertEquals("b1:9092,b2:9092", worker.settings().get("bootstrap.servers"));
+    assertEquals("SASL_SSL", worker.settings().get("security.protocol"));
+    assertEquals(Set.of("connect-offsets"), worker.internalTopics());
     assertEquals(
         Map.of(
             "value.converter", "org.apache.kafka.connect.json.JsonConverter",
@@ -92,23 +89,24 @@ class WorkerDefaultsTest {
                 + "sasl.jaas.config=${file:"
                 + secrets
                 + ":jaas}\n");
-    WorkerDefaults worker = WorkerDefaults.load(file.toString());
-    assertEquals("org.example.Login required;", worker.clientSettings().get("sasl.jaas.config"));
+    WorkerDefaults worker = WorkerDefaults.read(file);
+    assertEquals("org.example.Login required;", worker.settings().get("sasl.jaas.config"));
   }
 
   @Test
-  void anExplicitPathThatCannotBeReadIsAnError() {
+  void aFileThatCannotBeReadIsAnError() {
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,
-            () -> WorkerDefaults.load(dir.resolve("missing.properties").toString()));
+            () -> WorkerDefaults.read(dir.resolve("missing.properties")));
     assertTrue(e.getMessage().contains("missing.properties"), e.getMessage());
   }
 
   @Test
   void withoutAWorkerOnTheCommandLineThereAreNoDefaults() {
     // Surefire's JVM is not a Connect worker.
-    assertEquals(Optional.empty(), WorkerDefaults.load(null).file());
+    assertEquals(Optional.empty(), WorkerDefaults.current().file());
+    assertEquals(Map.of(), WorkerDefaults.current().settings());
   }
 
   @Test
@@ -136,7 +134,6 @@ class WorkerDefaultsTest {
 
   @Test
   void theConfigurationHandedToTheRestExtensionIsPreferredToTheCommandLine() throws Exception {
-    Path file = workerFile("bootstrap.servers=from-file:9092\n");
     try {
       WorkerConfigHandoff.fromRestExtension(
           Map.of(
@@ -144,22 +141,20 @@ class WorkerDefaultsTest {
               "group.id", "connect-cluster",
               "value.converter", "org.apache.kafka.connect.storage.StringConverter",
               "rest.extension.classes", "io.sharesink.connect.rest.ShareModeRestExtension"));
-      WorkerDefaults worker = WorkerDefaults.load(null);
+      WorkerDefaults worker = WorkerDefaults.current();
       assertTrue(worker.fromRestExtension());
-      assertEquals(Map.of("bootstrap.servers", "from-worker:9092"), worker.clientSettings());
+      assertEquals("from-worker:9092", worker.settings().get("bootstrap.servers"));
       assertEquals(
           Map.of("value.converter", "org.apache.kafka.connect.storage.StringConverter"),
           worker.converter("value.converter"));
       assertTrue(
-          ShareSinkConfig.missingBootstrapMessage(worker)
-              .contains("the worker configuration has none"));
-      // An explicit share.worker.config still names the file to read.
-      WorkerDefaults explicit = WorkerDefaults.load(file.toString());
-      assertEquals(Map.of("bootstrap.servers", "from-file:9092"), explicit.clientSettings());
+          ConnectorClients.of(worker, Map.of())
+              .missingBootstrapMessage()
+              .contains("handed to sharesink's REST extension"));
     } finally {
       WorkerConfigHandoff.forgetRestExtension();
     }
     // Forgotten (the extension closed): back to the command line, which names no worker file here.
-    assertEquals(false, WorkerDefaults.load(null).fromRestExtension());
+    assertEquals(false, WorkerDefaults.current().fromRestExtension());
   }
 }

@@ -64,23 +64,24 @@ public final class KafkaDeadLetterQueue implements DeadLetterQueue {
   static final Duration TOPIC_SETUP_TIMEOUT = Duration.ofSeconds(30);
 
   /**
-   * A producer from client settings ({@code bootstrap.servers}, security, ...), after an admin
-   * client from the same settings has made sure the topic exists ({@code replicationFactor}
-   * replicas if it creates it).
+   * A producer from {@code producerConfig}, after an admin client from {@code adminConfig} has made
+   * sure the topic exists ({@code replicationFactor} replicas if it creates it): the classic
+   * runtime's DLQ uses its producer and admin settings the same way.
    */
   public static KafkaDeadLetterQueue create(
       Map<String, Object> producerConfig,
+      Map<String, Object> adminConfig,
       String topic,
       short replicationFactor,
       boolean contextHeaders,
       String connectorName,
       int taskId) {
-    Map<String, Object> adminConfig = new HashMap<>(producerConfig);
-    adminConfig.keySet().retainAll(AdminClientConfig.configNames());
-    adminConfig.put(
+    Map<String, Object> adminSettings = new HashMap<>(adminConfig);
+    adminSettings.keySet().retainAll(AdminClientConfig.configNames());
+    adminSettings.put(
         AdminClientConfig.CLIENT_ID_CONFIG,
         "connector-dlq-adminclient-" + connectorName + "-" + taskId);
-    try (Admin admin = Admin.create(adminConfig)) {
+    try (Admin admin = Admin.create(adminSettings)) {
       DeadLetterTopic.ensure(admin, topic, replicationFactor, TOPIC_SETUP_TIMEOUT);
     }
     Map<String, Object> config = new HashMap<>(producerConfig);

@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  *     .taskName("orders-to-pg-3")
  *     .connectorName("orders-to-pg").taskId(3)
  *     .engine(engine).classLoader(ourContextLoader)
- *     .deadLetterProducerConfig(clientSettings)   // or .brokerWritesDeadLetters(true)
+ *     .deadLetterClients(producer, admin)   // or .brokerWritesDeadLetters(true)
  *     .pluginMetrics(context.pluginMetrics())
  *     .start();
  * }</pre>
@@ -50,6 +50,7 @@ public final class ShareSinkDriverBuilder {
   private String defaultValueConverter;
   private String defaultHeaderConverter;
   private Map<String, Object> deadLetterProducerConfig;
+  private Map<String, Object> deadLetterAdminConfig;
   private DeadLetterQueue deadLetterQueue;
   private boolean brokerWritesDeadLetters;
   private PluginMetrics pluginMetrics;
@@ -136,9 +137,14 @@ public final class ShareSinkDriverBuilder {
     return this;
   }
 
-  /** Client settings for our own DLQ producer, used when a DLQ topic is configured. */
-  public ShareSinkDriverBuilder deadLetterProducerConfig(Map<String, Object> producerConfig) {
+  /**
+   * Client settings for our own DLQ producer and for the admin client that makes sure its topic
+   * exists, used when a DLQ topic is configured.
+   */
+  public ShareSinkDriverBuilder deadLetterClients(
+      Map<String, Object> producerConfig, Map<String, Object> adminConfig) {
     this.deadLetterProducerConfig = producerConfig;
+    this.deadLetterAdminConfig = adminConfig;
     return this;
   }
 
@@ -278,6 +284,7 @@ public final class ShareSinkDriverBuilder {
         dlq =
             KafkaDeadLetterQueue.create(
                 deadLetterProducerConfig,
+                deadLetterAdminConfig,
                 config.dlqTopic(),
                 config.dlqTopicReplicationFactor(),
                 config.dlqContextHeaders(),

@@ -209,7 +209,13 @@ class ShareSinkDriverBrokerTest {
             "share.commit.interval.ms", "300");
     KafkaDeadLetterQueue dlq =
         KafkaDeadLetterQueue.create(
-            Map.of("bootstrap.servers", bootstrap), dlqTopic, (short) 1, true, "dlq-test", 7);
+            Map.of("bootstrap.servers", bootstrap),
+            Map.of("bootstrap.servers", bootstrap),
+            dlqTopic,
+            (short) 1,
+            true,
+            "dlq-test",
+            7);
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
       TopicDescription created =
           admin.describeTopics(List.of(dlqTopic)).allTopicNames().get().get(dlqTopic);
