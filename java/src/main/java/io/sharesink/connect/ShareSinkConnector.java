@@ -431,6 +431,28 @@ public class ShareSinkConnector extends SourceConnector {
     }
   }
 
+  /**
+   * Called by the runtime for {@code PATCH} and {@code DELETE /connectors/{c}/offsets}, which to it
+   * concern a source connector's offsets; a share-mode connector has none, and its share group's
+   * start offsets are what the operator means. With sharesink's REST extension installed those
+   * requests are answered before they get here (ShareOffsetsFilter); without it, refusing is the
+   * only answer that is not a silent success.
+   */
+  @Override
+  public boolean alterOffsets(
+      Map<String, String> connectorConfig, Map<Map<String, ?>, Map<String, ?>> offsets) {
+    String name = connectorConfig.get("name");
+    String group =
+        new ShareSinkConfig(connectorConfig).groupId(name == null || name.isBlank() ? "?" : name);
+    throw new ConnectException(
+        "the offsets of a connector in share mode are its share group's start offsets ("
+            + group
+            + "): install sharesink's REST extension on the workers (rest.extension.classes="
+            + "io.sharesink.connect.rest.ShareModeRestExtension) and this endpoint reads and sets"
+            + " them, or use kafka-share-groups.sh --reset-offsets --group "
+            + group);
+  }
+
   @Override
   public Class<? extends Task> taskClass() {
     return ShareSinkTask.class;

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -20,7 +21,9 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -255,6 +258,44 @@ public final class ShareGroupAdmin implements AutoCloseable {
     get(
         admin.alterShareGroupOffsets(groupId, offsets).all(),
         "setting the start offsets of share group " + groupId);
+  }
+
+  /**
+   * Where {@code share.auto.offset.reset} ({@code earliest}, {@code latest} or {@code
+   * by_duration:<ISO-8601 duration>}) starts each partition now: what a reset sets a share group's
+   * start offsets to. A partition without a record that recent starts at its end, as the broker
+   * does.
+   */
+  public Map<TopicPartition, Long> resetPositions(
+      Collection<TopicPartition> partitions, String autoOffsetReset, long nowMs) {
+    String reset = autoOffsetReset.trim().toLowerCase(Locale.ROOT);
+    OffsetSpec spec;
+    if (reset.equals("earliest")) {
+      spec = OffsetSpec.earliest();
+    } else if (reset.equals("latest")) {
+      spec = OffsetSpec.latest();
+    } else {
+      Duration back = Duration.parse(autoOffsetReset.trim().substring("by_duration:".length()));
+      spec = OffsetSpec.forTimestamp(nowMs - back.toMillis());
+    }
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    partitions.forEach(tp -> request.put(tp, spec));
+    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> found =
+        get(admin.listOffsets(request).all(), "listing the offsets of " + partitions);
+    Map<TopicPartition, Long> out = new HashMap<>();
+    List<TopicPartition> noneThatRecent = new ArrayList<>();
+    found.forEach(
+        (tp, info) -> {
+          if (info.offset() >= 0) {
+            out.put(tp, info.offset());
+          } else {
+            noneThatRecent.add(tp);
+          }
+        });
+    if (!noneThatRecent.isEmpty()) {
+      out.putAll(resetPositions(noneThatRecent, "latest", nowMs));
+    }
+    return out;
   }
 
   private <T> T get(KafkaFuture<T> future, String doing) {

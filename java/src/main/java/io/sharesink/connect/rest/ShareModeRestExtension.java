@@ -3,6 +3,7 @@ package io.sharesink.connect.rest;
 import io.sharesink.connect.ShareModeForm;
 import io.sharesink.connect.Version;
 import io.sharesink.connect.WorkerConfigHandoff;
+import jakarta.ws.rs.Priorities;
 import java.util.Map;
 import org.apache.kafka.connect.rest.ConnectRestExtension;
 import org.apache.kafka.connect.rest.ConnectRestExtensionContext;
@@ -41,13 +42,18 @@ public class ShareModeRestExtension implements ConnectRestExtension {
 
   @Override
   public void register(ConnectRestExtensionContext context) {
+    ClusterConfigs configs = new ClusterConfigs(context.clusterState());
     context
         .configurable()
         .register(
             new ShareModeFilter(
                 workerDefaultShare,
                 new PluginClassResolver(ShareModeRestExtension.class.getClassLoader()),
-                new ClusterConfigs(context.clusterState())));
+                configs));
+    // After authentication and authorization (Priorities.AUTHENTICATION, AUTHORIZATION).
+    context
+        .configurable()
+        .register(new ShareOffsetsFilter(configs, context.clusterState()), Priorities.USER);
     log.info(
         "sharesink REST extension {} registered: sink connectors with {}=share{} run on share"
             + " groups",
