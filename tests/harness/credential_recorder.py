@@ -328,10 +328,13 @@ class CredentialRecorder:
     def stop(self) -> None:
         self._stopping.set()
         if self._listener is not None:
-            try:
-                self._listener.close()
-            except OSError:
-                pass
+            # shutdown() wakes the accept() blocked in the acceptor thread (Linux); close() alone
+            # would leave the listening socket open until that accept() returned.
+            for end in (lambda: self._listener.shutdown(socket.SHUT_RDWR), self._listener.close):
+                try:
+                    end()
+                except OSError:
+                    pass
         with self._lock:
             socks = list(self._sockets.values())
             threads = list(self._threads)
