@@ -28,7 +28,8 @@ received, so a test can assert that a secret never appeared in any byte of any c
         rec.connections                          # [Connection], see Connection
         rec.reset()                              # forget what was recorded so far
 
-Command line (one JSON line per connection as it closes; Ctrl-C stops)::
+Command line (one JSON line per connection as it closes; Ctrl-C or SIGTERM stops it and
+prints a summary)::
 
     python3 tests/harness/credential_recorder.py [--port N] [--secret S ...] [--raw]
 
