@@ -103,7 +103,8 @@ PG_DB = "sharesink"
 PG_USER = "sharesink"
 PG_PASSWORD = "sharesink"
 
-# Port offsets from SHARESINK_PORT_BASE (DEVELOPING.md).
+# Port offsets from SHARESINK_PORT_BASE (DEVELOPING.md). +88 is taken by the tests' credential
+# recorder (credential_recorder.py, OFF_CREDENTIAL_RECORDER).
 OFF_BROKER = 92
 OFF_CONTROLLER = 93
 OFF_SASL_SSL = 94
