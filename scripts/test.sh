@@ -21,9 +21,9 @@ cluster() { python3 tests/harness/cluster.py "$@"; }
 STAGES=(rust java broker e2e cluster3 older)
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
-  [java]="Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library and bench unit tests"
+  [java]="Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench and ops unit tests; the release archives"
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
-  [e2e]="end to end on the same broker: Connect workers, real sinks"
+  [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
   [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
   [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1)"
 )
@@ -81,7 +81,20 @@ stage_rust() {
 
 stage_java() {
   mvn -B -q verify -Dnative.all
-  python3 -m pytest -q -s tests/native tests/bench
+  python3 -m pytest -q -s tests/native tests/bench tests/ops
+  log "Release archives from that build (scripts/release.sh --no-build)"
+  bash scripts/release.sh "$(project_version)" --no-build
+}
+
+project_version() { sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1; }
+
+# The release archives the e2e stage installs (the java stage makes them).
+ensure_release_archives() {
+  local v
+  v="$(project_version)"
+  if [[ ! -f "build/release/$v/sharesink-sharesink-connect-$v.zip" ]]; then
+    bash scripts/release.sh "$v"
+  fi
 }
 
 stage_broker() {
@@ -95,8 +108,11 @@ stage_broker() {
 
 stage_e2e() {
   ensure_plugin_archive
+  ensure_release_archives
   one_broker_cluster
   SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q --durations=15 tests/e2e
+  log "The release archives, installed as their installers install them"
+  SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q tests/release
 }
 
 stage_cluster3() {

@@ -11,7 +11,8 @@ top-level settings plus `admin.*`; everything a connector adds (`share.consumer.
 `share.group.id` as `group.id`) goes through the worker's override policy as the matching
 `*.override.*` key would, at validation and at connector/task start, and a refusal names keys,
 never values. `share.worker.config` is gone (an error if set). A consumer bootstrap override
-without an admin one is an error on `admin.override.bootstrap.servers`.
+without an admin one is an error on the consumer's key that names
+`admin.override.bootstrap.servers`.
 
 One worker (index 1, its own Connect group and topics, so the session's worker 0 is left alone)
 with top-level `sasl.mechanism=PLAIN` and `sasl.jaas.config` (password `top-level-...`) and
@@ -28,8 +29,9 @@ Phase policy All (first worker start):
 - validate with admin.override.* at the recorder: it sees the admin password (the admin of
   the validation, as classic's admin would), never the top-level, consumer or producer one.
 - validate with share.consumer.bootstrap.servers=recorder (SASL_PLAINTEXT) and no admin override:
-  an error on admin.override.bootstrap.servers, and the recorder never sees the top-level,
-  producer or admin password (the defect sent the top-level one).
+  an error on share.consumer.bootstrap.servers naming admin.override.bootstrap.servers, and the
+  recorder never sees the top-level, producer or admin password (the defect sent the top-level
+  one).
 - the flag form with consumer.override.* and admin.override.* at the recorder: nothing but the
   consumer and admin passwords can reach it (a guard only: it asks for no password to arrive).
 
@@ -337,9 +339,10 @@ def test_admin_override_under_all_gets_the_admin_password_only(cluster: Cluster,
 
 def test_share_consumer_bootstrap_without_admin_override_under_all(cluster: Cluster, creds):
     """share.consumer.bootstrap.servers at the recorder, SASL_PLAINTEXT, no admin override: an
-    error on admin.override.bootstrap.servers (the group's admin must reach the consumer's
-    cluster), and no top-level, producer or admin password reaches the recorder (the defect:
-    the validation admin took the consumer's bootstrap and the worker's top-level SASL)."""
+    error on share.consumer.bootstrap.servers that names admin.override.bootstrap.servers (the
+    group's admin must reach the consumer's cluster), and no top-level, producer or admin password
+    reaches the recorder (the defect: the validation admin took the consumer's bootstrap and the
+    worker's top-level SASL)."""
     rest = creds.ensure("All")
     topic = uniq("creds-topic-")
     cfg = build_config(cluster, "explicit", "share.consumer", creds.recorder.bootstrap, topic)
@@ -348,8 +351,10 @@ def test_share_consumer_bootstrap_without_admin_override_under_all(cluster: Clus
     errors = Rest.validation_errors(result)
     seen = creds.seen()
     p = Problems("policy All, validate share.consumer.bootstrap.servers without an admin override")
-    p.check("admin.override.bootstrap.servers" in errors,
-            f"no error on admin.override.bootstrap.servers; errors: {errors}")
+    p.check(any("admin.override.bootstrap.servers" in m
+                for m in errors.get("share.consumer.bootstrap.servers", [])),
+            f"no error on share.consumer.bootstrap.servers naming admin.override.bootstrap.servers;"
+            f" errors: {errors}")
     p.check(set(seen) <= {"consumer"},
             f"the recorder saw the worker's {seen} password(s) (only the consumer's may go to a "
             f"consumer bootstrap override); connections: {creds.recorder.summary()}")

@@ -305,6 +305,24 @@ def _copy_artifact(coords: str, outdir: Path) -> bool:
     return proc.returncode == 0
 
 
+# The Prometheus JMX exporter's Java agent, from Maven Central (the newest version served here).
+JMX_EXPORTER = "io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1"
+
+
+def ensure_jmx_exporter() -> Path:
+    """The Prometheus JMX exporter agent jar (ops/prometheus/jmx-exporter.yaml's rules)."""
+    version = JMX_EXPORTER.rsplit(":", 1)[1]
+    jar = cache_dir() / "agents" / f"jmx_prometheus_javaagent-{version}.jar"
+    if jar.is_file():
+        return jar
+    with _file_lock(cache_dir() / ".lock"):
+        if not jar.is_file():
+            jar.parent.mkdir(parents=True, exist_ok=True)
+            if not _copy_artifact(JMX_EXPORTER, jar.parent) or not jar.is_file():
+                raise HarnessError(f"could not resolve {JMX_EXPORTER} from Maven Central")
+    return jar
+
+
 def ensure_plugin(name: str) -> Path:
     """Own plugin directory of a third-party plugin: 'connect-file' or 'debezium-jdbc'."""
     base = cache_dir() / "plugins"

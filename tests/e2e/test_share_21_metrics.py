@@ -1,0 +1,115 @@
+"""Scenario 21: sharesink's metrics in Prometheus, as an operator scrapes them.
+
+A worker (index 1, in a Connect group of its own) runs with the Prometheus JMX exporter's Java
+agent from Maven Central and the rules in ops/prometheus/jmx-exporter.yaml. A share-mode
+FileStream connector delivers every record; then `/metrics` on the agent's port shows:
+
+- the task series (`sharesink_records_accepted_total{connector,task}`, ...) counting what was
+  delivered, with latencies in seconds;
+- the connector's `sharesink_share_group_lag{connector,topic,partition}` (per partition the
+  share group has state for), back to 0;
+- every series the Grafana dashboard (ops/grafana/sharesink-dashboard.json) queries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from harness.cluster import REPO_ROOT, Cluster, default_plugin_archive, ensure_jmx_exporter
+from helpers import (FILE_SINK, STRING_CONVERTER, connector_trace, delete_connector, file_lines,
+                     produce_values, share_config, start_connector, stop_worker_if_running, uniq,
+                     wait_for)
+
+WORKER = 1
+METRICS_PORT_OFFSET = 86
+N = 600
+RULES = REPO_ROOT / "ops" / "prometheus" / "jmx-exporter.yaml"
+DASHBOARD = REPO_ROOT / "ops" / "grafana" / "sharesink-dashboard.json"
+SAMPLE = re.compile(r"^(sharesink_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
+
+
+def scrape(port: int) -> Dict[str, List[Tuple[Dict[str, str], float]]]:
+    """sharesink series of the agent's /metrics: name -> [(labels, value)]."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    series: Dict[str, List[Tuple[Dict[str, str], float]]] = defaultdict(list)
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            series[m.group(1)].append((labels, float(m.group(3))))
+    return series
+
+
+def total(series, name: str, connector: str) -> float:
+    return sum(v for labels, v in series.get(name, []) if labels.get("connector") == connector)
+
+
+def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: Cluster):
+    port = cluster.port_base + METRICS_PORT_OFFSET
+    agent = ensure_jmx_exporter()
+    tag = uniq("")
+    extra = {"group.id": f"sharesink-e2e-metrics-{tag}",
+             "config.storage.topic": f"connect-e2e-metrics-{tag}-configs",
+             "offset.storage.topic": f"connect-e2e-metrics-{tag}-offsets",
+             "status.storage.topic": f"connect-e2e-metrics-{tag}-status"}
+    name = uniq("metrics-")
+    out = cluster.state_dir / f"{name}.out"
+    cluster.create_topic(name, partitions=3)
+    values = [f"{name}-v{i:04d}" for i in range(N)]
+    produce_values(cluster, name, values)
+    try:
+        cluster.start_worker(WORKER, plugin_archive=default_plugin_archive(), extra=extra,
+                             jvm_opts=[f"-javaagent:{agent}=127.0.0.1:{port}:{RULES}"])
+        rest = cluster.rest(WORKER)
+        cfg = share_config(cluster, name, name, FILE_SINK, 2, file=str(out))
+        cfg.update({"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER,
+                    "share.commit.interval.ms": "500"})
+        start_connector(rest, name, cfg, tasks=2)
+        wait_for("every record in the file", lambda: len(set(file_lines(out))) == N, timeout=90,
+                 on_timeout=lambda: connector_trace(rest, name))
+
+        # Accepted counts every record (a redelivery counts again, so at least N).
+        series = wait_for("accepted records in the scrape",
+                          lambda: (lambda s: s if total(s, "sharesink_records_accepted_total",
+                                                        name) >= N else None)(scrape(port)),
+                          timeout=60)
+        tasks = {labels["task"] for labels, _ in series["sharesink_records_accepted_total"]
+                 if labels.get("connector") == name}
+        assert tasks == {"0", "1"}, tasks
+        assert total(series, "sharesink_records_polled_total", name) >= N
+        assert "sharesink_put_latency_avg_seconds" in series
+
+        # The lag gauge is refreshed every 30 s, one series per partition the share group has
+        # state for (the producer may have put every record in one partition); it settles at 0
+        # once everything is acknowledged.
+        def lag_settled():
+            s = scrape(port)
+            lags = [(l, v) for l, v in s.get("sharesink_share_group_lag", [])
+                    if l.get("connector") == name]
+            return s if lags and all(v == 0 for _, v in lags) else None
+
+        series = wait_for("sharesink_share_group_lag at 0", lag_settled, timeout=90,
+                          on_timeout=lambda: str(scrape(port).get("sharesink_share_group_lag")))
+        partitions = {l["partition"] for l, _ in series["sharesink_share_group_lag"]
+                      if l.get("connector") == name}
+        assert partitions <= {"0", "1", "2"} and all(
+            l.get("topic") == name for l, _ in series["sharesink_share_group_lag"]
+            if l.get("connector") == name), series["sharesink_share_group_lag"]
+
+        dashboard = json.loads(DASHBOARD.read_text())
+        queried = {s for p in dashboard["panels"] for t in p["targets"]
+                   for s in re.findall(r"\bsharesink_[a-z0-9_]+\b", t["expr"])}
+        missing = sorted(q for q in queried if q not in series)
+        assert not missing, f"the dashboard queries series the worker does not export: {missing}"
+        print(f"\n{len(series)} sharesink series scraped; dashboard queries {len(queried)}")
+    finally:
+        try:
+            delete_connector(cluster.rest(WORKER), name)
+        finally:
+            stop_worker_if_running(cluster, WORKER)

@@ -1,0 +1,116 @@
+"""The operator's metrics files agree with the code and with each other, without a worker:
+
+- every metric sharesink registers (the names in SinkDriverMetrics, EngineGauges and
+  ShareGroupLag) matches a rule of ops/prometheus/jmx-exporter.yaml and becomes a
+  `sharesink_*` series with the labels a dashboard filters by;
+- every series the Grafana dashboard (ops/grafana/sharesink-dashboard.json) and the KEDA example
+  (ops/keda/scaledobject.yaml) query is one those rules produce.
+
+The rules are applied here as the JMX exporter applies them (first match wins, `$n` replaced,
+invalid characters made `_`, lowercased); tests/e2e/test_share_21_metrics.py scrapes a real
+worker running the exporter with the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Dict, Optional, Set, Tuple
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "ops" / "prometheus" / "jmx-exporter.yaml"
+DASHBOARD = ROOT / "ops" / "grafana" / "sharesink-dashboard.json"
+KEDA = ROOT / "ops" / "keda" / "scaledobject.yaml"
+SOURCES = ROOT / "java" / "src" / "main" / "java" / "io" / "sharesink" / "connect"
+TASK_METRIC_SOURCES = [SOURCES / "sink" / "SinkDriverMetrics.java",
+                       SOURCES / "sink" / "EngineGauges.java"]
+CONNECTOR_METRIC_SOURCES = [SOURCES / "ShareGroupLag.java"]
+SERIES = re.compile(r"\bsharesink_[a-z0-9_]+\b")
+
+
+def metric_names(path: Path) -> Set[str]:
+    return set(re.findall(r'"(share-[a-z-]+)"', path.read_text()))
+
+
+def exporter(mbean: str) -> Optional[Tuple[str, Dict[str, str]]]:
+    """(series name, labels) the exporter makes of one `domain<props><>attribute` string."""
+    config = json.loads(RULES.read_text())
+    for rule in config["rules"]:
+        m = re.fullmatch(rule["pattern"], mbean)
+        if not m:
+            continue
+
+        def expand(template: str) -> str:
+            return re.sub(r"\$(\d+)", lambda g: m.group(int(g.group(1))), template)
+
+        name = re.sub(r"[^a-zA-Z0-9_:]", "_", expand(rule["name"]))
+        if config.get("lowercaseOutputName"):
+            name = name.lower()
+        labels = {k: expand(v) for k, v in rule.get("labels", {}).items()}
+        return name, labels
+    return None
+
+
+def task_mbean(metric: str) -> str:
+    return f"kafka.connect<type=plugins, connector=orders-to-pg, task=3><>{metric}"
+
+
+def lag_mbean(metric: str) -> str:
+    return f"kafka.connect<type=plugins, connector=orders-to-pg, topic=orders, partition=7><>{metric}"
+
+
+def exported() -> Set[str]:
+    names = set()
+    for src in TASK_METRIC_SOURCES:
+        for metric in metric_names(src):
+            names.add(exporter(task_mbean(metric))[0])
+    for src in CONNECTOR_METRIC_SOURCES:
+        for metric in metric_names(src):
+            names.add(exporter(lag_mbean(metric))[0])
+    return names
+
+
+def test_every_task_metric_becomes_a_series_with_connector_and_task():
+    metrics = set().union(*(metric_names(p) for p in TASK_METRIC_SOURCES))
+    assert len(metrics) >= 25, metrics  # the sources still name their metrics this way
+    for metric in sorted(metrics):
+        out = exporter(task_mbean(metric))
+        assert out is not None, f"no exporter rule matches {metric}"
+        name, labels = out
+        assert re.fullmatch(r"sharesink_[a-z0-9_]+", name), (metric, name)
+        assert labels == {"connector": "orders-to-pg", "task": "3"}, (metric, labels)
+        if metric.endswith("-ms"):
+            assert name.endswith("_seconds"), (metric, name)
+        if metric.endswith("-total"):
+            assert name.endswith("_total"), (metric, name)
+
+
+def test_the_share_group_lag_becomes_a_series_per_topic_and_partition():
+    assert metric_names(CONNECTOR_METRIC_SOURCES[0]) >= {"share-group-lag"}
+    assert exporter(lag_mbean("share-group-lag")) == (
+        "sharesink_share_group_lag",
+        {"connector": "orders-to-pg", "topic": "orders", "partition": "7"})
+
+
+def test_every_series_the_dashboard_and_keda_query_is_exported():
+    produced = exported()
+    dashboard = json.loads(DASHBOARD.read_text())
+    queried = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queried |= set(SERIES.findall(target["expr"]))
+    for var in dashboard["templating"]["list"]:
+        if isinstance(var.get("query"), dict):
+            queried |= set(SERIES.findall(var["query"]["query"]))
+    assert queried, "the dashboard queries no sharesink series"
+    assert queried <= produced, f"queried but never exported: {sorted(queried - produced)}"
+    keda = set(SERIES.findall(KEDA.read_text()))
+    assert keda and keda <= produced, f"KEDA queries {keda}, exported {sorted(produced)}"
+
+
+def test_the_dashboard_shows_what_an_operator_watches():
+    titles = " ".join(p["title"].lower() for p in json.loads(DASHBOARD.read_text())["panels"])
+    for topic in ("accepted", "put latency", "share lag", "held", "renewals", "redeliveries",
+                  "dlq", "fetch latency", "acknowledge latency", "restarts"):
+        assert topic in titles, topic
