@@ -16,6 +16,8 @@ pub mod connection;
 mod consumer;
 mod error;
 mod fetcher;
+mod fetcher_handle;
+mod lifecycle;
 mod membership;
 mod metrics;
 pub mod panic_report;
