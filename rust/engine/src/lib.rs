@@ -5,7 +5,6 @@
 //! poll batches, acknowledge ranges explicitly, close).
 
 mod acks;
-pub mod admin;
 mod batch;
 pub mod bootstrap;
 mod buffer;
