@@ -27,6 +27,7 @@ use sharesink_testkit::{Admin, ProduceRecord};
 
 /// The allocator the JNI library uses too (see the workspace Cargo.toml), so this bench measures
 /// the engine as the plugin runs it.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
