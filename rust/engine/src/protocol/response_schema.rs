@@ -1,5 +1,17 @@
 //! A shape check run on every response body before kafka-protocol decodes it.
 //!
+//! The upstream change that retires it (and `bounded_decode`): a kafka-protocol release whose
+//! `Array::decode` / `CompactArray::decode` (src/protocol/types.rs) refuse a count beyond the
+//! bytes left and reserve at most a constant before elements decode, as pull request
+//! kafka-protocol-rs/kafka-protocol-rs#161 ("Bound decoder pre-allocation to prevent
+//! unbounded-allocation abort", open) does. 0.18.0, and the main branch after it, still call
+//! `Vec::with_capacity(count)`. #152 and #200 (open) bound the count only, which is not enough:
+//! a Metadata response could still reserve 96 bytes (`size_of::<MetadataResponseBroker>()`) per
+//! byte of its frame. With that release `Connection::request` decodes with the crate directly;
+//! the walk's stricter checks (no bytes after the end, known tags filling their declared size)
+//! only keep it and the crate agreeing, and go with it; `fuzz_tests::checked_responses` then
+//! checks the crate's decoders alone.
+//!
 //! kafka-protocol 0.18 sizes each array with `Vec::with_capacity(count)` straight from the
 //! count on the wire, before it reads a single element: a few bytes claiming 2^31 elements make
 //! it request up to hundreds of GiB, and the allocation failure aborts the process (inside a
