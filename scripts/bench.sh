@@ -18,7 +18,7 @@ OUT="$ROOT/target/bench"
 mkdir -p "$OUT"
 
 log "building the engine's bench (release) and the krafka peer (bench/peers/krafka)"
-cargo build --release -q -p sharesink-engine --bin sharesink-bench
+cargo build --release -q -p sharesink-testkit --bin sharesink-bench
 cargo build --release -q --manifest-path bench/peers/krafka/Cargo.toml
 
 # The franz-go peer (bench/peers/franz, its own Go module) next to the krafka binary. Optional:

@@ -5,7 +5,6 @@
 //! poll batches, acknowledge ranges explicitly, close).
 
 mod acks;
-pub mod admin;
 mod batch;
 pub mod bootstrap;
 mod buffer;
@@ -16,6 +15,8 @@ pub mod connection;
 mod consumer;
 mod error;
 mod fetcher;
+mod fetcher_handle;
+mod lifecycle;
 mod membership;
 mod metrics;
 pub mod panic_report;

@@ -11,7 +11,8 @@ use tracing::{debug, info, info_span, Instrument};
 
 use crate::acks::PartitionKey;
 use crate::error::EngineError;
-use crate::fetcher::{self, FetcherHandle};
+use crate::fetcher;
+use crate::fetcher_handle::FetcherHandle;
 use crate::membership::{Assignment, Subscription};
 use crate::shared::Shared;
 use crate::sweeper;

@@ -1,5 +1,12 @@
 //! State shared by one share-group member's tasks (membership, router, fetchers, sweeper) and
 //! the caller's handle: configuration, buffer, metrics, routes for acks, the fatal error.
+//!
+//! Dependencies point one way, towards this module's parts: `shared` imports only what a
+//! `Shared` is made of (`config`, `cluster`, `buffer`, `metrics`, `clock`, `lifecycle`,
+//! `fetcher_handle`), and the modules that act on a member (`consumer`, `tasks`, `router`,
+//! `membership`, `fetcher`, `sweeper`) import `shared`, never the reverse. A type `Shared` holds
+//! therefore lives in a module of its own (`Lifecycle`, `FetcherHandle`), not beside the task
+//! that drives it: `tasks` and `fetcher` once defined them and imported `Shared` back.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
@@ -8,7 +15,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 use tracing::warn;
 
-use crate::tasks::Lifecycle;
 use uuid::Uuid;
 
 use crate::buffer::DeliveryBuffer;
@@ -16,7 +22,8 @@ use crate::clock::WallClock;
 use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::error::EngineError;
-use crate::fetcher::FetcherHandle;
+use crate::fetcher_handle::FetcherHandle;
+use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 
 pub(crate) struct Shared {

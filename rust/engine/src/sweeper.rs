@@ -280,7 +280,7 @@ mod tests {
 
     use super::*;
     use crate::clock::WallClock;
-    use crate::fetcher::FetcherHandle;
+    use crate::fetcher_handle::FetcherHandle;
 
     const LOCK_MS: i64 = 15_000;
     const TOPIC: &str = "t";

@@ -7,18 +7,19 @@
 //!
 //! [`stop_member`] is that stop, and also what `ShareConsumer::close` runs: sessions first, then
 //! the leave heartbeat, within a budget (`share.close.timeout.ms`) after which the tasks are
-//! aborted, which drops their connections.
+//! aborted, which drops their connections. The run state it works on (`Lifecycle`) is part of
+//! `Shared` and lives in `lifecycle`.
 
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
 use tracing::{error, warn, Instrument};
 
 use crate::error::EngineError;
@@ -41,47 +42,6 @@ impl Role {
             Role::Membership => "membership",
             Role::Fetcher => "fetcher",
             Role::Sweeper => "buffer sweeper",
-        }
-    }
-}
-
-/// The member's run state and its tasks.
-pub(crate) struct Lifecycle {
-    /// Router and fetchers close their share sessions (epoch −1) and end.
-    pub closing: watch::Sender<bool>,
-    /// The membership task sends its leave heartbeat and ends.
-    pub leaving: watch::Sender<bool>,
-    /// Set when the router task has ended (its fetchers' sessions closed), however it ended.
-    router_done: watch::Sender<bool>,
-    /// Set when the membership task has ended, however it ended.
-    membership_done: watch::Sender<bool>,
-    /// One stop at a time; a second caller waits for the first and finds it done.
-    stop: tokio::sync::Mutex<()>,
-    tasks: Mutex<Vec<AbortHandle>>,
-}
-
-impl Default for Lifecycle {
-    fn default() -> Self {
-        Lifecycle {
-            closing: watch::Sender::new(false),
-            leaving: watch::Sender::new(false),
-            router_done: watch::Sender::new(false),
-            membership_done: watch::Sender::new(false),
-            stop: tokio::sync::Mutex::new(()),
-            tasks: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl Lifecycle {
-    /// A stop was asked for (close, drop, or a failed task).
-    pub fn stopping(&self) -> bool {
-        *self.closing.borrow() || *self.leaving.borrow()
-    }
-
-    fn abort_all(&self) {
-        for task in self.tasks.lock().expect("tasks").drain(..) {
-            task.abort();
         }
     }
 }
@@ -159,12 +119,7 @@ pub(crate) fn spawn(
         }
         .in_current_span(),
     );
-    shared
-        .lifecycle
-        .tasks
-        .lock()
-        .expect("tasks")
-        .push(handle.abort_handle());
+    shared.lifecycle.track(handle.abort_handle());
     handle
 }
 
@@ -206,6 +161,7 @@ pub(crate) async fn stop_member(shared: &Arc<Shared>, budget: Duration) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     fn shared() -> Arc<Shared> {
         Arc::new(Shared::for_tests(&[("share.close.timeout.ms", "2000")], 2))

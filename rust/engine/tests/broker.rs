@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{probe, properties, Ack, AckKind, Batch, ConsumerConfig, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -540,7 +540,9 @@ mod protocol_facts {
                     (epoch == 0).then(|| vec![TopicName(StrBytes::from_string(f.topic.clone()))]),
                 );
             let response: ShareGroupHeartbeatResponse =
-                coordinator.request(&request, 1).await.unwrap();
+                sharesink_testkit::raw::request(&coordinator, &request, 1)
+                    .await
+                    .unwrap();
             if response.error_code != 0 {
                 // A fresh cluster may still be loading the coordinator.
                 assert!(

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{properties, AckKind, ConsumerConfig, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// The member's request.timeout.ms: short, so the test is; recovery is bounded by it.

@@ -28,8 +28,8 @@ use kafka_protocol::messages::{
     BrokerId, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use sharesink_engine::admin::Admin;
 use sharesink_engine::connection::Connection;
+use sharesink_testkit::Admin;
 
 mod support;
 use support::java::JavaShareMember;
@@ -144,9 +144,9 @@ fn producing(
                 while !flag.load(Ordering::Relaxed) {
                     let records: Vec<_> = (0..50)
                         .map(|i| {
-                            sharesink_engine::admin::ProduceRecord::value(bytes::Bytes::from(
-                                format!("live-{p}-{round}-{i}"),
-                            ))
+                            sharesink_testkit::ProduceRecord::value(bytes::Bytes::from(format!(
+                                "live-{p}-{round}-{i}"
+                            )))
                         })
                         .collect();
                     let _ = tokio::time::timeout(

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{properties, AckKind, ConsumerConfig, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 
 mod support;
 

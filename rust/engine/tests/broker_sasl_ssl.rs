@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{probe_with, AckKind, ConsumerConfig, ErrorKind, Security, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

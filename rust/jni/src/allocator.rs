@@ -1,19 +1,25 @@
-//! The library's global allocator: mimalloc, which keeps freed pages for reuse (with glibc's
-//! malloc every ~1 MiB fetch response was page-faulted in afresh; see the workspace Cargo.toml),
-//! counting the bytes it has handed out and not yet been given back, for the
-//! `share-engine-off-heap-bytes` metric. mimalloc's own figures do not serve: its v2 line reports
-//! its whole reserved arena as committed.
+//! The library's global allocator: mimalloc (the `mimalloc` feature, on by default), which keeps
+//! freed pages for reuse (with glibc's malloc every ~1 MiB fetch response was page-faulted in
+//! afresh; see the workspace Cargo.toml), counting the bytes it has handed out and not yet been
+//! given back, for the `share-engine-off-heap-bytes` metric. mimalloc's own figures do not serve:
+//! its v2 line reports its whole reserved arena as committed. Without the feature the counter
+//! wraps the system allocator, so the metric holds either way.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-pub struct CountingMiMalloc {
+#[cfg(feature = "mimalloc")]
+const INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[cfg(not(feature = "mimalloc"))]
+const INNER: std::alloc::System = std::alloc::System;
+
+pub struct CountingAllocator {
     live: AtomicUsize,
 }
 
-impl CountingMiMalloc {
+impl CountingAllocator {
     pub const fn new() -> Self {
-        CountingMiMalloc {
+        CountingAllocator {
             live: AtomicUsize::new(0),
         }
     }
@@ -24,17 +30,18 @@ impl CountingMiMalloc {
     }
 }
 
-impl Default for CountingMiMalloc {
+impl Default for CountingAllocator {
     fn default() -> Self {
         Self::new()
     }
 }
 
-// SAFETY: every call is forwarded to mimalloc with the same arguments; the counter only observes.
-unsafe impl GlobalAlloc for CountingMiMalloc {
+// SAFETY: every call is forwarded to the inner allocator with the same arguments; the counter
+// only observes.
+unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
+        let p = unsafe { INNER.alloc(layout) };
         if !p.is_null() {
             self.live.fetch_add(layout.size(), Relaxed);
         }
@@ -43,7 +50,7 @@ unsafe impl GlobalAlloc for CountingMiMalloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
+        let p = unsafe { INNER.alloc_zeroed(layout) };
         if !p.is_null() {
             self.live.fetch_add(layout.size(), Relaxed);
         }
@@ -52,13 +59,13 @@ unsafe impl GlobalAlloc for CountingMiMalloc {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded as is.
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
+        unsafe { INNER.dealloc(ptr, layout) };
         self.live.fetch_sub(layout.size(), Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
+        let p = unsafe { INNER.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {
                 self.live.fetch_add(new_size - layout.size(), Relaxed);

@@ -27,9 +27,10 @@ use crate::consumer::ConsumerHandle;
 pub use consumer::{encode_config_blob, encode_topics_blob};
 pub use error::{thrown_kind_names, Error, ThrowNative};
 
-/// Rust allocations of this library (not the JVM's) go to mimalloc, counted (`allocator.rs`).
+/// Rust allocations of this library (not the JVM's) go to mimalloc (the `mimalloc` feature, on by
+/// default), counted (`allocator.rs`).
 #[global_allocator]
-static ALLOCATOR: allocator::CountingMiMalloc = allocator::CountingMiMalloc::new();
+static ALLOCATOR: allocator::CountingAllocator = allocator::CountingAllocator::new();
 
 /// Records the VM and installs the panic hook; nothing else happens at load time (runtime and
 /// logging come from explicit calls), so loading the library can never fail half-way.

@@ -5,16 +5,16 @@
 //! a full buffer). Closing sends epoch −1, which releases every record still held.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tracing::{debug, info};
 
-use crate::acks::{AckQueue, AcksInFlight, PartitionKey, PendingAck};
+use crate::acks::{AcksInFlight, PartitionKey};
 use crate::connection::{Connection, ResponseFuture};
+use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use crate::shared::Shared;
@@ -31,50 +31,6 @@ use stall::StallWatch;
 
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(500);
 const CLOSE_EPOCH: i32 = -1;
-
-/// The part of a fetcher other tasks touch: its ack queue and desired partitions.
-pub(crate) struct FetcherHandle {
-    pub node_id: i32,
-    pub addr: String,
-    pub acks: Mutex<AckQueue>,
-    desired: Mutex<BTreeSet<PartitionKey>>,
-    pub wake: Notify,
-    /// A ShareFetch is outstanding: an ordinary ack then waits for it (it rides on the next
-    /// fetch), so queuing one need not wake the fetcher, a cross-thread wake-up per call.
-    fetch_in_flight: AtomicBool,
-}
-
-impl FetcherHandle {
-    pub fn new(node_id: i32, addr: String) -> Self {
-        FetcherHandle {
-            node_id,
-            addr,
-            acks: Mutex::new(AckQueue::default()),
-            desired: Mutex::new(BTreeSet::new()),
-            wake: Notify::new(),
-            fetch_in_flight: AtomicBool::new(false),
-        }
-    }
-
-    pub fn set_desired(&self, partitions: BTreeSet<PartitionKey>) {
-        let mut d = self.desired.lock().expect("desired");
-        if *d != partitions {
-            *d = partitions;
-            drop(d);
-            self.wake.notify_one();
-        }
-    }
-
-    pub fn push_ack(&self, key: PartitionKey, ack: PendingAck, urgent: bool) {
-        let renew = ack.code == crate::acks::AckKind::Renew as i8;
-        self.acks.lock().expect("acks").push(key, ack, urgent);
-        // The loop clears the flag before it looks at the queue again, so an ack queued while
-        // the flag was set is always seen when the fetch completes.
-        if urgent || renew || !self.fetch_in_flight.load(SeqCst) {
-            self.wake.notify_one();
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RequestKind {
@@ -179,7 +135,7 @@ pub(crate) async fn run(
         {
             panic!("{message}");
         }
-        me.fetch_in_flight.store(fetch.is_some(), SeqCst);
+        me.set_fetch_in_flight(fetch.is_some());
         let backing_off = backoff_until.is_some_and(|t| t > tokio::time::Instant::now());
         if !backing_off && !is_closing {
             backoff_until = None;
@@ -214,7 +170,7 @@ pub(crate) async fn run(
             .map_or(sleep_until, |t| t.min(sleep_until));
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
-                me.fetch_in_flight.store(false, SeqCst);
+                me.set_fetch_in_flight(false);
                 let done = fetch.take().expect("guarded");
                 if let Err(e) = handle_response(&shared, &me, &mut session, &mut watch, done, result) {
                     debug!(node = me.node_id, error = %e, "share fetch failed");

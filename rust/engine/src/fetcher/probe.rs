@@ -14,10 +14,11 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use tracing::{debug, warn};
 
 use super::stall::StallWatch;
-use super::{FetcherHandle, Session};
+use super::Session;
 use crate::acks::PartitionKey;
 use crate::connection::ResponseFuture;
 use crate::error::EngineError;
+use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::error_codes::*;
 use crate::protocol::response_schema::decode_response;
 use crate::shared::Shared;

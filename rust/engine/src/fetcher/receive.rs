@@ -8,10 +8,11 @@ use tracing::{debug, info, trace, warn};
 
 use super::missing::{Lacked, FIRST_EXCLUSION, MAX_EXCLUSION};
 use super::stall::StallWatch;
-use super::{FetcherHandle, InFlight, RequestKind, Session};
+use super::{InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::Batch;
 use crate::error::EngineError;
+use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::bounded_decode::decode_share_fetch_response;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::ShareAcknowledgeResponse;

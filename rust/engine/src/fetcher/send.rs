@@ -7,10 +7,11 @@ use std::time::Instant;
 use kafka_protocol::messages::ApiKey;
 use tracing::trace;
 
-use super::{FetcherHandle, InFlight, RequestKind, Session};
+use super::{InFlight, RequestKind, Session};
 use crate::acks::{AcksInFlight, PartitionKey};
 use crate::connection::Connection;
 use crate::error::EngineError;
+use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{AcquireMode, ShareAcknowledgeRequest, ShareFetchRequest};
 use crate::shared::Shared;
@@ -23,7 +24,7 @@ pub(super) async fn send_next(
     fetch: &mut Option<InFlight>,
     ack: &mut Option<InFlight>,
 ) -> Result<(), EngineError> {
-    let assigned = me.desired.lock().expect("desired").clone();
+    let assigned = me.desired();
     let desired = session
         .missing
         .filter(assigned, tokio::time::Instant::now());

@@ -1,6 +1,18 @@
 //! Decoders for the ShareFetch (v1 = v2) and ShareGroupHeartbeat (v1) responses that build
 //! kafka-protocol's own message structs, but never allocate from a length field.
 //!
+//! The upstream change that retires them (and `response_schema`): a kafka-protocol release
+//! whose `Array::decode` / `CompactArray::decode` (src/protocol/types.rs) refuse a count beyond
+//! the bytes left and reserve at most a constant before elements decode, as pull request
+//! kafka-protocol-rs/kafka-protocol-rs#161 ("Bound decoder pre-allocation to prevent
+//! unbounded-allocation abort", open) does. 0.18.0, and the main branch after it, still call
+//! `Vec::with_capacity(count)`. #152 and #200 (open) bound the count only, which is not enough:
+//! a 50 MiB ShareFetch response could still reserve 50 M × 184 bytes
+//! (`size_of::<PartitionData>()`), about 9 GiB. With that release `ShareFetchResponse::decode(body, 1)` (the
+//! v2 response has v1's bytes; 0.18 knows ShareFetch up to v1) and
+//! `ShareGroupHeartbeatResponse::decode(body, 1)` replace this module, and
+//! `fuzz_tests::share_responses` keeps checking them under its allocation bound.
+//!
 //! kafka-protocol 0.18 decodes a compact array with `Vec::with_capacity(count)` straight from
 //! the wire: a 16-byte ShareFetch response claiming 2^31 topics makes it request hundreds of
 //! GiB, and the allocation failure aborts the process (found by `fuzz_tests`). Here every

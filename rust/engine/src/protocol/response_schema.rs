@@ -1,5 +1,17 @@
 //! A shape check run on every response body before kafka-protocol decodes it.
 //!
+//! The upstream change that retires it (and `bounded_decode`): a kafka-protocol release whose
+//! `Array::decode` / `CompactArray::decode` (src/protocol/types.rs) refuse a count beyond the
+//! bytes left and reserve at most a constant before elements decode, as pull request
+//! kafka-protocol-rs/kafka-protocol-rs#161 ("Bound decoder pre-allocation to prevent
+//! unbounded-allocation abort", open) does. 0.18.0, and the main branch after it, still call
+//! `Vec::with_capacity(count)`. #152 and #200 (open) bound the count only, which is not enough:
+//! a Metadata response could still reserve 96 bytes (`size_of::<MetadataResponseBroker>()`) per
+//! byte of its frame. With that release `Connection::request` decodes with the crate directly;
+//! the walk's stricter checks (no bytes after the end, known tags filling their declared size)
+//! only keep it and the crate agreeing, and go with it; `fuzz_tests::checked_responses` then
+//! checks the crate's decoders alone.
+//!
 //! kafka-protocol 0.18 sizes each array with `Vec::with_capacity(count)` straight from the
 //! count on the wire, before it reads a single element: a few bytes claiming 2^31 elements make
 //! it request up to hundreds of GiB, and the allocation failure aborts the process (inside a
@@ -23,7 +35,9 @@
 //! set, and fuzz the pair with a counting allocator (`fuzz_tests`).
 //!
 //! An (api, version) without a schema is refused before decoding: adding a request to the
-//! engine means adding its response schema here.
+//! engine means adding its response schema here. Only requests the engine sends have one
+//! (ApiVersions, Metadata, FindCoordinator, SASL, ListOffsets); the test tooling's admin and
+//! produce requests (`rust/testkit`) decode their responses themselves.
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::ApiKey;
@@ -35,7 +49,6 @@ use crate::error::EngineError;
 /// One field of a response, in wire order, named for error messages.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Field {
-    Int8(&'static str),
     Int16(&'static str),
     Int32(&'static str),
     Int64(&'static str),
@@ -51,8 +64,6 @@ pub(crate) enum Field {
     Array(&'static str, &'static [Field]),
     /// Unsigned varint count + 1, 0 for null; each element is the listed fields in order.
     CompactArray(&'static str, &'static [Field]),
-    /// INT8 marker (1 = present, anything else = null), then the listed fields.
-    NullableStruct(&'static str, &'static [Field]),
     /// A flexible struct's tagged-field section. The listed tags are the ones kafka-protocol
     /// decodes for this version; it reads them straight from the buffer, not from the tag's
     /// declared size, so the walk requires their encoding to fill that size exactly (then both
@@ -180,188 +191,6 @@ const SASL_AUTHENTICATE_V2: &[Field] = &[
     NO_TAGS,
 ];
 
-const CREATE_TOPICS_V7: &[Field] = &[
-    Int32("throttle_time_ms"),
-    CompactArray(
-        "topics",
-        &[
-            CompactStr("name"),
-            Uuid("topic_id"),
-            Int16("error_code"),
-            CompactStr("error_message"),
-            Int32("num_partitions"),
-            Int16("replication_factor"),
-            CompactArray(
-                "configs",
-                &[
-                    CompactStr("name"),
-                    CompactStr("value"),
-                    Bool("read_only"),
-                    Int8("config_source"),
-                    Bool("is_sensitive"),
-                    NO_TAGS,
-                ],
-            ),
-            Tagged(&[(0, Int16("topic_config_error_code"))]),
-        ],
-    ),
-    NO_TAGS,
-];
-
-const DELETE_TOPICS_V6: &[Field] = &[
-    Int32("throttle_time_ms"),
-    CompactArray(
-        "responses",
-        &[
-            CompactStr("name"),
-            Uuid("topic_id"),
-            Int16("error_code"),
-            CompactStr("error_message"),
-            NO_TAGS,
-        ],
-    ),
-    NO_TAGS,
-];
-
-const INCREMENTAL_ALTER_CONFIGS_V1: &[Field] = &[
-    Int32("throttle_time_ms"),
-    CompactArray(
-        "responses",
-        &[
-            Int16("error_code"),
-            CompactStr("error_message"),
-            Int8("resource_type"),
-            CompactStr("resource_name"),
-            NO_TAGS,
-        ],
-    ),
-    NO_TAGS,
-];
-
-const INIT_PRODUCER_ID_V4: &[Field] = &[
-    Int32("throttle_time_ms"),
-    Int16("error_code"),
-    Int64("producer_id"),
-    Int16("producer_epoch"),
-    NO_TAGS,
-];
-
-const ADD_PARTITIONS_TO_TXN_V3: &[Field] = &[
-    Int32("throttle_time_ms"),
-    CompactArray(
-        "results_by_topic_v3_and_below",
-        &[
-            CompactStr("name"),
-            CompactArray(
-                "results_by_partition",
-                &[
-                    Int32("partition_index"),
-                    Int16("partition_error_code"),
-                    NO_TAGS,
-                ],
-            ),
-            NO_TAGS,
-        ],
-    ),
-    NO_TAGS,
-];
-
-const END_TXN_V3: &[Field] = &[Int32("throttle_time_ms"), Int16("error_code"), NO_TAGS];
-
-/// Tag 0 (current leader, node endpoints) exists from v10 on; in v9 the crate refuses it, so
-/// it is skipped here like any unknown tag and the crate's error stands.
-const PRODUCE_V9: &[Field] = &[
-    CompactArray(
-        "responses",
-        &[
-            CompactStr("name"),
-            CompactArray(
-                "partition_responses",
-                &[
-                    Int32("index"),
-                    Int16("error_code"),
-                    Int64("base_offset"),
-                    Int64("log_append_time_ms"),
-                    Int64("log_start_offset"),
-                    CompactArray(
-                        "record_errors",
-                        &[
-                            Int32("batch_index"),
-                            CompactStr("batch_index_error_message"),
-                            NO_TAGS,
-                        ],
-                    ),
-                    CompactStr("error_message"),
-                    NO_TAGS,
-                ],
-            ),
-            NO_TAGS,
-        ],
-    ),
-    Int32("throttle_time_ms"),
-    NO_TAGS,
-];
-
-/// The engine decodes this one itself (`bounded_decode`); the schema serves callers of
-/// `Connection::request` (the raw-protocol broker tests).
-const SHARE_GROUP_HEARTBEAT_V1: &[Field] = &[
-    Int32("throttle_time_ms"),
-    Int16("error_code"),
-    CompactStr("error_message"),
-    CompactStr("member_id"),
-    Int32("member_epoch"),
-    Int32("heartbeat_interval_ms"),
-    NullableStruct(
-        "assignment",
-        &[
-            CompactArray(
-                "topic_partitions",
-                &[
-                    Uuid("topic_id"),
-                    CompactArray("partitions", &[Int32("partition")]),
-                    NO_TAGS,
-                ],
-            ),
-            NO_TAGS,
-        ],
-    ),
-    NO_TAGS,
-];
-
-/// Admin only (tests and tools: share-partition start offsets).
-const DESCRIBE_SHARE_GROUP_OFFSETS_V0: &[Field] = &[
-    Int32("throttle_time_ms"),
-    CompactArray(
-        "groups",
-        &[
-            CompactStr("group_id"),
-            CompactArray(
-                "topics",
-                &[
-                    CompactStr("topic_name"),
-                    Uuid("topic_id"),
-                    CompactArray(
-                        "partitions",
-                        &[
-                            Int32("partition_index"),
-                            Int64("start_offset"),
-                            Int32("leader_epoch"),
-                            Int16("error_code"),
-                            CompactStr("error_message"),
-                            NO_TAGS,
-                        ],
-                    ),
-                    NO_TAGS,
-                ],
-            ),
-            Int16("error_code"),
-            CompactStr("error_message"),
-            NO_TAGS,
-        ],
-    ),
-    NO_TAGS,
-];
-
 /// The fetchers' lag probe (latest offsets of partitions that went quiet).
 const LIST_OFFSETS_V7: &[Field] = &[
     Int32("throttle_time_ms"),
@@ -393,23 +222,6 @@ pub(crate) const RESPONSE_SCHEMAS: &[(ApiKey, i16, &[Field])] = &[
     (ApiKey::FindCoordinator, 4, FIND_COORDINATOR_V4),
     (ApiKey::SaslHandshake, 1, SASL_HANDSHAKE_V1),
     (ApiKey::SaslAuthenticate, 2, SASL_AUTHENTICATE_V2),
-    (ApiKey::CreateTopics, 7, CREATE_TOPICS_V7),
-    (ApiKey::DeleteTopics, 6, DELETE_TOPICS_V6),
-    (
-        ApiKey::IncrementalAlterConfigs,
-        1,
-        INCREMENTAL_ALTER_CONFIGS_V1,
-    ),
-    (ApiKey::InitProducerId, 4, INIT_PRODUCER_ID_V4),
-    (ApiKey::AddPartitionsToTxn, 3, ADD_PARTITIONS_TO_TXN_V3),
-    (ApiKey::EndTxn, 3, END_TXN_V3),
-    (ApiKey::Produce, 9, PRODUCE_V9),
-    (ApiKey::ShareGroupHeartbeat, 1, SHARE_GROUP_HEARTBEAT_V1),
-    (
-        ApiKey::DescribeShareGroupOffsets,
-        0,
-        DESCRIBE_SHARE_GROUP_OFFSETS_V0,
-    ),
     (ApiKey::ListOffsets, 7, LIST_OFFSETS_V7),
 ];
 
@@ -470,7 +282,7 @@ fn min_wire_size(fields: &[Field]) -> u64 {
     fields
         .iter()
         .map(|field| match field {
-            Int8(_) | Bool(_) | NullableStruct(..) => 1,
+            Bool(_) => 1,
             Int16(_) | Str(_) => 2,
             Int32(_) | Array(..) => 4,
             Int64(_) => 8,
@@ -506,7 +318,7 @@ impl Walk {
         let buf = &mut self.buf;
         let named = |name: &'static str| move |path: Path| format!(".{name}{path}");
         match *field {
-            Int8(name) | Bool(name) => wire::get_i8(buf)
+            Bool(name) => wire::get_i8(buf)
                 .map(drop)
                 .map_err(reason)
                 .map_err(named(name)),
@@ -558,13 +370,6 @@ impl Walk {
                 }
                 self.elements(u64::from(raw) - 1, element)
                     .map_err(named(name))
-            }
-            NullableStruct(name, inner) => {
-                let marker = wire::get_i8(buf).map_err(reason).map_err(named(name))?;
-                if marker == 1 {
-                    self.fields(inner).map_err(named(name))?;
-                }
-                Ok(())
             }
             Tagged(known) => self.tagged(known),
         }

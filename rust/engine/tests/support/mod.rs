@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{properties, AckKind, ConsumerConfig, MetricsSnapshot, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 use tokio::task::JoinHandle;
 
 pub fn init_tracing() {

@@ -22,11 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use sharesink_engine::admin::{Admin, ProduceRecord};
 use sharesink_engine::{AckKind, ConsumerConfig, EngineError, ShareConsumer};
+use sharesink_testkit::{Admin, ProduceRecord};
 
 /// The allocator the JNI library uses too (see the workspace Cargo.toml), so this bench measures
 /// the engine as the plugin runs it.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
