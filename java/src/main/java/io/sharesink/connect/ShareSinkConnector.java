@@ -6,6 +6,7 @@ import io.sharesink.connect.admin.ShareGroupAdmin;
 import io.sharesink.connect.admin.ShareGroupSetup;
 import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.LoaderSwap;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -145,6 +146,15 @@ public class ShareSinkConnector extends SourceConnector {
       validateCluster(parsed, connectorConfigs.get("name"), values, resolver);
     }
     validateConsumerOverrides(connectorConfigs, values);
+
+    // ---- order (io.sharesink.connect.ordering): a known order-sensitive or self-committing sink
+    // is an error on the key that makes it so, unless share.ordering chose explicitly.
+    ShareOrdering.problems(
+            connectorConfigs,
+            name ->
+                LegacyPlugins.loadSinkConnectorClass(
+                    ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, name))
+        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
     return new Config(new ArrayList<>(values.values()));
   }
 
@@ -351,6 +361,8 @@ public class ShareSinkConnector extends SourceConnector {
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
     ClientOverridePolicy.of(worker).ensureAllowed(name, legacyClass, this.props);
+    // ---- order (io.sharesink.connect.ordering): refuse what validation refuses
+    ShareOrdering.ensureRunnable(this.props, legacyClass);
     Map<String, Object> clientSettings = config.clientSettings(worker);
     config.checkBootstrapServers(clientSettings, worker, resolver);
     ShareGroupAdmin admin =
