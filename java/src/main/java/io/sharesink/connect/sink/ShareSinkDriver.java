@@ -764,7 +764,13 @@ public final class ShareSinkDriver {
     }
     pruneUnheld();
     preCommitResults.apply(
-        ledger, lastPut, passed, returned, commits.lastPollEmpty() && !ledger.isEmpty());
+        ledger,
+        lastPut,
+        passed,
+        returned,
+        commits.lastPollEmpty() && !ledger.isEmpty(),
+        time.milliseconds(),
+        metrics.recordsPut.get());
     ledger.pruneEmptyPartitions(context.opened());
     confirmSoon = !closing && ledger.hasUnconfirmedPuts();
   }
