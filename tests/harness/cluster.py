@@ -79,6 +79,14 @@ SHARE_VERSION = 2 if _version(KAFKA_VERSION) >= (4, 4) else 1
 # see _build_appinfo_shim).
 CONNECT_FILE_VERSIONS = tuple(dict.fromkeys((KAFKA_VERSION, "4.4.0", "4.3.1")))
 DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
+# Apache Iceberg's sink (org.apache.iceberg.connect.IcebergSinkConnector), only so that a share-mode
+# connector of it can be refused at validation (it commits its own offsets): the connector's jar and
+# what loading, versioning and validating its class needs (iceberg-api for IcebergBuild, the
+# relocated Guava), not its catalogs, core or file formats, which a task would need. Every worker
+# start scans these classes (about 1,700; checked: the class loads and validates without more). The
+# first version whose jars all resolve is used.
+ICEBERG_VERSIONS = ("1.10.0", "1.10.1", "1.9.2")
+ICEBERG_JARS = ("iceberg-kafka-connect", "iceberg-api", "iceberg-bundled-guava")
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 BROKER_MAIN = "kafka.Kafka"
@@ -324,14 +332,16 @@ def ensure_jmx_exporter() -> Path:
 
 
 def ensure_plugin(name: str) -> Path:
-    """Own plugin directory of a third-party plugin: 'connect-file' or 'debezium-jdbc'."""
+    """Own plugin directory of a third-party plugin: 'connect-file', 'debezium-jdbc' or
+    'iceberg'."""
     base = cache_dir() / "plugins"
     # connect-file follows the worker's release: one directory per Kafka version.
     dir_name = name if name != "connect-file" or KAFKA_VERSION == "4.4.0" else f"{name}-{KAFKA_VERSION}"
     target = base / dir_name
     marker = base / f".{dir_name}.complete"
     key = {"connect-file": ",".join(CONNECT_FILE_VERSIONS) + "+shim1",
-           "debezium-jdbc": ",".join(DEBEZIUM_JDBC_VERSIONS)}.get(name)
+           "debezium-jdbc": ",".join(DEBEZIUM_JDBC_VERSIONS),
+           "iceberg": ",".join(ICEBERG_VERSIONS) + ":" + ",".join(ICEBERG_JARS)}.get(name)
     if key is None:
         raise HarnessError(f"unknown plugin {name!r}")
     if _marker_ok(marker, key) and target.is_dir():
@@ -348,6 +358,13 @@ def ensure_plugin(name: str) -> Path:
                     if _copy_artifact(f"org.apache.kafka:connect-file:{v}", tmp):
                         chosen = v
                         break
+            elif name == "iceberg":
+                for v in ICEBERG_VERSIONS:
+                    if all(_copy_artifact(f"org.apache.iceberg:{a}:{v}", tmp) for a in ICEBERG_JARS):
+                        chosen = v
+                        break
+                    for jar in tmp.glob("*.jar"):
+                        jar.unlink()
             else:
                 dl = Path(tempfile.mkdtemp(prefix=".dl.", dir=base))
                 try:
@@ -368,7 +385,9 @@ def ensure_plugin(name: str) -> Path:
             if name == "connect-file" and chosen != KAFKA_VERSION and \
                     _version(KAFKA_VERSION) >= (4, 4) > _version(chosen):
                 _build_appinfo_shim(tmp)
-            if chosen != (CONNECT_FILE_VERSIONS if name == "connect-file" else DEBEZIUM_JDBC_VERSIONS)[0]:
+            preferred = {"connect-file": CONNECT_FILE_VERSIONS, "iceberg": ICEBERG_VERSIONS}.get(
+                name, DEBEZIUM_JDBC_VERSIONS)[0]
+            if chosen != preferred:
                 _log(f"plugin {name}: using version {chosen} (preferred version not served)")
             if target.exists():
                 shutil.rmtree(target)
@@ -420,6 +439,9 @@ def _build_appinfo_shim(plugin_dir: Path) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+
+# The third-party plugin directories every worker's plugin.path holds (ensure_plugin).
+THIRD_PARTY_PLUGINS = ("connect-file", "debezium-jdbc", "iceberg")
 
 # Sinks of the tests' own (tests/sinks/<name>/, one Maven module each), e.g. the buffering
 # sink of the durability tests: built here when their sources change, each installed in its own
@@ -1400,7 +1422,7 @@ class Cluster:
     def _prepare_plugins(self, plugin_archive: Union[str, Path, None, bool], index: int) -> Optional[Path]:
         pp = self._plugin_path_dir()
         pp.mkdir(parents=True, exist_ok=True)
-        for name in ("connect-file", "debezium-jdbc"):
+        for name in THIRD_PARTY_PLUGINS:
             src = ensure_plugin(name)
             link = pp / name
             if link.is_symlink() and Path(os.readlink(link)) == src:
@@ -2040,7 +2062,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(p.read_text(), end="")
         elif a.cmd == "resolve":
             print(ensure_kafka_lib())
-            for n in ("connect-file", "debezium-jdbc"):
+            for n in THIRD_PARTY_PLUGINS:
                 print(ensure_plugin(n), plugin_version(n))
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,6 +1,7 @@
 package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
+import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -330,6 +331,9 @@ public class ShareSinkConfig extends AbstractConfig {
         Width.LONG,
         "Topics regex");
     defineDriverKeys(def, GROUP_LEGACY_SINK, order, List.of(DELIVERY_COUNT_HEADER_CONFIG));
+
+    // ---- order (io.sharesink.connect.ordering): share.ordering, in a group of its own
+    ShareOrdering.define(def);
 
     order = 0;
     def.define(

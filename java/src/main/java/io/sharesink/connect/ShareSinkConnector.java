@@ -6,6 +6,7 @@ import io.sharesink.connect.admin.ShareGroupAdmin;
 import io.sharesink.connect.admin.ShareGroupSetup;
 import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.LoaderSwap;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -173,6 +174,15 @@ public class ShareSinkConnector extends SourceConnector {
         validateCluster(parsed, name, values, clients, resolver);
       }
     }
+
+    // ---- order (io.sharesink.connect.ordering): a known order-sensitive or self-committing sink
+    // is an error on the key that makes it so, unless share.ordering chose explicitly.
+    ShareOrdering.problems(
+            connectorConfigs,
+            className ->
+                LegacyPlugins.loadSinkConnectorClass(
+                    ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, className))
+        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
     return new Config(new ArrayList<>(values.values()));
   }
 
@@ -349,6 +359,8 @@ public class ShareSinkConnector extends SourceConnector {
     // decides, however the connector got validated.
     ConnectorClients clients = ConnectorClients.of(workerDefaults.get(), this.props);
     clients.ensureAllowed(name, legacyClass);
+    // Refuse what validation refuses: a config stored before the order check existed.
+    ShareOrdering.ensureRunnable(this.props, legacyClass);
     clients.ensureConnectable(resolver);
     Map<String, Object> adminSettings = clients.admin();
     ShareGroupAdmin admin =

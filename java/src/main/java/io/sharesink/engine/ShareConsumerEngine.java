@@ -30,6 +30,15 @@ public interface ShareConsumerEngine extends AutoCloseable {
    */
   void acknowledge(Acknowledgements acks);
 
+  /**
+   * The caller no longer holds these records of {@code topic}-{@code partition}: their locks ran
+   * out, or had too little time left to acknowledge them safely, and it dropped them without any
+   * acknowledgement. An engine that keeps the records it handed out alive on its own (the Java
+   * client's renews them on every poll) must stop doing so and hand them out again when they come
+   * back, instead of keeping them as records the caller holds. Called from the polling thread.
+   */
+  default void forgotten(String topic, int partition, List<Long> offsets) {}
+
   /** Sends the acknowledgements now and waits for the broker's result for each range. */
   List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout);
 

@@ -764,7 +764,13 @@ public final class ShareSinkDriver {
     }
     pruneUnheld();
     preCommitResults.apply(
-        ledger, lastPut, passed, returned, commits.lastPollEmpty() && !ledger.isEmpty());
+        ledger,
+        lastPut,
+        passed,
+        returned,
+        commits.lastPollEmpty() && !ledger.isEmpty(),
+        time.milliseconds(),
+        metrics.recordsPut.get());
     ledger.pruneEmptyPartitions(context.opened());
     confirmSoon = !closing && ledger.hasUnconfirmedPuts();
   }
@@ -781,6 +787,7 @@ public final class ShareSinkDriver {
     if (lost.isEmpty()) {
       return;
     }
+    tellEngineForgotten(lost);
     pruneUnheld();
     metrics.recordsLockExpired.addAndGet(lost.size());
     metrics.recordsInFlight.set(ledger.size());
@@ -792,6 +799,19 @@ public final class ShareSinkDriver {
         lost.size(),
         lastPutMs,
         AckLedger.describe(lost));
+  }
+
+  /**
+   * Tells the engine which records the driver dropped, per partition: an engine that renews what it
+   * handed out (the Java client's) would otherwise keep renewing them as held and never hand them
+   * out again.
+   */
+  private void tellEngineForgotten(List<Entry> lost) {
+    Map<TopicPartition, List<Long>> byPartition = new LinkedHashMap<>();
+    for (Entry entry : lost) {
+      byPartition.computeIfAbsent(entry.partition(), tp -> new ArrayList<>()).add(entry.offset());
+    }
+    byPartition.forEach((tp, offsets) -> engine.forgotten(tp.topic(), tp.partition(), offsets));
   }
 
   /**

@@ -151,7 +151,12 @@ public final class SinkDriverConfig extends AbstractConfig {
                   + "the records stay held, their locks renewed, until a preCommit returns offsets "
                   + "covering them. A task that keeps returning empty maps stalls once the "
                   + "broker's in-flight window (share.partition.max.record.locks) is full; that is "
-                  + "logged once per task as a warning naming this setting. 'accept': treat an "
+                  + "logged once per task as a warning naming this setting, and once it has "
+                  + "returned only empty maps for share.task.stuck.timeout.ms (15 minutes by "
+                  + "default) while records waited and none was put meanwhile, the task fails with "
+                  + "a message naming the sink's own offset management instead of holding its "
+                  + "records for ever (a sink that commits its own offsets, as Apache Iceberg's "
+                  + "does, cannot run in share mode). 'accept': treat an "
                   + "empty map as covering every record put before the call (once a later put has "
                   + "returned), for tasks that write every record inside put and manage their own "
                   + "offsets; a task that buffers would lose what it buffered in a crash.",
@@ -175,7 +180,9 @@ public final class SinkDriverConfig extends AbstractConfig {
                   + "short the group's share.record.lock.duration.ms. Past this bound the records "
                   + "are RELEASEd so that other members deliver them (each release costs one "
                   + "delivery attempt), and a stuck task no longer holds them. The default (15 "
-                  + "minutes) rides out a 10-minute outage without a single redelivery.",
+                  + "minutes) rides out a 10-minute outage without a single redelivery. The same "
+                  + "bound fails a task whose preCommit keeps returning empty maps while records "
+                  + "wait and none is put (see share.commit.empty.precommit).",
               SHARE_GROUP,
               5,
               Width.SHORT,

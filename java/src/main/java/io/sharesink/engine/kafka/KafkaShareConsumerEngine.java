@@ -154,21 +154,15 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
   KafkaShareConsumerEngine(
       Map<String, Object> consumerConfig, Collection<String> topics, Time time) {
+    this(newConsumer(consumerConfig), clientName(consumerConfig), topics, time);
+  }
+
+  /** An engine over {@code consumer} (explicit acknowledgement mode), named {@code name}. */
+  KafkaShareConsumerEngine(
+      ShareConsumer<byte[], byte[]> consumer, String name, Collection<String> topics, Time time) {
     this.time = time;
-    Map<String, Object> config = new HashMap<>(consumerConfig);
-    config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    config.put("share.acknowledgement.mode", "explicit");
-    if (!config.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
-      throw new EngineException(EngineException.Kind.CONFIG, "group.id is required");
-    }
-    this.name =
-        config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, config.get("group.id")).toString();
-    try {
-      this.consumer = new KafkaShareConsumer<>(config);
-    } catch (KafkaException e) {
-      throw translate("creating the share consumer", e);
-    }
+    this.name = name;
+    this.consumer = consumer;
     consumer.setAcknowledgementCommitCallback(
         (offsets, exception) -> {
           if (exception != null) {
@@ -178,6 +172,26 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
           }
         });
     consumer.subscribe(List.copyOf(topics));
+  }
+
+  private static ShareConsumer<byte[], byte[]> newConsumer(Map<String, Object> consumerConfig) {
+    Map<String, Object> config = new HashMap<>(consumerConfig);
+    config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    config.put("share.acknowledgement.mode", "explicit");
+    if (!config.containsKey(ConsumerConfig.GROUP_ID_CONFIG)) {
+      throw new EngineException(EngineException.Kind.CONFIG, "group.id is required");
+    }
+    try {
+      return new KafkaShareConsumer<>(config);
+    } catch (KafkaException e) {
+      throw translate("creating the share consumer", e);
+    }
+  }
+
+  private static String clientName(Map<String, Object> config) {
+    Object name = config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, config.get("group.id"));
+    return String.valueOf(name);
   }
 
   @Override
@@ -358,6 +372,25 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       settle(acks);
       if (renewNow && !closed) {
         renewHeld();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The driver dropped these records (their lock had run out, or had under a second left, by its
+   * clock). Kept in {@link #heldByDriver} they would be renewed on every poll and, coming back from
+   * each renewal, never handed out again: held for ever. Forgotten here, a record still in the last
+   * poll is renewed (or released, once its lock ran out) like any other, and handed out again as
+   * new when it comes back, or when the broker delivers it again.
+   */
+  @Override
+  public void forgotten(String topic, int partition, List<Long> offsets) {
+    lock.lock();
+    try {
+      for (long offset : offsets) {
+        heldByDriver.remove(new Key(topic, partition, offset));
       }
     } finally {
       lock.unlock();

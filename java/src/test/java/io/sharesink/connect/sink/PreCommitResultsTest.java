@@ -2,6 +2,7 @@ package io.sharesink.connect.sink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -10,6 +11,7 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.junit.jupiter.api.Test;
 
 class PreCommitResultsTest {
@@ -79,5 +81,91 @@ class PreCommitResultsTest {
     holding.apply(other, 2, given, Map.of(TP, new OffsetAndMetadata(1)), true);
     holding.apply(other, 2, given, Map.of(), true);
     assertFalse(holding.warned(), "the offset in between restarted the count");
+  }
+
+  private static PreCommitResults holdingFor(long stuckMs) {
+    return new PreCommitResults(
+        new SinkDriverConfig(
+            Map.of(
+                "share.commit.max.records",
+                "5",
+                "share.task.stuck.timeout.ms",
+                String.valueOf(stuckMs))),
+        "t-0");
+  }
+
+  @Test
+  void emptyMapsWhileRecordsWaitAndNoneIsPutFailTheTaskAtTheStuckBound() {
+    AckLedger ledger = new AckLedger();
+    putAndConfirm(ledger, 5);
+    PreCommitResults results = holdingFor(60_000);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP));
+    long t0 = 1_000_000;
+    for (long t = t0; t < t0 + 60_000; t += 5_000) {
+      results.apply(ledger, 2, passed, Map.of(), true, t, 5);
+    }
+    ConnectException e =
+        assertThrows(
+            ConnectException.class,
+            () -> results.apply(ledger, 2, passed, Map.of(), true, t0 + 60_000, 5));
+    assertTrue(e.getMessage().contains("manages its own offsets"), e.getMessage());
+    assertTrue(e.getMessage().contains("share.task.stuck.timeout.ms=60000"), e.getMessage());
+    assertTrue(e.getMessage().contains("share.commit.empty.precommit=accept"), e.getMessage());
+    // Once: the final commit of the failed task does not throw again.
+    results.apply(ledger, 2, passed, Map.of(), true, t0 + 61_000, 5);
+  }
+
+  @Test
+  void recordsPutAnOffsetOrNothingWaitingStartTheSpanAgain() {
+    AckLedger ledger = new AckLedger();
+    putAndConfirm(ledger, 5);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP));
+    PreCommitResults results = holdingFor(60_000);
+    results.apply(ledger, 2, passed, Map.of(), true, 0, 5);
+    results.apply(ledger, 2, passed, Map.of(), true, 50_000, 6); // one more put: filling
+    results.apply(ledger, 2, passed, Map.of(), true, 100_000, 6);
+    assertThrows(
+        ConnectException.class, () -> results.apply(ledger, 2, passed, Map.of(), true, 110_000, 6));
+
+    PreCommitResults offsets = holdingFor(60_000);
+    offsets.apply(ledger, 2, passed, Map.of(), true, 0, 5);
+    offsets.apply(ledger, 2, passed, Map.of(TP, new OffsetAndMetadata(0)), true, 50_000, 5);
+    offsets.apply(ledger, 2, passed, Map.of(), true, 70_000, 5);
+    offsets.apply(ledger, 2, passed, Map.of(), true, 129_000, 5); // 59 s since the offsets
+
+    AckLedger idle = new AckLedger();
+    PreCommitResults nothingWaits = holdingFor(60_000);
+    for (long t = 0; t < 600_000; t += 10_000) {
+      nothingWaits.apply(idle, 0, Map.of(), Map.of(), true, t, 0);
+    }
+  }
+
+  @Test
+  void aFewRecordsWaitingWithRecordsStillComingAreNotStalled() {
+    // Below the filling threshold and the last poll brought records: not a full window.
+    AckLedger ledger = new AckLedger();
+    putAndConfirm(ledger, 2);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP));
+    PreCommitResults results = holdingFor(60_000);
+    for (long t = 0; t < 600_000; t += 10_000) {
+      results.apply(ledger, 2, passed, Map.of(), false, t, 2);
+    }
+  }
+
+  @Test
+  void acceptNeverFails() {
+    AckLedger ledger = new AckLedger();
+    putAndConfirm(ledger, 5);
+    Map<TopicPartition, Long> passed = ledger.currentOffsets(Set.of(TP));
+    PreCommitResults results =
+        new PreCommitResults(
+            new SinkDriverConfig(
+                Map.of(
+                    "share.commit.empty.precommit", "accept",
+                    "share.task.stuck.timeout.ms", "1000")),
+            "t-0");
+    for (long t = 0; t < 100_000; t += 10_000) {
+      results.apply(ledger, 2, passed, Map.of(), true, t, 5);
+    }
   }
 }

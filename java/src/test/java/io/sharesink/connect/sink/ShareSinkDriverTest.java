@@ -602,6 +602,62 @@ class ShareSinkDriverTest {
   }
 
   @Test
+  void aTaskThatOnlyEverReturnsAnEmptyMapFailsAfterTheStuckBoundAcceptingNothing() {
+    // A sink that commits its own offsets (Iceberg's) returns {} from every preCommit: under
+    // 'hold' nothing is ever ACCEPTed, and once nothing more is put the task must fail, naming
+    // the sink's own offset management, instead of holding its records, renewed, for ever.
+    InMemoryShareGroup group = InMemoryShareGroup.withValues(time, LOCK_MS, 10, 20);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of();
+    DriverFixture fixture =
+        start(
+            task,
+            props("share.commit.interval.ms", "1000", "share.task.stuck.timeout.ms", "60000"),
+            group);
+    fixture.runUntil(() -> task.allPut().size() == 20, Duration.ofSeconds(5), "all put");
+    long putAtMs = time.milliseconds();
+    ConnectException failure =
+        assertThrows(ConnectException.class, () -> fixture.runFor(Duration.ofMinutes(3)));
+    long failedAfterMs = time.milliseconds() - putAtMs;
+    assertTrue(
+        failedAfterMs >= 60_000 && failedAfterMs <= 63_000,
+        "failed " + failedAfterMs + " ms after the last put");
+    String message = failure.getMessage();
+    assertTrue(message.contains("manages its own offsets"), message);
+    assertTrue(message.contains("share.task.stuck.timeout.ms=60000"), message);
+    assertTrue(message.contains("none was ACCEPTed"), message);
+    assertEquals(0L, group.count(State.ACCEPTED), "nothing ACCEPTed");
+    assertEquals(20L, group.count(State.ACQUIRED), "held, renewed, until the task failed");
+    assertEquals(1, group.rec("t", 0, 0).deliveryCount, "renewed all along");
+    // As the runtime does with a failed task: stop it and close its member.
+    fixture.driver.stop();
+    group.close();
+    assertEquals(20L, group.count(State.AVAILABLE), "released for other members");
+    assertEquals(List.of(), group.violations);
+  }
+
+  @Test
+  void recordsPutMeanwhileKeepABufferingTaskAlive() {
+    // A sink that buffers until its file rolls returns {} while it fills the file: as long as
+    // records keep being put, it is not stuck, however long the file takes.
+    InMemoryShareGroup group = new InMemoryShareGroup(time, LOCK_MS, 10);
+    ScriptedSinkTask task = new ScriptedSinkTask();
+    task.onPreCommit = offsets -> Map.of();
+    DriverFixture fixture =
+        start(
+            task,
+            props("share.commit.interval.ms", "1000", "share.task.stuck.timeout.ms", "60000"),
+            group);
+    for (int i = 0; i < 12; i++) {
+      group.produce("t", 0, null, "v" + i);
+      fixture.runFor(Duration.ofSeconds(20)); // one record every 20 s: 4 minutes in all
+    }
+    assertEquals(12, task.allPut().size());
+    task.onPreCommit = offsets -> offsets; // the file rolls
+    fixture.runUntil(() -> allIn(group, State.ACCEPTED), Duration.ofSeconds(5), "accepted");
+  }
+
+  @Test
   void requestCommitRunsACommitCycleRightAway() {
     InMemoryShareGroup group = new InMemoryShareGroup(time, LOCK_MS, 10);
     ScriptedSinkTask task = new ScriptedSinkTask();

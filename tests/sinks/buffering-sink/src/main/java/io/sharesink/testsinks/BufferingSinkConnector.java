@@ -17,14 +17,15 @@ import org.apache.kafka.connect.sink.SinkConnector;
  * BufferingSinkTask} for the behaviour, the files and the control hooks.
  *
  * <p>Settings: {@value #DATA_DIR} (required), {@value #CONTROL_DIR} (required), {@value
- * #ROLL_RECORDS} (0, the default: flush mode). Each task config also gets {@value #TASK_ID}, its
- * index, which names its files.
+ * #ROLL_RECORDS} (0, the default: flush mode), {@value #OWN_OFFSETS} (false). Each task config also
+ * gets {@value #TASK_ID}, its index, which names its files.
  */
 public final class BufferingSinkConnector extends SinkConnector {
 
   public static final String DATA_DIR = "data.dir";
   public static final String CONTROL_DIR = "control.dir";
   public static final String ROLL_RECORDS = "roll.records";
+  public static final String OWN_OFFSETS = "own.offsets";
   public static final String TASK_ID = "buffering.task.id";
 
   static final ConfigDef CONFIG_DEF =
@@ -52,7 +53,15 @@ public final class BufferingSinkConnector extends SinkConnector {
               ConfigDef.Importance.MEDIUM,
               "0: flush mode (preCommit writes the buffer and returns the offsets it was given)."
                   + " N > 0: roll mode (preCommit returns {} until N records are buffered, then"
-                  + " writes them all and returns offsets covering exactly those).");
+                  + " writes them all and returns offsets covering exactly those).")
+          .define(
+              OWN_OFFSETS,
+              ConfigDef.Type.BOOLEAN,
+              false,
+              ConfigDef.Importance.MEDIUM,
+              "true: a sink that commits its own offsets, as Apache Iceberg's does through its"
+                  + " coordinator: preCommit writes what is buffered and always returns {}, so the"
+                  + " runtime never learns what is written (takes precedence over roll.records).");
 
   private Map<String, String> props;
 

@@ -41,7 +41,10 @@ import org.slf4j.LoggerFactory;
  * the offsets it was given. In roll mode ({@code roll.records=N}) {@code preCommit} returns {@code
  * {}} until at least N records are buffered (or a {@code roll} marker asks), then "rolls a file":
  * appends and fsyncs every buffered record and returns, per partition, the highest rolled offset +
- * 1, as an S3-style file committer does. {@code close} and {@code stop} drop what is still buffered
+ * 1, as an S3-style file committer does. With {@code own.offsets=true} {@code preCommit} writes
+ * and fsyncs the buffer and always returns {@code {}}, as a sink that commits its own offsets does
+ * (Apache Iceberg's sink commits them through its coordinator). {@code close} and {@code stop} drop
+ * what is still buffered
  * (a real sink of this kind loses it too); nothing but the durable files survives a kill -9.
  *
  * <p><b>Files.</b> Durable: {@code <data.dir>/task<id>-<instance>.records}, one line per record,
@@ -91,6 +94,7 @@ public final class BufferingSinkTask extends SinkTask {
   private String taskId = "?";
   private String role = "-";
   private int rollRecords;
+  private boolean ownOffsets;
   private Path dataDir;
   private Path controlDir;
   private Path durableFile;
@@ -110,6 +114,7 @@ public final class BufferingSinkTask extends SinkTask {
     AbstractConfig config = new AbstractConfig(BufferingSinkConnector.CONFIG_DEF, props);
     taskId = props.getOrDefault(BufferingSinkConnector.TASK_ID, "?");
     rollRecords = config.getInt(BufferingSinkConnector.ROLL_RECORDS);
+    ownOffsets = config.getBoolean(BufferingSinkConnector.OWN_OFFSETS);
     dataDir = Path.of(config.getString(BufferingSinkConnector.DATA_DIR));
     controlDir = Path.of(config.getString(BufferingSinkConnector.CONTROL_DIR));
     try {
@@ -130,7 +135,9 @@ public final class BufferingSinkTask extends SinkTask {
     trace(
         "start",
         "mode="
-            + (rollRecords > 0 ? "roll roll.records=" + rollRecords : "flush")
+            + (ownOffsets
+                ? "own-offsets"
+                : rollRecords > 0 ? "roll roll.records=" + rollRecords : "flush")
             + " file="
             + durableFile.getFileName());
   }
@@ -202,7 +209,7 @@ public final class BufferingSinkTask extends SinkTask {
   @Override
   public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
     failIfBroken("flush");
-    if (rollRecords == 0) {
+    if (rollRecords == 0 && !ownOffsets) {
       writeBuffer();
     }
   }
@@ -211,6 +218,15 @@ public final class BufferingSinkTask extends SinkTask {
   public Map<TopicPartition, OffsetAndMetadata> preCommit(
       Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
     failIfBroken("precommit");
+    if (ownOffsets) {
+      int n = buffer.size();
+      String what = buffer.isEmpty() ? "" : " " + rangesOf(buffer);
+      writeBuffer();
+      trace(
+          "precommit",
+          "given=" + offsets(currentOffsets) + " wrote=" + n + " returned={}" + what);
+      return new HashMap<>();
+    }
     if (rollRecords == 0) {
       int n = buffer.size();
       String what = buffer.isEmpty() ? "" : " " + rangesOf(buffer);

@@ -1,0 +1,100 @@
+package io.sharesink.connect.ordering;
+
+import io.sharesink.connect.ordering.KnownSinks.Kind;
+import io.sharesink.connect.ordering.KnownSinks.Sink;
+import io.sharesink.connect.ordering.KnownSinks.Trigger;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Collectors;
+
+/**
+ * The table of {@link KnownSinks} as Markdown, and its generated region in {@code
+ * docs/configuration.md} (between {@link #BEGIN} and {@link #END}); a unit test regenerates it and
+ * compares, so the documented list and the one validation uses cannot drift apart.
+ */
+public final class OrderingReference {
+
+  static final String BEGIN =
+      "<!-- BEGIN GENERATED: KnownSinks (OrderingReference.main); do not edit -->";
+  static final String END = "<!-- END GENERATED: KnownSinks -->";
+
+  private OrderingReference() {}
+
+  /**
+   * One row per setting that makes a sink of {@link KnownSinks#SINKS} order-sensitive, and one per
+   * sink that cannot run at all.
+   */
+  public static String markdown() {
+    StringBuilder out = new StringBuilder();
+    out.append("| Sink | Connector classes | Setting | What goes wrong in share mode | Runs with `")
+        .append(ShareOrdering.CONFIG)
+        .append("` |\n");
+    out.append("|---|---|---|---|---|\n");
+    for (Sink sink : KnownSinks.SINKS) {
+      String classes =
+          sink.classes().stream().map(c -> "`" + c + "`").collect(Collectors.joining("<br>"));
+      if (sink.kind() == Kind.SELF_COMMITTING) {
+        out.append("| ")
+            .append(sink.name())
+            .append(" | ")
+            .append(classes)
+            .append(" | (any) | it ")
+            .append(cell(sink.why()))
+            .append(" | never: cannot run in share mode |\n");
+        continue;
+      }
+      boolean first = true;
+      for (Trigger t : sink.triggers()) {
+        out.append("| ")
+            .append(first ? sink.name() : "")
+            .append(" | ")
+            .append(first ? classes : "")
+            .append(" | `")
+            .append(t.key())
+            .append("` = ")
+            .append(t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", ")))
+            .append(" | it ")
+            .append(cell(t.effect()))
+            .append(" | `")
+            .append(ShareOrdering.UNORDERED)
+            .append("`")
+            .append(t.guardable() ? ", `" + ShareOrdering.OFFSET_GUARDED + "`" : "")
+            .append(" |\n");
+        first = false;
+      }
+    }
+    return out.toString();
+  }
+
+  private static String cell(String text) {
+    return text.replace("|", "\\|").replace("\n", " ");
+  }
+
+  /** {@code document} with its generated region replaced by {@code generated}. */
+  static String replaceGenerated(String document, String generated) {
+    int begin = document.indexOf(BEGIN);
+    int end = document.indexOf(END);
+    if (begin < 0 || end < begin) {
+      throw new IllegalArgumentException(
+          "the document has no " + BEGIN + " ... " + END + " region");
+    }
+    return document.substring(0, begin + BEGIN.length())
+        + "\n\n"
+        + generated
+        + "\n"
+        + document.substring(end);
+  }
+
+  /** Rewrites the generated region of the file at {@code path}. */
+  static void update(Path path) throws IOException {
+    String document = Files.readString(path, StandardCharsets.UTF_8);
+    Files.writeString(path, replaceGenerated(document, markdown()), StandardCharsets.UTF_8);
+  }
+
+  /** Prints the table (what docs/configuration.md holds between its KnownSinks markers). */
+  public static void main(String[] args) {
+    System.out.print(markdown());
+  }
+}

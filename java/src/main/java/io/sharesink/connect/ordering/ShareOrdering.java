@@ -1,0 +1,281 @@
+package io.sharesink.connect.ordering;
+
+import io.sharesink.connect.ShareModeForm;
+import io.sharesink.connect.ShareSinkConfig;
+import io.sharesink.connect.ordering.KnownSinks.Kind;
+import io.sharesink.connect.ordering.KnownSinks.Sink;
+import io.sharesink.connect.ordering.KnownSinks.Trigger;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigDef.Width;
+import org.apache.kafka.connect.errors.ConnectException;
+
+/**
+ * {@value #CONFIG}: the operator's choice about order, and the check that a share-mode connector of
+ * a kind {@link KnownSinks} lists is never silently wrong. Validation reports each problem on the
+ * key that causes it (a sink setting such as {@code insert.mode}, the legacy sink's class, or
+ * {@value #CONFIG} itself), so that it lands on a key the operator wrote in both forms of the
+ * configuration: {@value ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG} is shown as {@code
+ * connector.class} in the flag form. The connector's start refuses the same configurations (one
+ * stored before this check existed, say).
+ */
+public final class ShareOrdering {
+
+  private ShareOrdering() {}
+
+  public static final String CONFIG = "share.ordering";
+
+  /** Default: known order-sensitive configurations are refused. */
+  public static final String CHECK = "check";
+
+  /** The operator accepts that each key's records reach the sink in any order. */
+  public static final String UNORDERED = "unordered";
+
+  /** The sink's target keeps each key's newest version by the record's partition and offset. */
+  public static final String OFFSET_GUARDED = "offset-guarded";
+
+  /** The reference's section about order, named in messages. */
+  public static final String DOCS = "docs/configuration.md, \"Order in share mode\"";
+
+  public static final String GROUP = "Order";
+
+  static final String DOC =
+      "How the connector stands to order. A share group hands the records of one partition to"
+          + " many tasks at once, so the versions of one key reach the sink in no fixed order, and"
+          + " a record delivered again (a lock that ran out, a task that failed) comes after"
+          + " later ones. 'check' (default): a configuration of a sink sharesink knows to depend"
+          + " on that order (Debezium's and Confluent's JDBC sinks with insert.mode upsert or"
+          + " update, delete.enabled=true or truncate.enabled=true; see the table of known sinks)"
+          + " is a validation error on the setting that makes it so, naming the choices. '"
+          + UNORDERED
+          + "': run it anyway; each key's versions may be written in any order, so an upsert may"
+          + " leave a row on an older version and a delete may be undone by an older version (right"
+          + " when each key is written once, or a stale row does no harm). '"
+          + OFFSET_GUARDED
+          + "': the sink's target keeps each key's newest version by the record's Kafka partition"
+          + " and offset (for PostgreSQL, the trigger of the reference's recipe); validation then"
+          + " requires the transforms to carry both into the value (InsertField$Value with"
+          + " offset.field and partition.field) and refuses hard deletes, which no such guard can"
+          + " order. Sinks that commit their own offsets (Apache Iceberg's) are refused whatever"
+          + " this says: sharesink ACCEPTs a record only once preCommit reports it written.";
+
+  /** Defines {@value #CONFIG} in {@code def}, in its own group. */
+  public static void define(ConfigDef def) {
+    def.define(
+        CONFIG,
+        Type.STRING,
+        CHECK,
+        ConfigDef.CaseInsensitiveValidString.in(CHECK, UNORDERED, OFFSET_GUARDED),
+        Importance.HIGH,
+        DOC,
+        GROUP,
+        1,
+        Width.SHORT,
+        "Order of writes");
+  }
+
+  /**
+   * What is wrong with a share-mode configuration as to order, keyed by the setting to report it
+   * on; empty when nothing is.
+   *
+   * @param props the connector's configuration (stored form)
+   * @param loader loads the legacy sink's class from its name or alias; may throw (then the name is
+   *     matched as written)
+   */
+  public static Map<String, List<String>> problems(
+      Map<String, String> props, Function<String, Class<?>> loader) {
+    Map<String, List<String>> problems = new LinkedHashMap<>();
+    String choice = choice(props);
+    Optional<Sink> sink = sinkOf(props, loader);
+    sink.ifPresent(s -> sinkProblems(s, props, choice, problems));
+    if (OFFSET_GUARDED.equals(choice) && !carriesCoordinates(props)) {
+      add(
+          problems,
+          CONFIG,
+          CONFIG
+              + "="
+              + OFFSET_GUARDED
+              + " says the sink's target keeps each key's newest version by the record's"
+              + " partition and offset, but no transform carries them into the record: add"
+              + " transforms of type org.apache.kafka.connect.transforms.InsertField$Value with"
+              + " offset.field and partition.field (see "
+              + DOCS
+              + "), or choose "
+              + CONFIG
+              + "="
+              + UNORDERED);
+    }
+    return problems;
+  }
+
+  /**
+   * Refuses, at connector start, what validation refuses.
+   *
+   * @throws ConnectException naming every problem
+   */
+  public static void ensureRunnable(Map<String, String> props, Class<?> legacyClass) {
+    Map<String, List<String>> problems = problems(props, name -> legacyClass);
+    if (problems.isEmpty()) {
+      return;
+    }
+    List<String> messages = new ArrayList<>();
+    problems.forEach((key, list) -> list.forEach(m -> messages.add(key + ": " + m)));
+    throw new ConnectException(
+        "sharesink will not run connector "
+            + props.get("name")
+            + " in share mode: "
+            + String.join("; ", messages));
+  }
+
+  private static String choice(Map<String, String> props) {
+    String value = props.get(CONFIG);
+    return value == null || value.isBlank() ? CHECK : value.trim().toLowerCase(Locale.ROOT);
+  }
+
+  private static Optional<Sink> sinkOf(
+      Map<String, String> props, Function<String, Class<?>> loader) {
+    String name = props.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+    if (name == null || name.isBlank()) {
+      return Optional.empty();
+    }
+    try {
+      Class<?> loaded = loader.apply(name.trim());
+      if (loaded != null) {
+        return KnownSinks.of(loaded);
+      }
+    } catch (RuntimeException | LinkageError e) {
+      // Not loadable here (reported on the key by its own validator): match the name as written.
+    }
+    return KnownSinks.of(name);
+  }
+
+  private static void sinkProblems(
+      Sink sink, Map<String, String> props, String choice, Map<String, List<String>> problems) {
+    String className = props.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG).trim();
+    if (sink.kind() == Kind.SELF_COMMITTING) {
+      add(
+          problems,
+          ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG,
+          "the "
+              + sink.name()
+              + " ("
+              + className
+              + ") cannot run in share mode: it "
+              + sink.why()
+              + ". Run it on the classic runtime ("
+              + classicRuntime(props, className)
+              + ")");
+      return;
+    }
+    for (Trigger trigger : sink.triggers()) {
+      String value = props.get(trigger.key());
+      if (!trigger.matches(value)) {
+        continue;
+      }
+      String setting = trigger.key() + "=" + value.trim();
+      String situation =
+          "in share mode the versions of one key reach the sink's tasks in no fixed order, and the "
+              + sink.name()
+              + " with "
+              + setting
+              + " "
+              + trigger.effect()
+              + ", silently.";
+      if (CHECK.equals(choice)) {
+        add(
+            problems,
+            trigger.key(),
+            setting
+                + ": "
+                + situation
+                + " Choose one: run this connector on the classic runtime ("
+                + classicRuntime(props, className)
+                + ")"
+                + (trigger.guardable()
+                    ? "; or carry each record's partition and offset into the row and keep the"
+                        + " newest version with a write guard (see "
+                        + DOCS
+                        + "), then set "
+                        + CONFIG
+                        + "="
+                        + OFFSET_GUARDED
+                    : "")
+                + "; or set "
+                + CONFIG
+                + "="
+                + UNORDERED
+                + " if writes in any order are acceptable (each key written once, say)");
+      } else if (OFFSET_GUARDED.equals(choice) && !trigger.guardable()) {
+        add(
+            problems,
+            trigger.key(),
+            setting
+                + ": "
+                + situation
+                + " A guard on the partition and offset cannot order it ("
+                + CONFIG
+                + "="
+                + OFFSET_GUARDED
+                + "): a hard delete removes the row that held them. Write deletes as rows (a"
+                + " soft-delete column) and turn "
+                + trigger.key()
+                + " off, run this connector on the classic runtime ("
+                + classicRuntime(props, className)
+                + "), or set "
+                + CONFIG
+                + "="
+                + UNORDERED);
+      }
+    }
+  }
+
+  /** How this connector moves to the classic runtime, in the form the operator wrote it. */
+  static String classicRuntime(Map<String, String> props, String className) {
+    String form = props.get(ShareSinkConfig.FORM_CONFIG);
+    if (ShareModeForm.FORM_FLAG.equals(form)) {
+      return "remove " + ShareModeForm.FLAG_CONFIG + "=" + ShareModeForm.SHARE;
+    }
+    if (ShareModeForm.FORM_WORKER_DEFAULT.equals(form)) {
+      return "set " + ShareModeForm.FLAG_CONFIG + "=classic on it";
+    }
+    return "connector.class=" + className + " without the share.* settings";
+  }
+
+  /**
+   * Whether the connector's transforms include an InsertField on the value that adds the record's
+   * offset and partition (both are needed: offsets of different partitions do not compare).
+   */
+  static boolean carriesCoordinates(Map<String, String> props) {
+    String aliases = props.get("transforms");
+    if (aliases == null || aliases.isBlank()) {
+      return false;
+    }
+    for (String alias : aliases.split(",")) {
+      String prefix = "transforms." + alias.trim() + ".";
+      String type = props.get(prefix + "type");
+      if (type != null
+          && (type.trim().endsWith("InsertField$Value"))
+          && notBlank(props.get(prefix + "offset.field"))
+          && notBlank(props.get(prefix + "partition.field"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean notBlank(String s) {
+    return s != null && !s.isBlank();
+  }
+
+  private static void add(Map<String, List<String>> problems, String key, String message) {
+    problems.computeIfAbsent(key, k -> new ArrayList<>()).add(message);
+  }
+}
