@@ -1,11 +1,25 @@
 package io.sharesink.connect.rest;
 
 import java.util.Map;
-import java.util.Optional;
+import org.apache.kafka.connect.errors.NotFoundException;
 import org.apache.kafka.connect.health.ConnectClusterState;
 
-/** Stored connector configurations, read through the worker's herder. */
+/**
+ * Stored connector configurations, read through the worker's herder. A read waits for the herder
+ * thread (Connect bounds it by the rebalance timeout), so only PATCH requests that touch the switch
+ * and {@link StoredForms}' own thread call it.
+ */
 class ClusterConfigs {
+
+  /** What a read found. */
+  sealed interface Read permits Found, Missing, Unavailable {}
+
+  record Found(Map<String, String> config) implements Read {}
+
+  record Missing() implements Read {}
+
+  /** The herder could not tell (a rebalance, a timeout). */
+  record Unavailable(String reason) implements Read {}
 
   private final ConnectClusterState state;
 
@@ -13,15 +27,18 @@ class ClusterConfigs {
     this.state = state;
   }
 
-  /**
-   * The stored configuration of {@code connector}; empty when it does not exist or the herder
-   * cannot tell right now (a rebalance, a timeout): callers then leave the request alone.
-   */
-  Optional<Map<String, String>> stored(String connector) {
+  Read read(String connector) {
     try {
-      return Optional.ofNullable(state.connectorConfig(connector));
+      Map<String, String> config = state.connectorConfig(connector);
+      return config == null ? new Missing() : new Found(config);
     } catch (RuntimeException e) {
-      return Optional.empty();
+      // Connect wraps the herder's NotFoundException (in an ExecutionException) in its own.
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof NotFoundException) {
+          return new Missing();
+        }
+      }
+      return new Unavailable(String.valueOf(e.getMessage()));
     }
   }
 }

@@ -3,6 +3,8 @@ package io.sharesink.connect.rest;
 import io.sharesink.connect.ShareModeForm;
 import io.sharesink.connect.Version;
 import io.sharesink.connect.WorkerConfigHandoff;
+import jakarta.ws.rs.Priorities;
+import jakarta.ws.rs.core.Configurable;
 import java.util.Map;
 import org.apache.kafka.connect.rest.ConnectRestExtension;
 import org.apache.kafka.connect.rest.ConnectRestExtensionContext;
@@ -16,11 +18,16 @@ import org.slf4j.LoggerFactory;
  * consumer.override.group.protocol=share} (or, with the worker setting {@value
  * ShareModeForm#WORKER_DEFAULT_CONFIG}{@code =share}, without it) runs through sharesink, while the
  * REST API goes on showing the connector as the operator wrote it. The work is done by {@link
- * ShareModeFilter}; see {@link ShareModeForm} for the two forms.
+ * ShareModeRequestFilter} and {@link ShareModeResponseFilter}; see {@link ShareModeForm} for the
+ * two forms.
  *
  * <p>The worker hands the extension its configuration ({@link #configure}); sharesink's connectors
  * and tasks on this worker then take their worker defaults from it instead of reading the worker
  * file named on the command line.
+ *
+ * <p>With {@code admin.listeners} set, Kafka 4.2 to 4.4 call {@link #register} once per listener
+ * (the regular and the admin one, each its own JAX-RS application): each gets its own filters. On
+ * the admin listener they match nothing (it serves {@code /admin/*} only).
  */
 public class ShareModeRestExtension implements ConnectRestExtension {
 
@@ -41,13 +48,8 @@ public class ShareModeRestExtension implements ConnectRestExtension {
 
   @Override
   public void register(ConnectRestExtensionContext context) {
-    context
-        .configurable()
-        .register(
-            new ShareModeFilter(
-                workerDefaultShare,
-                new PluginClassResolver(ShareModeRestExtension.class.getClassLoader()),
-                new ClusterConfigs(context.clusterState())));
+    ClusterConfigs configs = new ClusterConfigs(context.clusterState());
+    registerFilters(context.configurable(), configs);
     log.info(
         "sharesink REST extension {} registered: sink connectors with {}=share{} run on share"
             + " groups",
@@ -56,6 +58,21 @@ public class ShareModeRestExtension implements ConnectRestExtension {
         workerDefaultShare
             ? " or without that key (" + ShareModeForm.WORKER_DEFAULT_CONFIG + "=share)"
             : "");
+  }
+
+  /**
+   * Every filter of the extension, on one listener's application. Request filters are registered at
+   * a priority after the worker's authentication and authorization ({@link
+   * ShareModeRequestFilter#PRIORITY}); none of them is pre-matching.
+   */
+  private void registerFilters(Configurable<?> listener, ClusterConfigs configs) {
+    listener.register(
+        new ShareModeRequestFilter(
+            workerDefaultShare,
+            new PluginClassResolver(ShareModeRestExtension.class.getClassLoader()),
+            configs),
+        ShareModeRequestFilter.PRIORITY);
+    listener.register(new ShareModeResponseFilter(configs), Priorities.USER);
   }
 
   @Override
