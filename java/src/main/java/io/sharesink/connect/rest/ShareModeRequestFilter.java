@@ -47,6 +47,12 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
   /** Request property: the operator's connector class of a validation answered as sharesink's. */
   static final String VALIDATED_CLASS_PROPERTY = "io.sharesink.validated.class";
 
+  /**
+   * Request property: {@code Boolean.TRUE} when the configuration sent on to the runtime is in the
+   * stored form (rewritten here, or forwarded so), for {@link StoredForms}.
+   */
+  static final String SENT_STORED_FORM_PROPERTY = "io.sharesink.sent.stored.form";
+
   private final boolean workerDefaultShare;
   private final ClassResolver classes;
   private final ClusterConfigs configs;
@@ -105,6 +111,7 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       return;
     }
     Map<String, String> stored = toStored(operator.get());
+    markSent(request, stored);
     if (stored != operator.get()) {
       create.set("config", RestJson.MAPPER.valueToTree(stored));
       logRewrite("create", create.path("name").asText(operator.get().get("name")), stored);
@@ -118,6 +125,7 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       return;
     }
     Map<String, String> stored = toStored(operator.get());
+    markSent(request, stored);
     if (stored != operator.get()) {
       logRewrite("update", connector, stored);
       RestJson.setBody(request, RestJson.bytes(stored));
@@ -168,6 +176,9 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
     Map<String, String> stored = ((ClusterConfigs.Found) current).config();
     Map<String, String> translated =
         PatchTranslation.translate(stored, patch.get(), workerDefaultShare, classes);
+    request.setProperty(
+        SENT_STORED_FORM_PROPERTY,
+        ShareModeForm.isStoredForm(ShareModeForm.patched(stored, translated)));
     log.info(
         "Connector {} (patch of the switch): sent on as the patch {} of its stored form",
         connector,
@@ -212,6 +223,10 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
 
   private Map<String, String> toStored(Map<String, String> operator) {
     return ShareModeForm.toStored(operator, workerDefaultShare, classes);
+  }
+
+  private static void markSent(ContainerRequestContext request, Map<String, String> sent) {
+    request.setProperty(SENT_STORED_FORM_PROPERTY, ShareModeForm.isStoredForm(sent));
   }
 
   private static void logRewrite(String what, String connector, Map<String, String> stored) {

@@ -9,6 +9,7 @@ import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.container.ContainerResponseContext;
 import jakarta.ws.rs.container.ContainerResponseFilter;
 import jakarta.ws.rs.core.MediaType;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -24,9 +25,9 @@ import org.slf4j.LoggerFactory;
  * reported on {@code connector.class}). A PUT followed by a GET of the config therefore returns the
  * map that was PUT.
  *
- * <p>Answers that carry no configuration ({@code /status}, restart, {@code /tasks}, {@code
- * ?expand=status}) read the stored configuration through the herder. A failure here never breaks
- * the worker's answer: it is logged and the answer is sent unchanged.
+ * <p>Answers that carry no configuration ({@code /status}, restart, {@code ?expand=status}) ask
+ * {@link StoredForms}, which this filter feeds with every configuration it sees. A failure here
+ * never breaks the worker's answer: it is logged and the answer is sent unchanged.
  */
 public class ShareModeResponseFilter implements ContainerResponseFilter {
 
@@ -34,10 +35,10 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
 
   private static final String SINK_CLASS_KEY = ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG;
 
-  private final ClusterConfigs configs;
+  private final StoredForms forms;
 
-  ShareModeResponseFilter(ClusterConfigs configs) {
-    this.configs = configs;
+  ShareModeResponseFilter(StoredForms forms) {
+    this.forms = forms;
   }
 
   @Override
@@ -45,6 +46,10 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
     List<String> path = RestJson.segments(request);
     String method = request.getMethod();
     boolean aConnector = path.size() >= 2 && path.get(0).equals("connectors");
+    if (aConnector
+        && (response.getStatus() == 404 || method.equals("DELETE") && path.size() == 2)) {
+      forms.forget(path.get(1));
+    }
     if (response.getStatus() >= 300 || !response.hasEntity()) {
       return;
     }
@@ -52,25 +57,25 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
       JsonNode restored = null;
       if (path.equals(List.of("connectors"))) {
         if (method.equals("POST")) {
-          restored = connectorInfo(tree(response));
+          restored = written(request, tree(response), null);
         } else if (method.equals("GET")
             && request.getUriInfo().getQueryParameters().containsKey("expand")) {
           restored = expanded(tree(response));
         }
       } else if (path.size() == 2 && aConnector && method.equals("GET")) {
-        restored = connectorInfo(tree(response));
+        restored = read(path.get(1), tree(response));
       } else if (RestJson.isConnectorConfig(path)) {
         if (method.equals("GET")) {
-          restored = config(tree(response));
+          restored = config(path.get(1), tree(response));
         } else {
-          restored = connectorInfo(tree(response)); // PUT, PATCH
+          restored = written(request, tree(response), path.get(1)); // PUT, PATCH
         }
       } else if (path.size() == 3 && aConnector) {
         if (path.get(2).equals("status") && method.equals("GET")
             || path.get(2).equals("restart") && method.equals("POST")) {
           restored = status(tree(response), path.get(1));
         } else if (path.get(2).equals("tasks") && method.equals("GET")) {
-          restored = tasks(tree(response), path.get(1));
+          restored = tasks(tree(response));
         }
       } else if (request.getProperty(ShareModeRequestFilter.VALIDATED_CLASS_PROPERTY)
           instanceof String operatorClass) {
@@ -91,6 +96,37 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
 
   private static JsonNode tree(ContainerResponseContext response) {
     return RestJson.MAPPER.valueToTree(response.getEntity());
+  }
+
+  /**
+   * The answer to a create, PUT or PATCH. A follower passes on the leader's answer, restored
+   * already, so a config not in the stored form says nothing unless this worker sent the stored
+   * form on.
+   */
+  private JsonNode written(ContainerRequestContext request, JsonNode info, String connector) {
+    String name = connector != null ? connector : info.path("name").asText(null);
+    Optional<Map<String, String>> stored = RestJson.stringMap(info.get("config"));
+    if (name != null && stored.isPresent()) {
+      if (ShareModeForm.isStoredForm(stored.get())
+          || Boolean.TRUE.equals(
+              request.getProperty(ShareModeRequestFilter.SENT_STORED_FORM_PROPERTY))) {
+        forms.record(name, true);
+      } else {
+        forms.forget(name);
+      }
+    }
+    return connectorInfo(info);
+  }
+
+  /** {@code GET /connectors/{c}}: answered from this worker's own view of the config topic. */
+  private JsonNode read(String connector, JsonNode info) {
+    RestJson.stringMap(info.get("config")).ifPresent(stored -> forms.record(connector, stored));
+    return connectorInfo(info);
+  }
+
+  private JsonNode config(String connector, JsonNode config) {
+    RestJson.stringMap(config).ifPresent(stored -> forms.record(connector, stored));
+    return config(config);
   }
 
   /** {"name", "config", "tasks", "type"}: null when it is not a stored operator's form. */
@@ -125,33 +161,34 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
     if (!(status instanceof ObjectNode node) || !"source".equals(node.path("type").asText())) {
       return null;
     }
-    if (!storedForm(connector)) {
+    if (!Boolean.TRUE.equals(forms.operatorForms(List.of(connector)).get(connector))) {
       return null;
     }
     node.put("type", "sink");
     return node;
   }
 
-  private JsonNode tasks(JsonNode tasks, String connector) {
-    if (!(tasks instanceof ArrayNode list) || !storedForm(connector)) {
+  /**
+   * Task configs of a connector stored in the operator's form carry sharesink's keys (the
+   * connector's {@code share.*} keys are copied into each), so each tells for itself.
+   */
+  static JsonNode tasks(JsonNode tasks) {
+    if (!(tasks instanceof ArrayNode list)) {
       return null;
     }
+    boolean any = false;
     for (JsonNode task : list) {
       if (task instanceof ObjectNode t) {
-        RestJson.stringMap(t.get("config"))
-            .ifPresent(
-                config ->
-                    t.set(
-                        "config",
-                        RestJson.MAPPER.valueToTree(ShareModeForm.taskToOperator(config))));
+        Optional<Map<String, String>> config = RestJson.stringMap(t.get("config"));
+        if (config.isPresent()
+            && config.get().containsKey(ShareSinkConfig.FORM_CONFIG)
+            && config.get().containsKey(ShareSinkConfig.SINK_TASK_CLASS_CONFIG)) {
+          t.set("config", RestJson.MAPPER.valueToTree(ShareModeForm.taskToOperator(config.get())));
+          any = true;
+        }
       }
     }
-    return list;
-  }
-
-  private boolean storedForm(String connector) {
-    return configs.read(connector) instanceof ClusterConfigs.Found found
-        && ShareModeForm.isStoredForm(found.config());
+    return any ? list : null;
   }
 
   /** {name: {"info": ..., "status": ...}} of {@code GET /connectors?expand=...}. */
@@ -159,6 +196,7 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
     if (!(all instanceof ObjectNode connectors)) {
       return null;
     }
+    List<String> unknown = new ArrayList<>();
     connectors
         .fields()
         .forEachRemaining(
@@ -166,16 +204,25 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
               if (!(entry.getValue() instanceof ObjectNode expansions)) {
                 return;
               }
-              boolean share;
               if (expansions.get("info") instanceof ObjectNode info) {
-                share = connectorInfo(info) != null;
-              } else {
-                share = expansions.has("status") && storedForm(entry.getKey());
-              }
-              if (share && expansions.get("status") instanceof ObjectNode status) {
-                status.put("type", "sink");
+                RestJson.stringMap(info.get("config"))
+                    .ifPresent(stored -> forms.record(entry.getKey(), stored));
+                if (connectorInfo(info) != null
+                    && expansions.get("status") instanceof ObjectNode status) {
+                  status.put("type", "sink");
+                }
+              } else if ("source".equals(expansions.path("status").path("type").asText())) {
+                unknown.add(entry.getKey());
               }
             });
+    if (!unknown.isEmpty()) {
+      Map<String, Boolean> known = forms.operatorForms(unknown);
+      for (String connector : unknown) {
+        if (Boolean.TRUE.equals(known.get(connector))) {
+          ((ObjectNode) connectors.get(connector).get("status")).put("type", "sink");
+        }
+      }
+    }
     return connectors;
   }
 

@@ -6,6 +6,7 @@ import io.sharesink.connect.WorkerConfigHandoff;
 import jakarta.ws.rs.Priorities;
 import jakarta.ws.rs.core.Configurable;
 import java.util.Map;
+import org.apache.kafka.connect.health.ConnectClusterState;
 import org.apache.kafka.connect.rest.ConnectRestExtension;
 import org.apache.kafka.connect.rest.ConnectRestExtensionContext;
 import org.slf4j.Logger;
@@ -26,14 +27,16 @@ import org.slf4j.LoggerFactory;
  * file named on the command line.
  *
  * <p>With {@code admin.listeners} set, Kafka 4.2 to 4.4 call {@link #register} once per listener
- * (the regular and the admin one, each its own JAX-RS application): each gets its own filters. On
- * the admin listener they match nothing (it serves {@code /admin/*} only).
+ * (the regular and the admin one, each its own JAX-RS application): each gets its own filters,
+ * sharing one {@link StoredForms}. On the admin listener they match nothing (it serves {@code
+ * /admin/*} only).
  */
 public class ShareModeRestExtension implements ConnectRestExtension {
 
   private static final Logger log = LoggerFactory.getLogger(ShareModeRestExtension.class);
 
   private boolean workerDefaultShare;
+  private StoredForms storedForms;
 
   @Override
   public String version() {
@@ -49,7 +52,7 @@ public class ShareModeRestExtension implements ConnectRestExtension {
   @Override
   public void register(ConnectRestExtensionContext context) {
     ClusterConfigs configs = new ClusterConfigs(context.clusterState());
-    registerFilters(context.configurable(), configs);
+    registerFilters(context.configurable(), configs, storedForms(context.clusterState()));
     log.info(
         "sharesink REST extension {} registered: sink connectors with {}=share{} run on share"
             + " groups",
@@ -65,18 +68,31 @@ public class ShareModeRestExtension implements ConnectRestExtension {
    * a priority after the worker's authentication and authorization ({@link
    * ShareModeRequestFilter#PRIORITY}); none of them is pre-matching.
    */
-  private void registerFilters(Configurable<?> listener, ClusterConfigs configs) {
+  private void registerFilters(
+      Configurable<?> listener, ClusterConfigs configs, StoredForms forms) {
     listener.register(
         new ShareModeRequestFilter(
             workerDefaultShare,
             new PluginClassResolver(ShareModeRestExtension.class.getClassLoader()),
             configs),
         ShareModeRequestFilter.PRIORITY);
-    listener.register(new ShareModeResponseFilter(configs), Priorities.USER);
+    listener.register(new ShareModeResponseFilter(forms), Priorities.USER);
+  }
+
+  /** One per extension, however many listeners it is registered on. */
+  private synchronized StoredForms storedForms(ConnectClusterState state) {
+    if (storedForms == null) {
+      storedForms = new StoredForms(new ClusterConfigs(state));
+    }
+    return storedForms;
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (storedForms != null) {
+      storedForms.close();
+      storedForms = null;
+    }
     WorkerConfigHandoff.forgetRestExtension();
   }
 }

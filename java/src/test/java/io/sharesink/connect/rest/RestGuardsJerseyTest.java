@@ -366,6 +366,23 @@ class RestGuardsJerseyTest {
             AUTHORIZED);
     assertEquals(404, notThere.status(), notThere.text());
     assertEquals(401, call(adminApp, "GET", "/admin/loggers", null, Map.of()).status());
+
+    // One reader of stored configs for both registrations, stopped by close.
+    connect.stored.put("unseen", new HashMap<>(Map.of("connector.class", FILE_SOURCE)));
+    call(mainApp, "GET", "/connectors/unseen/status", null, AUTHORIZED);
+    assertTrue(readerThreads() <= 1, "readers: " + readerThreads());
+    extension.close();
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (readerThreads() > 0 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(0, readerThreads());
+  }
+
+  private static long readerThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().startsWith("sharesink-rest-") && t.isAlive())
+        .count();
   }
 
   @Test
