@@ -1,6 +1,7 @@
 package io.sharesink.connect.rest;
 
 import java.util.Map;
+import java.util.Optional;
 import org.apache.kafka.connect.errors.NotFoundException;
 import org.apache.kafka.connect.health.ConnectClusterState;
 
@@ -25,6 +26,14 @@ class ClusterConfigs {
 
   ClusterConfigs(ConnectClusterState state) {
     this.state = state;
+  }
+
+  /**
+   * The stored configuration of {@code connector}; empty when it does not exist or the herder
+   * cannot tell right now.
+   */
+  Optional<Map<String, String>> stored(String connector) {
+    return read(connector) instanceof Found found ? Optional.of(found.config()) : Optional.empty();
   }
 
   Read read(String connector) {
