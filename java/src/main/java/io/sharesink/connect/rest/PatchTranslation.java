@@ -12,8 +12,10 @@ import java.util.TreeSet;
 
 /**
  * {@code PATCH /connectors/{c}/config} in share mode, kept Connect's own PATCH: the leader applies
- * it to what it stores on its herder thread, so a concurrent DELETE still wins (404) and a
- * concurrent PUT's keys are never written back from an older read.
+ * it to what it stores, so the extension never writes back a value it read (a DELETE before the
+ * leader's read answers 404). Connect's PATCH itself reads on the herder thread, validates off it
+ * and writes in a later herder request (Kafka 4.4's {@code DistributedHerder}), so a DELETE or PUT
+ * written within that validation is undone by it, with or without sharesink.
  *
  * <p>Every key but the switch's ({@link #isSwitchKey}) means the same in the operator's and in the
  * stored form, so a patch of those alone is sent on unchanged, unread. A patch that touches the
