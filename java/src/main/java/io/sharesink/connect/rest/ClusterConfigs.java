@@ -19,8 +19,11 @@ class ClusterConfigs {
 
   record Missing() implements Read {}
 
-  /** The herder could not tell (a rebalance, a timeout). */
-  record Unavailable(String reason) implements Read {}
+  /**
+   * The herder could not tell: {@code rebalancing} when it waits for a rebalance (Connect answers
+   * its own requests 409 then), else a timeout or another failure.
+   */
+  record Unavailable(String reason, boolean rebalancing) implements Read {}
 
   private final ConnectClusterState state;
 
@@ -41,13 +44,19 @@ class ClusterConfigs {
       Map<String, String> config = state.connectorConfig(connector);
       return config == null ? new Missing() : new Found(config);
     } catch (RuntimeException e) {
-      // Connect wraps the herder's NotFoundException (in an ExecutionException) in its own.
+      // Connect wraps the herder's exception (in an ExecutionException) in its own.
+      boolean rebalancing = false;
+      Throwable root = e;
       for (Throwable t = e; t != null; t = t.getCause()) {
+        root = t;
         if (t instanceof NotFoundException) {
           return new Missing();
         }
+        // connect-runtime's RebalanceNeededException: not on the plugin's compile path
+        rebalancing |= t.getClass().getSimpleName().equals("RebalanceNeededException");
       }
-      return new Unavailable(String.valueOf(e.getMessage()));
+      String reason = root == e ? e.getMessage() : e.getMessage() + ": " + root.getMessage();
+      return new Unavailable(reason, rebalancing);
     }
   }
 }

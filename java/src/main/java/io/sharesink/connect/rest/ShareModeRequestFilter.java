@@ -161,10 +161,11 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       return;
     }
     if (current instanceof ClusterConfigs.Unavailable unavailable) {
-      // Sent on untranslated it could store the flag form the runtime cannot run.
+      // Sent on untranslated it could store the flag form the runtime cannot run. A rebalance
+      // is answered as Connect answers its own requests then: 409, to be retried.
       request.abortWith(
           RestJson.error(
-              500,
+              unavailable.rebalancing() ? 409 : 500,
               "sharesink could not read the configuration of connector "
                   + connector
                   + " to apply a patch of "

@@ -438,6 +438,9 @@ final class FakeConnect {
     final AtomicInteger configCalls = new AtomicInteger();
     volatile CountDownLatch block = new CountDownLatch(0);
 
+    /** Thrown by every read while set, as Connect's cluster state throws. */
+    volatile RuntimeException failure;
+
     /** Runs after a read, before it returns: what another worker does meanwhile. */
     volatile Runnable afterRead = () -> {};
 
@@ -462,6 +465,9 @@ final class FakeConnect {
     @Override
     public Map<String, String> connectorConfig(String connName) {
       configCalls.incrementAndGet();
+      if (failure != null) {
+        throw failure;
+      }
       try {
         if (!block.await(60, TimeUnit.SECONDS)) {
           throw new ConnectException("Failed to retrieve configuration for " + connName);

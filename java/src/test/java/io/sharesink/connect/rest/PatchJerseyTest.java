@@ -13,8 +13,12 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.runtime.distributed.RebalanceNeededException;
 import org.apache.kafka.connect.runtime.rest.ConnectRestConfigurable;
 import org.apache.kafka.connect.runtime.rest.ConnectRestExtensionContextImpl;
 import org.apache.kafka.connect.sink.SinkConnector;
@@ -242,6 +246,26 @@ class PatchJerseyTest {
     assertEquals(400, answer.status(), answer.text());
     assertTrue(answer.body().get("message").asText().contains("share.internal."), answer.text());
     assertEquals(List.of(), connect.seen);
+  }
+
+  @Test
+  void aPatchOfTheSwitchTheHerderCannotReadForIsNotSentOn() throws Exception {
+    put(operator());
+    // Connect's cluster state during a rebalance, and after its timeout.
+    connect.clusterState.failure =
+        new ConnectException(
+            "Failed to retrieve configuration for connector 'orders'",
+            new ExecutionException(new RebalanceNeededException("a rebalance is expected")));
+    Answer rebalancing = patch(Map.of(FLAG, "classic"));
+    assertEquals(409, rebalancing.status(), rebalancing.text());
+    connect.clusterState.failure =
+        new ConnectException(
+            "Failed to retrieve configuration for connector 'orders'", new TimeoutException());
+    Answer timedOut = patch(Map.of(FLAG, "classic"));
+    assertEquals(500, timedOut.status(), timedOut.text());
+    assertTrue(timedOut.body().get("message").asText().contains("orders"), timedOut.text());
+    assertEquals(List.of(), connect.seen);
+    assertEquals(SHARE_SINK, connect.stored.get("orders").get("connector.class"));
   }
 
   @Test
