@@ -154,11 +154,13 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
   }
 
   /**
-   * A status answer: type {@code source} (ShareSinkConnector's) becomes {@code sink} for a
-   * connector stored in the operator's form. Any other type needs no look-up.
+   * A status answer: its type becomes {@code sink} for a connector stored in the operator's form.
+   * Type {@code sink} needs no look-up (ShareSinkConnector is a source connector); {@code source},
+   * or {@code unknown} (Connect's config snapshot lacks the connector, e.g. right after a worker
+   * start), does.
    */
   private JsonNode status(JsonNode status, String connector) {
-    if (!(status instanceof ObjectNode node) || !"source".equals(node.path("type").asText())) {
+    if (!(status instanceof ObjectNode node) || !mayBeShareSink(node)) {
       return null;
     }
     if (!Boolean.TRUE.equals(forms.operatorForms(List.of(connector)).get(connector))) {
@@ -166,6 +168,10 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
     }
     node.put("type", "sink");
     return node;
+  }
+
+  private static boolean mayBeShareSink(ObjectNode status) {
+    return status.has("type") && !"sink".equals(status.path("type").asText());
   }
 
   /**
@@ -211,7 +217,8 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
                     && expansions.get("status") instanceof ObjectNode status) {
                   status.put("type", "sink");
                 }
-              } else if ("source".equals(expansions.path("status").path("type").asText())) {
+              } else if (expansions.get("status") instanceof ObjectNode status
+                  && mayBeShareSink(status)) {
                 unknown.add(entry.getKey());
               }
             });

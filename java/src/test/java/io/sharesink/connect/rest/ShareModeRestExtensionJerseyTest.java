@@ -138,6 +138,23 @@ class ShareModeRestExtensionJerseyTest {
   }
 
   @Test
+  void aStatusOfTypeUnknownOfAShareConnectorIsShownAsSink() throws Exception {
+    Map<String, String> operator = flagged("orders");
+    operator.put("fake.type", "unknown");
+    call("PUT", "/connectors/orders/config", operator);
+    assertEquals(
+        "sink", call("GET", "/connectors/orders/status", null).body().get("type").asText());
+    assertEquals(
+        "sink",
+        call("GET", "/connectors?expand=status", null)
+            .body()
+            .get("orders")
+            .get("status")
+            .get("type")
+            .asText());
+  }
+
+  @Test
   void aConnectorWithoutTheFlagIsLeftAlone() throws Exception {
     Map<String, String> classic = flagged("plain");
     classic.remove("consumer.override.group.protocol");
