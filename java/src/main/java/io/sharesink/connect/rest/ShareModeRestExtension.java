@@ -51,8 +51,7 @@ public class ShareModeRestExtension implements ConnectRestExtension {
 
   @Override
   public void register(ConnectRestExtensionContext context) {
-    ClusterConfigs configs = new ClusterConfigs(context.clusterState());
-    registerFilters(context.configurable(), configs, storedForms(context.clusterState()));
+    registerFilters(context, storedForms(context.clusterState()));
     log.info(
         "sharesink REST extension {} registered: sink connectors with {}=share{} run on share"
             + " groups",
@@ -68,8 +67,9 @@ public class ShareModeRestExtension implements ConnectRestExtension {
    * a priority after the worker's authentication and authorization ({@link
    * ShareModeRequestFilter#PRIORITY}); none of them is pre-matching.
    */
-  private void registerFilters(
-      Configurable<?> listener, ClusterConfigs configs, StoredForms forms) {
+  private void registerFilters(ConnectRestExtensionContext context, StoredForms forms) {
+    Configurable<?> listener = context.configurable();
+    ClusterConfigs configs = new ClusterConfigs(context.clusterState());
     listener.register(
         new ShareModeRequestFilter(
             workerDefaultShare,
@@ -77,6 +77,8 @@ public class ShareModeRestExtension implements ConnectRestExtension {
             configs),
         ShareModeRequestFilter.PRIORITY);
     listener.register(new ShareModeResponseFilter(forms), Priorities.USER);
+    // A filter for further endpoints (the offsets ones) is registered here, a request filter at
+    // ShareModeRequestFilter.PRIORITY for the same reason.
   }
 
   /** One per extension, however many listeners it is registered on. */
