@@ -88,6 +88,15 @@ DEBEZIUM_JDBC_VERSIONS = ("3.6.1.Final", "3.6.0.Final")
 ICEBERG_VERSIONS = ("1.10.0", "1.10.1", "1.9.2")
 ICEBERG_JARS = ("iceberg-kafka-connect", "iceberg-api", "iceberg-bundled-guava")
 
+# Connect's basic-authentication REST extension (connect-basic-auth-extension): Kafka ships it in
+# libs/, so the harness puts it on a worker's class path (start_worker(classpath=...)).
+# Maven Central as reachable here does not serve 4.4.0 (checked 2026-12-04): 4.3.1 then, with the
+# AppInfoParser shim on a 4.4 worker. Its filter's priority is declared with javax.annotation in
+# 4.2/4.3, which Jersey 3 does not read: it runs at the default priority (USER) there.
+BASIC_AUTH_VERSIONS = tuple(dict.fromkeys((KAFKA_VERSION, "4.4.0", "4.3.1")))
+BASIC_AUTH_REST_EXTENSION = \
+    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 BROKER_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -399,6 +408,40 @@ def ensure_plugin(name: str) -> Path:
         return target
 
 
+def ensure_basic_auth_extension() -> Path:
+    """Directory of the jars of Connect's basic-auth REST extension (and the AppInfoParser shim
+    when it predates the worker's 4.4), for a worker's class path."""
+    base = cache_dir() / "classpath"
+    dir_name = f"connect-basic-auth-extension-{KAFKA_VERSION}"
+    target = base / dir_name
+    marker = base / f".{dir_name}.complete"
+    key = ",".join(BASIC_AUTH_VERSIONS) + "+shim1"
+    if _marker_ok(marker, key) and target.is_dir():
+        return target
+    with _file_lock(cache_dir() / ".lock"):
+        if _marker_ok(marker, key) and target.is_dir():
+            return target
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dir_name}.", dir=base))
+        try:
+            chosen = next((v for v in BASIC_AUTH_VERSIONS if _copy_artifact(
+                f"org.apache.kafka:connect-basic-auth-extension:{v}", tmp)), None)
+            if chosen is None:
+                raise HarnessError("no version of connect-basic-auth-extension resolves")
+            if _version(KAFKA_VERSION) >= (4, 4) > _version(chosen):
+                _build_appinfo_shim(tmp)
+            if chosen != BASIC_AUTH_VERSIONS[0]:
+                _log(f"connect-basic-auth-extension: using {chosen} (preferred version not served)")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        _write_atomic(marker, json.dumps({"key": key, "version": chosen}))
+        return target
+
+
 _APPINFO_SHIM = """package org.apache.kafka.common.utils;
 
 /** Compatibility shim (sharesink test harness): Kafka 4.4 moved AppInfoParser to
@@ -581,9 +624,12 @@ class RestError(HarnessError):
 class Rest:
     """Tiny JSON client for the Connect REST API."""
 
-    def __init__(self, base_url: str, log_path: Optional[Path] = None):
+    def __init__(self, base_url: str, log_path: Optional[Path] = None,
+                 headers: Optional[Mapping[str, str]] = None):
+        """`headers`: sent with every request (e.g. Authorization for a worker with basic auth)."""
         self.base_url = base_url.rstrip("/")
         self.log_path = log_path
+        self.headers = dict(headers or {})
 
     def request(self, method: str, path: str, body: Any = None, *, timeout: float = 60,
                 check: bool = True) -> Any:
@@ -591,6 +637,8 @@ class Rest:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Accept", "application/json")
+        for name, value in self.headers.items():
+            req.add_header(name, value)
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
@@ -783,8 +831,8 @@ class Cluster:
     def worker_url(self, index: int = 0) -> str:
         return f"http://127.0.0.1:{self.worker_port(index)}"
 
-    def rest(self, index: int = 0) -> Rest:
-        return Rest(self.worker_url(index), self.logs_dir / f"worker-{index}.log")
+    def rest(self, index: int = 0, headers: Optional[Mapping[str, str]] = None) -> Rest:
+        return Rest(self.worker_url(index), self.logs_dir / f"worker-{index}.log", headers)
 
     # TLS material (valid after start_broker(sasl_ssl=True))
     @property
@@ -968,13 +1016,15 @@ class Cluster:
     # ---- java
 
     def java_cmd(self, main_class: str, args: Sequence[str] = (), *, heap: str = "512m",
-                 jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None) -> List[str]:
+                 jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None,
+                 classpath: Sequence[Path] = ()) -> List[str]:
         cmd = [_java(), f"-Xmx{heap}", "-Djava.awt.headless=true"]
         if log4j2 is None:
             log4j2 = self._tools_log4j2()
         cmd.append(f"-Dlog4j2.configurationFile={log4j2}")
         cmd += list(jvm_opts)
-        cmd += ["-cp", self.classpath, main_class] + [str(a) for a in args]
+        cp = os.pathsep.join([self.classpath] + [str(Path(d) / "*") for d in classpath])
+        cmd += ["-cp", cp, main_class] + [str(a) for a in args]
         return cmd
 
     def _tools_log4j2(self) -> Path:
@@ -1523,13 +1573,16 @@ class Cluster:
     def start_worker(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
                      discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
                      timeout: float = 180, jvm_opts: Sequence[str] = (),
-                     env: Optional[Mapping[str, str]] = None) -> str:
+                     env: Optional[Mapping[str, str]] = None, classpath: Sequence[Path] = (),
+                     rest_headers: Optional[Mapping[str, str]] = None) -> str:
         """Start Connect worker `index` (0 or 1) in distributed mode; returns its REST URL.
 
         plugin_archive: the sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip;
         False: no sharesink, an empty plugin dir). extra: worker properties added/overridden.
         jvm_opts: extra JVM options (e.g. -Dsharesink.native.library=...); env: extra
-        environment variables for the worker process."""
+        environment variables for the worker process; classpath: directories whose jars go on
+        the worker's class path after Kafka's (ensure_basic_auth_extension()); rest_headers: sent
+        by the readiness check (Authorization for a worker with basic auth)."""
         name = f"worker-{index}"
         url = self.worker_url(index)
         if self.is_running(name):
@@ -1546,9 +1599,10 @@ class Cluster:
         heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
         cmd = self.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
             "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + list(jvm_opts))
+            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + list(jvm_opts),
+            classpath=classpath)
         self._spawn(name, cmd, log, env=dict(os.environ, **env) if env else None)
-        rest = self.rest(index)
+        rest = self.rest(index, rest_headers)
 
         def ready():
             root = rest.get("/", timeout=5)

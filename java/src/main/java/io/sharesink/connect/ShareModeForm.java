@@ -165,9 +165,14 @@ public final class ShareModeForm {
     return stored;
   }
 
-  /** Whether a stored configuration came from the operator's form. */
+  /**
+   * Whether a stored configuration came from the operator's form: {@link ShareSinkConnector} with
+   * sharesink's bookkeeping. The same keys on any other class (a PUT may carry any map) do not make
+   * it one, so such a connector is never shown as another class or type.
+   */
   public static boolean isStoredForm(Map<String, String> stored) {
     return stored != null
+        && isShareSinkConnector(stored.get(CONNECTOR_CLASS))
         && stored.containsKey(ShareSinkConfig.FORM_CONFIG)
         && stored.containsKey(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
   }

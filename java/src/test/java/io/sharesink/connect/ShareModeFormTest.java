@@ -72,6 +72,23 @@ class ShareModeFormTest {
   }
 
   @Test
+  void onlyAShareSinkConnectorIsInTheStoredForm() {
+    Map<String, String> stored = ShareModeForm.toStored(flagged(FILE_SINK), false, CLASSES);
+    // sharesink's keys on another class (a PUT of any map may carry them) show it as it is:
+    // neither the sink's class nor type sink.
+    Map<String, String> other = new LinkedHashMap<>(stored);
+    other.put("connector.class", FILE_SOURCE);
+    assertFalse(ShareModeForm.isStoredForm(other));
+    assertSame(other, ShareModeForm.toOperator(other));
+    // ShareSinkConnector as Connect resolves it: class name, simple name or alias.
+    for (String name :
+        List.of("ShareSinkConnector", "ShareSink", " " + stored.get("connector.class"))) {
+      other.put("connector.class", name);
+      assertTrue(ShareModeForm.isStoredForm(other), name);
+    }
+  }
+
+  @Test
   void aStoredFormGivenAgainIsKeptAsItIs() {
     Map<String, String> stored = ShareModeForm.toStored(flagged(FILE_SINK), false, CLASSES);
     // What a follower forwards to the leader after its own filter ran.

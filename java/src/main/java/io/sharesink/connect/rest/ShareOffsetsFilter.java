@@ -4,14 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.sharesink.connect.ConnectorShareGroup;
-import jakarta.ws.rs.Priorities;
 import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.container.ContainerRequestFilter;
 import jakarta.ws.rs.core.MediaType;
-import jakarta.ws.rs.core.PathSegment;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,15 +43,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@code PATCH} and {@code DELETE} need the connector {@code STOPPED}, as Connect requires, and
  * the group empty. The calls use the connector's own admin settings under the worker's override
- * policy ({@link ConnectorShareGroup}). Post-matching at {@link Priorities#USER}: authentication
- * and authorization filters have run before anything here.
+ * policy ({@link ConnectorShareGroup}). Registered post-matching at {@link
+ * ShareModeRequestFilter#PRIORITY}: authentication and authorization filters have run before
+ * anything here; the {@code PATCH} body is bounded as the other requests' ({@link BoundedBody}).
  */
 public class ShareOffsetsFilter implements ContainerRequestFilter {
 
   private static final Logger log = LoggerFactory.getLogger(ShareOffsetsFilter.class);
-
-  /** A {@code PATCH} body larger than this is refused (413): it lists offsets, not configs. */
-  static final int MAX_BODY_BYTES = 1 << 20;
 
   static final String KAFKA_TOPIC = "kafka_topic";
   static final String KAFKA_PARTITION = "kafka_partition";
@@ -118,11 +113,7 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
 
   @Override
   public void filter(ContainerRequestContext request) throws IOException {
-    List<String> path =
-        request.getUriInfo().getPathSegments(true).stream()
-            .map(PathSegment::getPath)
-            .filter(s -> !s.isEmpty())
-            .toList();
+    List<String> path = RestJson.segments(request);
     String method = request.getMethod();
     if (path.size() != 3
         || !path.get(0).equals("connectors")
@@ -194,12 +185,11 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
   }
 
   private static byte[] readBody(ContainerRequestContext request) throws IOException {
-    InputStream in = request.getEntityStream();
-    byte[] body = in.readNBytes(MAX_BODY_BYTES + 1);
-    if (body.length > MAX_BODY_BYTES) {
-      throw new RefusedRequest(413, "request body larger than " + MAX_BODY_BYTES + " bytes");
+    try {
+      return BoundedBody.read(request);
+    } catch (BoundedBody.TooLarge e) {
+      throw new RefusedRequest(413, e.getMessage());
     }
-    return body;
   }
 
   /**
@@ -209,7 +199,7 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
   static Map<TopicPartition, Long> parseOffsets(byte[] body) {
     JsonNode tree;
     try {
-      tree = ShareModeFilter.MAPPER.readTree(body);
+      tree = RestJson.MAPPER.readTree(body);
     } catch (IOException e) {
       throw new RefusedRequest(400, "the request body is not JSON: " + e.getMessage());
     }
@@ -264,7 +254,7 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
    * #SHARE_LAG}): on a share group, records at or above the offset may already be done.
    */
   static ObjectNode offsetsJson(Map<TopicPartition, ConnectorShareGroup.Position> positions) {
-    ObjectNode root = ShareModeFilter.MAPPER.createObjectNode();
+    ObjectNode root = RestJson.MAPPER.createObjectNode();
     ArrayNode list = root.putArray("offsets");
     positions.forEach(
         (tp, position) -> {
@@ -282,7 +272,7 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
   }
 
   private static ObjectNode message(String text) {
-    return ShareModeFilter.MAPPER.createObjectNode().put("message", text);
+    return RestJson.MAPPER.createObjectNode().put("message", text);
   }
 
   private static Response ok(JsonNode body) {
@@ -291,7 +281,7 @@ public class ShareOffsetsFilter implements ContainerRequestFilter {
 
   private static Response error(int status, String message) {
     ObjectNode body =
-        ShareModeFilter.MAPPER.createObjectNode().put("error_code", status).put("message", message);
+        RestJson.MAPPER.createObjectNode().put("error_code", status).put("message", message);
     return Response.status(status)
         .type(MediaType.APPLICATION_JSON_TYPE)
         .entity(body.toString())

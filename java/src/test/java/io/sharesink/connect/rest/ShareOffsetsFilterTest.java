@@ -137,7 +137,7 @@ class ShareOffsetsFilterTest {
               groupsOpened.add(name);
               return new FakeGroup();
             }),
-        Priorities.USER);
+        ShareModeRequestFilter.PRIORITY);
     app = new ApplicationHandler(resources);
   }
 
@@ -165,8 +165,7 @@ class ShareOffsetsFilterTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ContainerResponse response = app.apply(request, out).get();
     String text = out.toString(StandardCharsets.UTF_8);
-    return new Answer(
-        response.getStatus(), text.isEmpty() ? null : ShareModeFilter.MAPPER.readTree(text));
+    return new Answer(response.getStatus(), text.isEmpty() ? null : RestJson.MAPPER.readTree(text));
   }
 
   private Answer call(String method, String path, String body) throws Exception {
@@ -178,7 +177,7 @@ class ShareOffsetsFilterTest {
     Answer a = call("GET", "/connectors/share/offsets", null);
     assertEquals(200, a.status());
     assertEquals(
-        ShareModeFilter.MAPPER.readTree(
+        RestJson.MAPPER.readTree(
             "{\"offsets\":[{\"partition\":{\"kafka_topic\":\"orders\",\"kafka_partition\":0},"
                 + "\"offset\":{\"kafka_offset\":40,\"share_lag\":3}},{\"partition\":{\"kafka_topic\":\"orders\","
                 + "\"kafka_partition\":1},\"offset\":{\"kafka_offset\":7,\"share_lag\":3}}]}"),
@@ -239,7 +238,7 @@ class ShareOffsetsFilterTest {
       Answer a = call("PATCH", "/connectors/share/offsets", body);
       assertEquals(400, a.status(), body + " -> " + a);
     }
-    String huge = "{\"offsets\":[" + " ".repeat(ShareOffsetsFilter.MAX_BODY_BYTES) + "]}";
+    String huge = "{\"offsets\":[" + " ".repeat(BoundedBody.MAX_BYTES) + "]}";
     assertEquals(413, call("PATCH", "/connectors/share/offsets", huge).status());
     assertEquals(40L, offsets.get(new TopicPartition("orders", 0)));
   }
@@ -254,7 +253,7 @@ class ShareOffsetsFilterTest {
 
   @Test
   void authenticationRunsFirst() throws Exception {
-    String huge = " ".repeat(ShareOffsetsFilter.MAX_BODY_BYTES + 10);
+    String huge = " ".repeat(BoundedBody.MAX_BYTES + 10);
     for (String method : List.of("GET", "PATCH", "DELETE")) {
       Answer a =
           call(method, "/connectors/share/offsets", method.equals("PATCH") ? huge : null, false);

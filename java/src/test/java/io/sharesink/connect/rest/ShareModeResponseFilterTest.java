@@ -8,10 +8,10 @@ import io.sharesink.connect.ShareSinkConnector;
 import org.junit.jupiter.api.Test;
 
 /** The response rewrites on the JSON the worker writes (shapes of Connect 4.4's entities). */
-class ShareModeFilterTest {
+class ShareModeResponseFilterTest {
 
   private static JsonNode json(String text) throws Exception {
-    return ShareModeFilter.MAPPER.readTree(text.replace('\'', '"'));
+    return RestJson.MAPPER.readTree(text.replace('\'', '"'));
   }
 
   private static final String STORED_CONFIG =
@@ -30,7 +30,7 @@ class ShareModeFilterTest {
             "{'name':'orders','config':"
                 + STORED_CONFIG
                 + ",'tasks':[{'connector':'orders','task':0}],'type':'source'}");
-    JsonNode restored = ShareModeFilter.connectorInfo(info);
+    JsonNode restored = ShareModeResponseFilter.connectorInfo(info);
     assertEquals(
         json(
             "{'name':'orders','config':"
@@ -38,10 +38,10 @@ class ShareModeFilterTest {
                 + ",'tasks':[{'connector':'orders','task':0}],'type':'sink'}"),
         restored);
     // Restoring twice (the follower passing on the leader's answer) changes nothing more.
-    assertNull(ShareModeFilter.connectorInfo(restored.deepCopy()));
+    assertNull(ShareModeResponseFilter.connectorInfo(restored.deepCopy()));
     // The explicit ShareSinkConnector form is shown as it is stored.
     assertNull(
-        ShareModeFilter.connectorInfo(
+        ShareModeResponseFilter.connectorInfo(
             json(
                 "{'name':'x','config':{'connector.class':'io.sharesink.connect.ShareSinkConnector',"
                     + "'share.sink.connector.class':'FileStreamSink'},'tasks':[],'type':'source'}")));
@@ -49,8 +49,8 @@ class ShareModeFilterTest {
 
   @Test
   void configIsTheMapTheOperatorWrote() throws Exception {
-    assertEquals(json(OPERATOR_CONFIG), ShareModeFilter.config(json(STORED_CONFIG)));
-    assertNull(ShareModeFilter.config(json(OPERATOR_CONFIG)));
+    assertEquals(json(OPERATOR_CONFIG), ShareModeResponseFilter.config(json(STORED_CONFIG)));
+    assertNull(ShareModeResponseFilter.config(json(OPERATOR_CONFIG)));
   }
 
   @Test
@@ -71,7 +71,7 @@ class ShareModeFilterTest {
                 + "{'definition':{'name':'share.commit.interval.ms'},'value':{'name':"
                 + "'share.commit.interval.ms','value':'20000','recommended_values':[],"
                 + "'errors':['too close to the lock','x'],'visible':true}}]}");
-    JsonNode shown = ShareModeFilter.validation(result, "FileStreamSink");
+    JsonNode shown = ShareModeResponseFilter.validation(result, "FileStreamSink");
     assertEquals("FileStreamSink", shown.get("name").asText());
     assertEquals(3, shown.get("error_count").asInt());
     assertEquals(2, shown.get("configs").size());
