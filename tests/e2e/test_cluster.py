@@ -45,11 +45,17 @@ def test_share_group_consumes_everything_produced(cluster: Cluster):
 
 def test_share_group_default_reset_is_latest(cluster: Cluster):
     """Without share.auto.offset.reset=earliest a new share group skips existing records."""
-    topic, group = _name("harness-latest"), _name("harness-latest-g")
+    topic = _name("harness-latest")
     cluster.create_topic(topic, partitions=1)
     cluster.produce(topic, [f"v{i}" for i in range(10)])
-    res = cluster.share_consume(topic, group, 10, timeout_ms=4000, check=False)
-    assert res["records"] == 0, res["stdout"]
+    # The tool prints no count when it fails before its end (seen once in CI, at the session's
+    # start): that run says nothing, so a fresh group tries again.
+    for attempt in range(2):
+        group = _name("harness-latest-g")
+        res = cluster.share_consume(topic, group, 10, timeout_ms=4000, check=False)
+        if res["records"] is not None:
+            break
+    assert res["records"] == 0, (res["stdout"], res["stderr"][-2000:])
 
 
 def test_produce_given_records_keys_headers(cluster: Cluster):

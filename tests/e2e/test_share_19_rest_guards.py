@@ -37,7 +37,7 @@ from harness.cluster import (BASIC_AUTH_REST_EXTENSION, SHARE_MODE_REST_EXTENSIO
                              default_plugin_archive, ensure_basic_auth_extension)
 from helpers import (FILE_SINK, FILE_SOURCE, SHARE_FLAG, SHARE_SINK, LogMark, delete_connector,
                      flag_config, record_figures, stop_worker_if_running, stored_config, uniq,
-                     wait_for, worker_log)
+                     wait_for)
 
 USER, PASSWORD = "connect", "connect-secret"
 AUTH = {"Authorization": "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}
@@ -71,6 +71,10 @@ def _status(rest: Rest, method: str, path: str, body=None) -> Tuple[int, object]
         return status, text
 
 
+# Where worker 1's log stood when the secured worker started.
+SECURED_START = {}
+
+
 @pytest.fixture(scope="module")
 def secured(cluster: Cluster, worker: Rest):
     """Worker 1 with basic authentication, sharesink's extension and an admin listener; yields
@@ -84,6 +88,7 @@ def secured(cluster: Cluster, worker: Rest):
                     f"PropertyFileLoginModule required\n  file=\"{credentials}\";\n}};\n")
     admin_url = f"http://127.0.0.1:{cluster.port_base + ADMIN_OFFSET}"
     joined = LogMark(cluster, 1)
+    SECURED_START["log"] = joined
     try:
         cluster.start_worker(
             1, plugin_archive=default_plugin_archive(),
@@ -102,8 +107,9 @@ def secured(cluster: Cluster, worker: Rest):
 
 def test_without_credentials_everything_we_touch_is_401(cluster: Cluster, worker: Rest, secured):
     w1, anonymous, admin_url = secured
-    # Connect registered sharesink's extension once per listener.
-    registered = re.findall(r"sharesink REST extension \S+ registered", worker_log(cluster, 1))
+    # Connect registered sharesink's extension once per listener (this start of worker 1 only:
+    # its log holds every earlier start of the session too).
+    registered = SECURED_START["log"].lines(r"sharesink REST extension \S+ registered")
     assert len(registered) == 2, registered
     name = uniq("guard-")
     source = flag_config(name, name, FILE_SOURCE, 1, file="/dev/null", topic=name)
