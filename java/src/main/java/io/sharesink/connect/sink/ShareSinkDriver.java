@@ -2,6 +2,8 @@ package io.sharesink.connect.sink;
 
 import io.sharesink.connect.sink.AckLedger.Entry;
 import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
+import io.sharesink.connect.sink.PutQueue.Pending;
+import io.sharesink.connect.sink.PutQueue.PutBatch;
 import io.sharesink.engine.AckType;
 import io.sharesink.engine.Acknowledgements;
 import io.sharesink.engine.EngineException;
@@ -9,9 +11,7 @@ import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.ShareConsumerEngine;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -93,57 +93,6 @@ public final class ShareSinkDriver {
    */
   static final long HELD_POLL_MAX_MS = 50;
 
-  /** An acquired, converted record waiting for a put; {@code record} null = dropped by an SMT. */
-  private record Pending(Entry entry, SinkRecord record) {}
-
-  /**
-   * What one put hands over, gathered in one pass over its items: a put runs every cycle over
-   * thousands of records, and each further pass over their objects showed in profiles of a fast
-   * sink. {@code lowest} is each partition's lowest offset, in order of first appearance.
-   */
-  private static final class PutBatch {
-    static final PutBatch EMPTY = new PutBatch(List.of());
-
-    final List<Pending> items;
-    final List<SinkRecord> records;
-    final List<Entry> entries;
-    final Map<TopicPartition, Long> lowest = new LinkedHashMap<>();
-
-    PutBatch(List<Pending> items) {
-      this.items = items;
-      this.records = new ArrayList<>(items.size());
-      this.entries = new ArrayList<>(items.size());
-      // Records come in runs of one partition (one TopicPartition instance): the map is touched
-      // once a run.
-      TopicPartition run = null;
-      long runLowest = Long.MAX_VALUE;
-      for (Pending pending : items) {
-        Entry entry = pending.entry;
-        if (entry.partition() != run) {
-          if (run != null) {
-            lowest.merge(run, runLowest, Math::min);
-          }
-          run = entry.partition();
-          runLowest = Long.MAX_VALUE;
-        }
-        runLowest = Math.min(runLowest, entry.offset());
-        entries.add(entry);
-        if (pending.record != null) {
-          records.add(pending.record);
-        }
-      }
-      if (run != null) {
-        lowest.merge(run, runLowest, Math::min);
-      }
-    }
-  }
-
-  /**
-   * A put that threw RetriableException: the same records go again at {@code retryAtMs}; {@code
-   * failingSinceMs} is when the first put of them failed.
-   */
-  private record RetryBatch(PutBatch batch, long retryAtMs, long failingSinceMs) {}
-
   private final ShareSinkTaskContext context;
   private final ShareConsumerEngine engine;
   private final RecordPipeline pipeline;
@@ -161,9 +110,8 @@ public final class ShareSinkDriver {
   private final CommitSchedule commits;
   private final PreCommitResults preCommitResults;
   private final ErrantRecords errants = new ErrantRecords();
-  private final List<Pending> ready = new ArrayList<>();
+  private final PutQueue queue;
 
-  private RetryBatch retry;
   private long putSequence;
 
   /** The keeper's stuck releases already pruned from the put queue, see {@link #deliver}. */
@@ -237,6 +185,7 @@ public final class ShareSinkDriver {
     this.host = new LegacyTaskHost(task, context, keeper, time, metrics, taskName);
     this.commits = new CommitSchedule(config, time.milliseconds());
     this.preCommitResults = new PreCommitResults(config, taskName);
+    this.queue = new PutQueue(ledger, this::convertHeld, taskName);
     context.held = (partition, offset) -> (RawRecord) ledger.attachment(partition, offset);
     this.keeperTicks = keeperTimer.every(LockKeeper.TICK_MS, keeper::tick);
     log.info(
@@ -273,9 +222,9 @@ public final class ShareSinkDriver {
   /** The state behind the held records, for a failing test's message. */
   String describeForTests() {
     return "ready="
-        + ready.size()
+        + queue.waiting()
         + " retry="
-        + (retry == null ? 0 : retry.batch.items.size())
+        + queue.retrySize()
         + " down="
         + host.down()
         + " paused="
@@ -365,7 +314,7 @@ public final class ShareSinkDriver {
     boolean live = !host.down();
     try {
       errants.collect(context.reports, ledger);
-      if (live && failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
+      if (live && failure == null && !queue.retryPending() && ledger.hasUnconfirmedPuts()) {
         try {
           put(PutBatch.EMPTY);
         } catch (RuntimeException e) {
@@ -389,8 +338,7 @@ public final class ShareSinkDriver {
         host.stopTask();
       }
       keeperTicks.close(); // renewed until here: the engine's close releases what is left
-      ready.clear();
-      retry = null;
+      queue.clear();
       errants.clear();
       pipeline.close();
       errors.close();
@@ -418,7 +366,7 @@ public final class ShareSinkDriver {
 
   private long pollTimeoutMs(long maxPollMs) {
     long now = time.milliseconds();
-    if (confirmSoon && retry == null) {
+    if (confirmSoon && !queue.retryPending()) {
       // Records a commit covered wait for a later put to confirm them before they are ACCEPTed;
       // they may be the whole in-flight window, so put (records or empty) without delay.
       return 0;
@@ -433,9 +381,7 @@ public final class ShareSinkDriver {
         until = Math.min(until, HELD_POLL_MAX_MS);
       }
     }
-    if (retry != null) {
-      until = Math.min(until, retry.retryAtMs - now);
-    }
+    until = Math.min(until, queue.retryAtMs() - now);
     until = Math.min(until, ledger.nextRenewalAtMs(now, keeper.renewMarginMs()) - now);
     if (!errants.isEmpty()) {
       until = Math.min(until, ERRANT_CHECK_MS);
@@ -510,17 +456,29 @@ public final class ShareSinkDriver {
     }
     try (LockKeeper.Call call = keeper.enter("conversion")) {
       for (Entry entry : acquired) {
-        RawRecord raw = (RawRecord) entry.attachment();
-        SinkRecord record;
-        try {
-          record = pipeline.convert(raw, () -> stopping);
-        } catch (RecordFailedException e) {
-          handleConversionFailure(entry, raw, e);
-          continue;
+        Pending pending = convertHeld(entry);
+        if (pending != null) {
+          queue.add(pending);
         }
-        ready.add(new Pending(entry, record));
       }
     }
+  }
+
+  /**
+   * Converts a held record from its raw bytes; null when it failed under {@code
+   * errors.tolerance=all} (it waits for its DLQ write, to be REJECTed); throws when it fails the
+   * task. Also converts records anew for the put queue.
+   */
+  private Pending convertHeld(Entry entry) {
+    RawRecord raw = (RawRecord) entry.attachment();
+    SinkRecord record;
+    try {
+      record = pipeline.convert(raw, () -> stopping);
+    } catch (RecordFailedException e) {
+      handleConversionFailure(entry, raw, e);
+      return null;
+    }
+    return new Pending(entry, record);
   }
 
   private void warnIfLockTooShort(long lockMs) {
@@ -561,94 +519,35 @@ public final class ShareSinkDriver {
         cause);
   }
 
+  /** Puts what the put queue holds next, see {@link PutQueue}. */
   private void deliver() {
     if (keeper.releases() != releasesSeen) {
       releasesSeen = keeper.releases();
-      pruneUnheld(); // released for a stuck call: not to be put (again)
+      queue.pruneUnheld(); // released for a stuck call: not to be put (again)
     }
-    if (retry != null) {
+    if (queue.retryPending()) {
       long now = time.milliseconds();
-      if (now < retry.retryAtMs) {
-        return; // the backoff: no put, and no put(empty) while the task expects its batch again
-      }
-      if (now - retry.failingSinceMs >= config.taskStuckTimeoutMs()) {
-        giveUpRetry(now);
-        return;
-      }
-      metrics.putRetries.incrementAndGet();
-      put(retry.batch);
-      return;
-    }
-    List<Pending> items = new ArrayList<>();
-    if (context.anyPaused()) {
-      Iterator<Pending> it = ready.iterator();
-      while (it.hasNext()) {
-        Pending pending = it.next();
-        if (!context.isPaused(pending.entry.partition())) {
-          items.add(pending);
-          it.remove();
+      switch (queue.retryState(now, config.taskStuckTimeoutMs())) {
+        case BACKOFF -> {
+          // No put, and no put(empty) while the task expects its batch again.
+        }
+        case GIVE_UP -> giveUpRetry(now);
+        default -> {
+          metrics.putRetries.incrementAndGet();
+          put(queue.retryBatch());
         }
       }
-    } else {
-      items.addAll(ready);
-      ready.clear();
+      return;
     }
-    PutBatch batch = new PutBatch(items);
-    List<Pending> reordered = reopenRewound(batch);
-    if (reordered != null) {
-      batch = new PutBatch(reordered);
+    PutBatch batch = queue.takeReady(context.anyPaused() ? context::isPaused : null);
+    Set<TopicPartition> rewound = queue.rewound(batch, context.opened());
+    if (!rewound.isEmpty()) {
+      host.reopen(rewound);
+      metrics.partitionReopens.addAndGet(rewound.size());
+      batch = queue.putAgain(batch, rewound);
     }
     openNewPartitions(batch);
     put(batch);
-  }
-
-  /**
-   * A redelivered record below what this instance was already given of its partition would make
-   * preCommit's answer ambiguous ("everything below X" against "everything up to my last put of X -
-   * 1", the way JDBC and S3-style sinks count): such a record could then stay uncovered for good,
-   * its lock renewed, pinning the partition's record-lock window. So, as the classic runtime does
-   * before it rewinds a partition, the instance closes and reopens it first, and the records it was
-   * given of it and no preCommit covered yet are put again, in offset order, with the new ones.
-   * Returns the items to put then, or null when no partition was rewound (the batch stands).
-   */
-  private List<Pending> reopenRewound(PutBatch batch) {
-    Set<TopicPartition> opened = context.opened();
-    Set<TopicPartition> rewound = new LinkedHashSet<>();
-    batch.lowest.forEach(
-        (tp, offset) -> {
-          if (opened.contains(tp) && ledger.rewinds(tp, offset)) {
-            rewound.add(tp);
-          }
-        });
-    if (rewound.isEmpty()) {
-      return null;
-    }
-    host.reopen(rewound);
-    metrics.partitionReopens.addAndGet(rewound.size());
-    Map<Entry, Pending> merged = new LinkedHashMap<>();
-    for (Entry entry : ledger.forgetPuts(rewound)) {
-      RawRecord raw = (RawRecord) entry.attachment();
-      try {
-        merged.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
-      } catch (RecordFailedException e) {
-        handleConversionFailure(entry, raw, e);
-      }
-    }
-    for (Pending pending : batch.items) {
-      merged.putIfAbsent(pending.entry, pending);
-    }
-    List<Pending> ordered = new ArrayList<>(merged.values());
-    ordered.sort(
-        Comparator.comparing((Pending p) -> p.entry.partition().topic())
-            .thenComparingInt(p -> p.entry.partition().partition())
-            .thenComparingLong(p -> p.entry.offset()));
-    log.info(
-        "{}: records redelivered below what the task was given of {}: closed and reopened them;"
-            + " {} records put there before and not covered by a preCommit are put again",
-        taskName,
-        rewound,
-        ordered.size() - batch.items.size());
-    return ordered;
   }
 
   /**
@@ -657,18 +556,18 @@ public final class ShareSinkDriver {
    * for ever; the task gets new records next.
    */
   private void giveUpRetry(long now) {
-    List<Entry> entries = retry.batch.entries;
-    Acknowledgements released = acknowledger.settle(l -> l.take(entries, AckType.RELEASE));
+    long failingMs = queue.failingForMs(now);
+    PutBatch batch = queue.giveUp();
+    Acknowledgements released = acknowledger.settle(l -> l.take(batch.entries, AckType.RELEASE));
     metrics.recordsReleasedStuck.addAndGet(released.recordCount());
     log.warn(
         "{}: put of {} records has failed with retriable exceptions for {} ms, beyond {}={} ms:"
             + " releasing them so that other members deliver them",
         taskName,
-        retry.batch.records.size(),
-        now - retry.failingSinceMs,
+        batch.records.size(),
+        failingMs,
         SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
         config.taskStuckTimeoutMs());
-    retry = null;
   }
 
   private void openNewPartitions(PutBatch batch) {
@@ -697,9 +596,7 @@ public final class ShareSinkDriver {
       if (backoff < 0) {
         backoff = Math.max(0, commits.msUntilInterval(now));
       }
-      long failingSince = retry != null ? retry.failingSinceMs : now;
-      retry = new RetryBatch(batch, now + backoff, failingSince);
-      pruneUnheld();
+      queue.retryLater(batch, now, backoff);
       log.warn(
           "{}: put of {} records failed with a retriable exception; retrying in {} ms",
           taskName,
@@ -723,7 +620,7 @@ public final class ShareSinkDriver {
       lastPutMs = TimeUnit.NANOSECONDS.toMillis(took);
       metrics.recordPut(took);
     }
-    retry = null;
+    queue.putReturned();
     host.putReturned(sequence);
     ledger.putReturned(batch.entries, sequence); // the ledger keeps the list: not changed after
     commits.put(batch.entries.size());
@@ -762,7 +659,7 @@ public final class ShareSinkDriver {
     } finally {
       metrics.recordCommit(time.nanoseconds() - start);
     }
-    pruneUnheld();
+    queue.pruneUnheld();
     preCommitResults.apply(
         ledger,
         lastPut,
@@ -788,7 +685,7 @@ public final class ShareSinkDriver {
       return;
     }
     tellEngineForgotten(lost);
-    pruneUnheld();
+    queue.pruneUnheld();
     metrics.recordsLockExpired.addAndGet(lost.size());
     metrics.recordsInFlight.set(ledger.size());
     log.warn(
@@ -815,26 +712,6 @@ public final class ShareSinkDriver {
   }
 
   /**
-   * Drops from the put queue and the put retry the records the ledger no longer holds: forgotten
-   * for an expired lock, or released by the lock keeper while a call was stuck.
-   */
-  private void pruneUnheld() {
-    ready.removeIf(pending -> !ledger.holds(pending.entry));
-    if (retry != null) {
-      List<Pending> items = new ArrayList<>();
-      for (Pending pending : retry.batch.items) {
-        if (ledger.holds(pending.entry)) {
-          items.add(pending);
-        }
-      }
-      retry =
-          items.isEmpty()
-              ? null
-              : new RetryBatch(new PutBatch(items), retry.retryAtMs, retry.failingSinceMs);
-    }
-  }
-
-  /**
    * Answers a failure the legacy task threw from {@code where} with a restart in place when the
    * policy allows one (see {@link LegacyTaskHost#failed}): keeps every held record (their locks are
    * renewed while the task is down) and queues those not yet ACCEPTed to be put again, before
@@ -850,37 +727,11 @@ public final class ShareSinkDriver {
 
   /**
    * Puts back at the head of the queue every held record a failed instance was given or was about
-   * to be given: the failed put's, a pending retry's, and those put but not ACCEPTed (converted
-   * again from their raw bytes), in partition then offset order.
+   * to be given and that is not ACCEPTed (see {@link PutQueue#requeueUnaccepted}).
    */
   private void requeueUnaccepted(List<Pending> failedPut) {
     forgetExpiredLocks(); // the failed call, close and stop may have outlasted some locks
-    Map<Entry, Pending> requeued = new LinkedHashMap<>();
-    List<Pending> unput = new ArrayList<>(failedPut);
-    if (retry != null) {
-      unput.addAll(retry.batch.items);
-      retry = null;
-    }
-    for (Pending pending : unput) {
-      Entry entry = pending.entry;
-      if (entry.state() == AckLedger.State.READY && ledger.holds(entry)) {
-        requeued.putIfAbsent(entry, pending);
-      }
-    }
-    for (Entry entry : ledger.forgetPuts()) {
-      RawRecord raw = (RawRecord) entry.attachment();
-      try {
-        requeued.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
-      } catch (RecordFailedException e) {
-        handleConversionFailure(entry, raw, e);
-      }
-    }
-    List<Pending> ordered = new ArrayList<>(requeued.values());
-    ordered.sort(
-        Comparator.comparing((Pending p) -> p.entry.partition().topic())
-            .thenComparingInt(p -> p.entry.partition().partition())
-            .thenComparingLong(p -> p.entry.offset()));
-    ready.addAll(0, ordered);
+    queue.requeueUnaccepted(failedPut);
     commits.forgetPuts();
     confirmSoon = false;
   }
@@ -899,7 +750,7 @@ public final class ShareSinkDriver {
           taskName,
           host.restartAttempts(),
           host.restartMaxAttempts(),
-          ready.size());
+          queue.waiting());
     }
     return running;
   }
