@@ -121,6 +121,9 @@ final class PutQueue {
   private final List<Pending> ready = new ArrayList<>();
   private RetryBatch retry;
 
+  /** The lock keeper's stuck releases already pruned, see {@link #pruneAfterReleases}. */
+  private int releasesSeen;
+
   /**
    * @param ledger where the queued records are held
    * @param converter converts a held record anew from its raw bytes; returns null when the
@@ -323,6 +326,17 @@ final class PutQueue {
           items.isEmpty()
               ? null
               : new RetryBatch(new PutBatch(items), retry.retryAtMs, retry.failingSinceMs);
+    }
+  }
+
+  /**
+   * {@link #pruneUnheld} once the lock keeper has released everything held for a stuck task since
+   * the last call ({@code releases}: {@link LockKeeper#releases}, which only ever grows).
+   */
+  void pruneAfterReleases(int releases) {
+    if (releases != releasesSeen) {
+      releasesSeen = releases;
+      pruneUnheld();
     }
   }
 

@@ -190,6 +190,21 @@ class PutQueueTest {
   }
 
   @Test
+  void aStuckReleaseOfTheLockKeeperPrunesOnceForEachRelease() {
+    List<Pending> a = add(A0, 0, 1);
+    queue.pruneAfterReleases(0);
+    assertEquals(2, queue.waiting());
+    ledger.take(List.of(a.get(0).entry()), AckType.RELEASE); // the keeper's release, its count 1
+    queue.pruneAfterReleases(1);
+    assertEquals(1, queue.waiting());
+    ledger.take(List.of(a.get(1).entry()), AckType.RELEASE); // not a keeper's release
+    queue.pruneAfterReleases(1);
+    assertEquals(1, queue.waiting(), "no new release: no scan (a later one prunes it)");
+    queue.pruneAfterReleases(2);
+    assertEquals(0, queue.waiting());
+  }
+
+  @Test
   void aRetryDropsWhatTheLedgerForgotWhileItsPutFailed() {
     List<Pending> a = add(A0, 0, 1);
     PutBatch batch = queue.takeReady(null);
