@@ -124,15 +124,17 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    Class<? extends SinkConnector> connectorClass =
-        LegacyPlugins.loadSinkConnectorClass(
-            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
-    // As the worker does before it builds a sink task's clients: this worker's policy decides.
     WorkerDefaults worker = workerDefaults.get();
-    ConnectorClients clients = ConnectorClients.of(worker, props);
-    clients.ensureAllowed(connectorName, connectorClass);
-    // This worker's DNS may differ from the one that validated the connector.
-    clients.ensureConnectable(BootstrapServers.HostResolver.DNS);
+    StartChecks checked =
+        StartChecks.run(
+            config,
+            props,
+            connectorName,
+            worker,
+            BootstrapServers.HostResolver.DNS,
+            StartChecks.Order.SKIP);
+    Class<? extends SinkConnector> connectorClass = checked.legacyClass();
+    ConnectorClients clients = checked.clients();
     ShareConsumerSettings consumerSettings = clients.consumer();
     if (!consumerSettings.ignored().isEmpty()) {
       log.warn(
@@ -245,7 +247,7 @@ public class ShareSinkTask extends SourceTask {
     if (!config.dlqTopic().isEmpty()) {
       excluded.add(config.dlqTopic());
     }
-    long checkIntervalMs = ShareSinkConfig.metadataMaxAgeMs(consumerSettings);
+    long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(consumerSettings);
     Map<String, Object> settings = new HashMap<>(adminSettings);
     settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
     Admin admin = Admin.create(settings);
@@ -325,7 +327,7 @@ public class ShareSinkTask extends SourceTask {
     List<String> unread =
         NativeEngineSettings.unread(consumerSettings.settings()).stream()
             // Read by the task itself: how often topics.regex is matched again.
-            .filter(k -> !k.equals(ShareSinkConfig.METADATA_MAX_AGE_MS))
+            .filter(k -> !k.equals(ShareConsumerSettings.METADATA_MAX_AGE_MS))
             .toList();
     if (unread.isEmpty()) {
       return null;

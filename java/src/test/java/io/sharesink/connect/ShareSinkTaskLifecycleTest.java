@@ -336,7 +336,7 @@ class ShareSinkTaskLifecycleTest {
         Map<String, Object> clientSettings,
         Map<String, Object> consumerSettings,
         WorkerDefaults worker) {
-      assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(consumerSettings));
+      assertEquals(5_000, ShareConsumerSettings.metadataMaxAgeMs(consumerSettings));
       io.sharesink.connect.topics.TopicLister lister =
           new io.sharesink.connect.topics.TopicLister() {
             @Override

@@ -160,7 +160,7 @@ final class Intake {
               + " will be renewed before every commit; lower it or raise the group's"
               + " share.record.lock.duration.ms",
           taskName,
-          SinkDriverConfig.COMMIT_INTERVAL_MS,
+          SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG,
           commitIntervalMs,
           lockMs);
     }

@@ -164,7 +164,7 @@ final class LockKeeper {
         taskName,
         batch.records.size(),
         failingMs,
-        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
+        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG,
         stuckTimeoutMs);
   }
 
@@ -212,7 +212,11 @@ final class LockKeeper {
         stuckMs,
         stopping
             ? ", and the task was asked to stop"
-            : ", beyond " + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS + "=" + stuckTimeoutMs + " ms",
+            : ", beyond "
+                + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG
+                + "="
+                + stuckTimeoutMs
+                + " ms",
         released.recordCount());
   }
 }
