@@ -27,9 +27,9 @@ import org.slf4j.LoggerFactory;
  * sink contract on a share group"):
  *
  * <ul>
- *   <li>poll a batch, convert and transform each record ({@link RecordPipeline}), {@code put} them
- *       (or {@code put(empty)} on idle cycles, since some sinks flush on those), opening new
- *       original partitions lazily before the first put that holds one;
+ *   <li>poll a batch, convert and transform each record ({@link Intake}), {@code put} what the
+ *       {@link PutQueue} holds next (or {@code put(empty)} on idle cycles, since some sinks flush
+ *       on those), opening new original partitions lazily before the first put that holds one;
  *   <li>run a commit cycle when {@link CommitSchedule} says so and on stop: {@code preCommit} with
  *       the highest put offset + 1 per partition; ACCEPT a record only once a preCommit called
  *       after its put returned covered it ({@link AckLedger#committed}, {@link PreCommitResults})
@@ -48,7 +48,8 @@ import org.slf4j.LoggerFactory;
  *       what is left at stop.
  * </ul>
  *
- * <p>Time comes from the given {@link Time}, so tests run the driver on a mock clock.
+ * <p>Time comes from the given {@link Time}, so tests run the driver on a mock clock; how long its
+ * stop may wait is {@link StopBudget}.
  *
  * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine (the
  * Connect task thread); {@link #wakeup} may be called from any thread; the lock keeper renews from
