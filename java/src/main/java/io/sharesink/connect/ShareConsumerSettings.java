@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.kafka.common.config.ConfigException;
 
 /**
  * The share consumer's Kafka client settings, layered as the classic sink runtime layers its
@@ -39,6 +40,12 @@ final class ShareConsumerSettings {
    * refuses most of them outright; the rest sharesink sets itself.
    */
   static final Map<String, String> NOT_FOR_SHARE_CONSUMER = notForShareConsumer();
+
+  /** Kafka's consumer setting for how often the pattern is matched against the cluster again. */
+  static final String METADATA_MAX_AGE_MS = "metadata.max.age.ms";
+
+  /** Kafka's default for {@value #METADATA_MAX_AGE_MS}. */
+  static final long METADATA_MAX_AGE_MS_DEFAULT = 300_000;
 
   private final Map<String, Object> settings;
   private final Map<String, String> origins;
@@ -116,5 +123,28 @@ final class ShareConsumerSettings {
   /** The settings left out, each with where it was set and why, for a WARN. */
   public List<String> ignored() {
     return ignored;
+  }
+
+  /**
+   * {@value #METADATA_MAX_AGE_MS} among the client settings (so {@code
+   * share.consumer.metadata.max.age.ms}), else Kafka's default.
+   */
+  static long metadataMaxAgeMs(Map<String, Object> clientSettings) {
+    Object value = clientSettings.get(METADATA_MAX_AGE_MS);
+    if (value == null || value.toString().isBlank()) {
+      return METADATA_MAX_AGE_MS_DEFAULT;
+    }
+    try {
+      long ms = Long.parseLong(value.toString().trim());
+      if (ms > 0) {
+        return ms;
+      }
+    } catch (NumberFormatException e) {
+      // fall through
+    }
+    throw new ConfigException(
+        ShareSinkConfig.CONSUMER_PREFIX + METADATA_MAX_AGE_MS,
+        value,
+        "must be a positive number of milliseconds");
   }
 }

@@ -3,16 +3,11 @@ package io.sharesink.connect;
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.SinkDriverConfig;
-import java.time.Duration;
-import java.time.format.DateTimeParseException;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -21,11 +16,17 @@ import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigDef.Width;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.security.auth.SecurityProtocol;
-import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
  * The configuration of a {@link ShareSinkConnector}. Keys starting with {@value #SHARE_PREFIX}
  * belong to sharesink; every other key is handed to the legacy sink connector and its tasks.
+ *
+ * <p>Keys only, in one convention (Confluent's JdbcSinkConfig's): each key is {@code X_CONFIG} with
+ * its {@code X_DEFAULT} (when it has one), {@code X_DOC} and {@code X_DISPLAY}, defined in {@link
+ * #CONFIG_DEF} with its group, order and width. Their validators are in {@link ConfigValidators};
+ * the keys the sink driver reads ({@code share.delivery.count.header}, {@code share.commit.*},
+ * {@code share.task.restart.*}) are defined once, the same way, in {@link SinkDriverConfig}, and
+ * included here as defined there. What the client settings are is {@link ConnectorClients}'.
  */
 public class ShareSinkConfig extends AbstractConfig {
 
@@ -40,8 +41,10 @@ public class ShareSinkConfig extends AbstractConfig {
           + " org.apache.kafka.connect.file.FileStreamSinkConnector. It may live in its own"
           + " plugin.path directory; it is loaded through the worker's plugin class loaders and"
           + " must be a SinkConnector. Every setting without the 'share.' prefix is handed to it.";
+  private static final String SINK_CONNECTOR_CLASS_DISPLAY = "Legacy sink connector class";
 
   public static final String TOPICS_CONFIG = "topics";
+  public static final String TOPICS_DEFAULT = "";
   private static final String TOPICS_DOC =
       "Topics the share group consumes. Also passed to the legacy connector and its tasks as"
           + " their 'topics'. Set this or topics.regex, not both. A topic that does not exist"
@@ -50,8 +53,10 @@ public class ShareSinkConfig extends AbstractConfig {
           + " error would refuse the connector): validation and the connector's start log a WARN"
           + " naming the topic and the connector, the connector looks again every 15 s, repeats"
           + " the WARN every 10 minutes, and logs once when the topic exists.";
+  private static final String TOPICS_DISPLAY = "Topics";
 
   public static final String TOPICS_REGEX_CONFIG = "topics.regex";
+  public static final String TOPICS_REGEX_DEFAULT = "";
   private static final String TOPICS_REGEX_DOC =
       "A Java regular expression: the share group consumes every topic whose whole name matches it."
           + " Share groups subscribe by name, so each task lists the cluster's topics and"
@@ -60,12 +65,32 @@ public class ShareSinkConfig extends AbstractConfig {
           + " Internal topics (names starting with '__'), the worker's config, offset and status"
           + " topics and the connector's DLQ topic never match. While nothing matches, a task"
           + " waits outside the group. Set this or topics, not both.";
+  private static final String TOPICS_REGEX_DISPLAY = "Topics regex";
 
-  /** Kafka's consumer setting for how often the pattern is matched against the cluster again. */
-  public static final String METADATA_MAX_AGE_MS = "metadata.max.age.ms";
+  // ---- order (io.sharesink.connect.ordering checks it)
 
-  /** Kafka's default for {@value #METADATA_MAX_AGE_MS}. */
-  public static final long METADATA_MAX_AGE_MS_DEFAULT = 300_000;
+  public static final String ORDERING_CONFIG = "share.ordering";
+  public static final String ORDERING_DEFAULT = ShareOrdering.CHECK;
+  private static final String ORDERING_DOC =
+      "How the connector stands to order. A share group hands the records of one partition to"
+          + " many tasks at once, so the versions of one key reach the sink in no fixed order, and"
+          + " a record delivered again (a lock that ran out, a task that failed) comes after"
+          + " later ones. 'check' (default): a configuration of a sink sharesink knows to depend"
+          + " on that order (Debezium's and Confluent's JDBC sinks with insert.mode upsert or"
+          + " update, delete.enabled=true or truncate.enabled=true; see the table of known sinks)"
+          + " is a validation error on the setting that makes it so, naming the choices. '"
+          + ShareOrdering.UNORDERED
+          + "': run it anyway; each key's versions may be written in any order, so an upsert may"
+          + " leave a row on an older version and a delete may be undone by an older version (right"
+          + " when each key is written once, or a stale row does no harm). '"
+          + ShareOrdering.OFFSET_GUARDED
+          + "': the sink's target keeps each key's newest version by the record's Kafka partition"
+          + " and offset (for PostgreSQL, the trigger of the reference's recipe); validation then"
+          + " requires the transforms to carry both into the value (InsertField$Value with"
+          + " offset.field and partition.field) and refuses hard deletes, which no such guard can"
+          + " order. Sinks that commit their own offsets (Apache Iceberg's) are refused whatever"
+          + " this says: sharesink ACCEPTs a record only once preCommit reports it written.";
+  private static final String ORDERING_DISPLAY = "Order of writes";
 
   // ---- share group
 
@@ -76,16 +101,18 @@ public class ShareSinkConfig extends AbstractConfig {
           + " share.migration.enable. Setting it is a consumer group.id override: allowed only"
           + " where the worker's connector.client.config.override.policy allows"
           + " consumer.override.group.id (the policies None and Principal do not).";
+  private static final String GROUP_ID_DISPLAY = "Share group id";
   public static final String GROUP_ID_PREFIX = "connect-share-";
 
   public static final String AUTO_OFFSET_RESET_CONFIG = "share.auto.offset.reset";
+  public static final String AUTO_OFFSET_RESET_DEFAULT = "earliest";
   private static final String AUTO_OFFSET_RESET_DOC =
       "Group config share.auto.offset.reset, set on the share group when the connector starts:"
           + " where the group starts on a partition it has no state for yet. 'earliest' (default,"
           + " as Connect's sink runtime), 'latest', or 'by_duration:<ISO-8601 duration>' (e.g."
           + " by_duration:PT1H). It never moves a partition the group has already started on; use"
           + " kafka-share-groups.sh --reset-offsets for that.";
-  public static final String AUTO_OFFSET_RESET_DEFAULT = "earliest";
+  private static final String AUTO_OFFSET_RESET_DISPLAY = "Start position of a new group";
 
   public static final String LOCK_DURATION_MS_CONFIG = "share.record.lock.duration.ms";
   private static final String LOCK_DURATION_MS_DOC =
@@ -93,6 +120,7 @@ public class ShareSinkConfig extends AbstractConfig {
           + " task holds a record before it goes to another task. Must lie within the broker's"
           + " group.share.min/max.record.lock.duration.ms. Unset: the broker's default (30 s)."
           + " Held records are renewed, so this bounds how long a crashed task's records wait.";
+  private static final String LOCK_DURATION_MS_DISPLAY = "Record lock duration (ms)";
 
   public static final String DELIVERY_COUNT_LIMIT_CONFIG = "share.delivery.count.limit";
   private static final String DELIVERY_COUNT_LIMIT_DOC =
@@ -100,6 +128,7 @@ public class ShareSinkConfig extends AbstractConfig {
           + " many deliveries a record is archived (or written to the broker's DLQ). Must lie within"
           + " the broker's group.share.min/max.delivery.count.limit. Unset: the broker's default"
           + " (5).";
+  private static final String DELIVERY_COUNT_LIMIT_DISPLAY = "Delivery count limit";
 
   public static final String PARTITION_MAX_RECORD_LOCKS_CONFIG = "share.partition.max.record.locks";
   private static final String PARTITION_MAX_RECORD_LOCKS_DOC =
@@ -114,11 +143,13 @@ public class ShareSinkConfig extends AbstractConfig {
           + " default window held a fast sink below the classic runtime's throughput; a window"
           + " set on the group by other means is kept, and a broker without the maximum (Kafka"
           + " 4.2) is left alone. share.commit.max.records, when not set, follows this window.";
+  private static final String PARTITION_MAX_RECORD_LOCKS_DISPLAY = "Record locks per partition";
 
   public static final String DLQ_MODE_CONFIG = "share.dlq.mode";
   public static final String DLQ_MODE_AUTO = "auto";
   public static final String DLQ_MODE_BROKER = "broker";
   public static final String DLQ_MODE_CONNECT = "connect";
+  public static final String DLQ_MODE_DEFAULT = DLQ_MODE_AUTO;
   private static final String DLQ_MODE_DOC =
       "Who writes records to Connect's errors.deadletterqueue.topic.name. 'broker': the share"
           + " group's own DLQ (KIP-1191, share.version 2): the group gets"
@@ -132,12 +163,15 @@ public class ShareSinkConfig extends AbstractConfig {
           + " 2 or more, the topic name has the required prefix and the broker can write to the"
           + " topic (it exists with errors.deadletterqueue.group.enable=true, or the broker"
           + " creates DLQ topics), else 'connect'.";
+  private static final String DLQ_MODE_DISPLAY = "Dead letter queue writer";
 
   public static final String MIGRATION_ENABLE_CONFIG = "share.migration.enable";
+  public static final boolean MIGRATION_ENABLE_DEFAULT = true;
   private static final String MIGRATION_ENABLE_DOC =
       "On the first start of the share group (no share-group state yet), start it where the"
           + " classic sink runtime's consumer group connect-<connector name> stopped, when that"
           + " group has committed offsets for the topics: nothing is skipped or replayed.";
+  private static final String MIGRATION_ENABLE_DISPLAY = "Start from the classic group's offsets";
 
   // ---- share consumer
 
@@ -145,6 +179,7 @@ public class ShareSinkConfig extends AbstractConfig {
   public static final String ENGINE_NATIVE = "native";
   public static final String ENGINE_JAVA = "java";
   public static final String ENGINE_AUTO = "auto";
+  public static final String ENGINE_DEFAULT = ENGINE_AUTO;
   private static final String ENGINE_DOC =
       "The share consumer each task uses. 'auto' (default): sharesink's Rust engine through"
           + " JNI when its library loads on this worker and the security settings are ones it"
@@ -154,13 +189,15 @@ public class ShareSinkConfig extends AbstractConfig {
           + " library that does not load fails the connector with the loader's error). 'java'"
           + " forces the KafkaShareConsumer (Kafka 4.2+ worker); it renews every held record on"
           + " each poll.";
+  private static final String ENGINE_DISPLAY = "Share consumer engine";
 
   public static final String POLL_TIMEOUT_MS_CONFIG = "share.poll.timeout.ms";
+  public static final long POLL_TIMEOUT_MS_DEFAULT = 1_000L;
+  public static final long POLL_TIMEOUT_MS_MAX = 5_000L;
   private static final String POLL_TIMEOUT_MS_DOC =
       "Longest time one poll() of the task waits for records. At most 5000: the worker gives a"
           + " stopping task 5 s (task.shutdown.graceful.timeout.ms) to return from poll().";
-  public static final long POLL_TIMEOUT_MS_DEFAULT = 1_000L;
-  public static final long POLL_TIMEOUT_MS_MAX = 5_000L;
+  private static final String POLL_TIMEOUT_MS_DISPLAY = "Poll timeout (ms)";
 
   public static final String CONSUMER_PREFIX = "share.consumer.";
 
@@ -180,22 +217,26 @@ public class ShareSinkConfig extends AbstractConfig {
           + " each task's start) refuses a value that is not a comma-separated list of host:port,"
           + " or that names a host DNS cannot resolve; a host that resolves but does not answer is"
           + " not refused (the cluster may be down for now).";
+  private static final String BOOTSTRAP_SERVERS_DISPLAY = "Bootstrap servers";
 
   public static final String SECURITY_PROTOCOL_CONFIG = "share.consumer.security.protocol";
   private static final String SECURITY_PROTOCOL_DOC =
       "The share consumer's security.protocol. Default: the worker's consumer.security.protocol."
           + " An override, as share.consumer.bootstrap.servers.";
+  private static final String SECURITY_PROTOCOL_DISPLAY = "Security protocol";
 
   public static final String SASL_MECHANISM_CONFIG = "share.consumer.sasl.mechanism";
   private static final String SASL_MECHANISM_DOC =
       "The share consumer's sasl.mechanism (the native engine speaks PLAIN, SCRAM-SHA-256 and"
           + " SCRAM-SHA-512). Default: the worker's consumer.sasl.mechanism. An override, as"
           + " share.consumer.bootstrap.servers.";
+  private static final String SASL_MECHANISM_DISPLAY = "SASL mechanism";
 
   public static final String SASL_JAAS_CONFIG = "share.consumer.sasl.jaas.config";
   private static final String SASL_JAAS_DOC =
       "The share consumer's sasl.jaas.config. Default: the worker's consumer.sasl.jaas.config. An"
           + " override, as share.consumer.bootstrap.servers.";
+  private static final String SASL_JAAS_DISPLAY = "SASL JAAS configuration";
 
   /**
    * The consumer's settings of type PASSWORD ({@code ssl.keystore.password}, ...): defined under
@@ -221,25 +262,7 @@ public class ShareSinkConfig extends AbstractConfig {
           + " worker's configuration only from the worker process: the configuration the worker"
           + " hands sharesink's REST extension, else the file named on the worker's command line."
           + " A config that sets this key is refused.";
-
-  public static final String DELIVERY_COUNT_HEADER_CONFIG = SinkDriverConfig.DELIVERY_COUNT_HEADER;
-
-  // ---- commit (the driver's keys, documented here so the reference is complete)
-
-  public static final String COMMIT_INTERVAL_MS_CONFIG = SinkDriverConfig.COMMIT_INTERVAL_MS;
-  public static final String COMMIT_MAX_RECORDS_CONFIG = SinkDriverConfig.COMMIT_MAX_RECORDS;
-  public static final String COMMIT_MIN_INTERVAL_MS_CONFIG =
-      SinkDriverConfig.COMMIT_MIN_INTERVAL_MS;
-  public static final String EMPTY_PRECOMMIT_CONFIG = SinkDriverConfig.EMPTY_PRECOMMIT;
-
-  // ---- restarts of a failed legacy task (the driver's keys as well)
-
-  public static final String TASK_RESTART_MAX_ATTEMPTS_CONFIG =
-      SinkDriverConfig.TASK_RESTART_MAX_ATTEMPTS;
-  public static final String TASK_RESTART_BACKOFF_MS_CONFIG =
-      SinkDriverConfig.TASK_RESTART_BACKOFF_MS;
-  public static final String TASK_RESTART_BACKOFF_MAX_MS_CONFIG =
-      SinkDriverConfig.TASK_RESTART_BACKOFF_MAX_MS;
+  private static final String WORKER_CONFIG_DISPLAY = "Worker configuration file (removed)";
 
   // ---- internal keys the connector adds to task configs (not user settings)
 
@@ -279,14 +302,12 @@ public class ShareSinkConfig extends AbstractConfig {
    */
   public static final String FORM_FLAG_VALUE_CONFIG = "share.internal.form.flag";
 
-  /** Connect's own key for the DLQ topic. */
-  public static final String DLQ_TOPIC_CONFIG = SinkDriverConfig.DLQ_TOPIC;
-
+  // The reference's sections, in this order; the driver's keys are in "Legacy sink", "Share
+  // commit" and "Legacy task restarts" (groups SinkDriverConfig gives them).
   private static final String GROUP_LEGACY_SINK = "Legacy sink";
+  private static final String GROUP_ORDER = "Order";
   private static final String GROUP_SHARE_GROUP = "Share group";
   private static final String GROUP_SHARE_CONSUMER = "Share consumer";
-  private static final String GROUP_COMMIT = "Share commit";
-  private static final String GROUP_RESTART = "Legacy task restarts";
 
   public static final ConfigDef CONFIG_DEF = configDef();
 
@@ -301,163 +322,173 @@ public class ShareSinkConfig extends AbstractConfig {
         SINK_CONNECTOR_CLASS_CONFIG,
         Type.STRING,
         ConfigDef.NO_DEFAULT_VALUE,
-        new SinkConnectorClassValidator(),
+        new ConfigValidators.SinkConnectorClassValidator(),
         Importance.HIGH,
         SINK_CONNECTOR_CLASS_DOC,
         GROUP_LEGACY_SINK,
         ++order,
         Width.LONG,
-        "Legacy sink connector class");
+        SINK_CONNECTOR_CLASS_DISPLAY);
     def.define(
         TOPICS_CONFIG,
         Type.LIST,
-        "",
-        new TopicNamesValidator(),
+        TOPICS_DEFAULT,
+        new ConfigValidators.TopicNamesValidator(),
         Importance.HIGH,
         TOPICS_DOC,
         GROUP_LEGACY_SINK,
         ++order,
         Width.LONG,
-        "Topics");
+        TOPICS_DISPLAY);
     def.define(
         TOPICS_REGEX_CONFIG,
         Type.STRING,
-        "",
-        new RegexValidator(),
+        TOPICS_REGEX_DEFAULT,
+        new ConfigValidators.RegexValidator(),
         Importance.HIGH,
         TOPICS_REGEX_DOC,
         GROUP_LEGACY_SINK,
         ++order,
         Width.LONG,
-        "Topics regex");
-    defineDriverKeys(def, GROUP_LEGACY_SINK, order, List.of(DELIVERY_COUNT_HEADER_CONFIG));
+        TOPICS_REGEX_DISPLAY);
+    includeDriverKeys(def, SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG);
 
-    // ---- order (io.sharesink.connect.ordering): share.ordering, in a group of its own
-    ShareOrdering.define(def);
+    def.define(
+        ORDERING_CONFIG,
+        Type.STRING,
+        ORDERING_DEFAULT,
+        ConfigDef.CaseInsensitiveValidString.in(
+            ShareOrdering.CHECK, ShareOrdering.UNORDERED, ShareOrdering.OFFSET_GUARDED),
+        Importance.HIGH,
+        ORDERING_DOC,
+        GROUP_ORDER,
+        1,
+        Width.SHORT,
+        ORDERING_DISPLAY);
 
     order = 0;
     def.define(
         GROUP_ID_CONFIG,
         Type.STRING,
         null,
-        new OptionalNonEmptyString(),
+        new ConfigValidators.OptionalNonEmptyString(),
         Importance.HIGH,
         GROUP_ID_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.MEDIUM,
-        "Share group id");
+        GROUP_ID_DISPLAY);
     def.define(
         AUTO_OFFSET_RESET_CONFIG,
         Type.STRING,
         AUTO_OFFSET_RESET_DEFAULT,
-        new AutoOffsetResetValidator(),
+        new ConfigValidators.AutoOffsetResetValidator(),
         Importance.MEDIUM,
         AUTO_OFFSET_RESET_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.MEDIUM,
-        "Start position of a new group");
+        AUTO_OFFSET_RESET_DISPLAY);
     def.define(
         LOCK_DURATION_MS_CONFIG,
         Type.INT,
         null,
-        new OptionalAtLeast(1_000),
+        new ConfigValidators.OptionalAtLeast(1_000),
         Importance.MEDIUM,
         LOCK_DURATION_MS_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.SHORT,
-        "Record lock duration (ms)");
+        LOCK_DURATION_MS_DISPLAY);
     def.define(
         DELIVERY_COUNT_LIMIT_CONFIG,
         Type.INT,
         null,
-        new OptionalAtLeast(2),
+        new ConfigValidators.OptionalAtLeast(2),
         Importance.MEDIUM,
         DELIVERY_COUNT_LIMIT_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.SHORT,
-        "Delivery count limit");
+        DELIVERY_COUNT_LIMIT_DISPLAY);
     def.define(
         PARTITION_MAX_RECORD_LOCKS_CONFIG,
         Type.INT,
         null,
-        new OptionalAtLeast(100, "the broker's maximum, see the description"),
+        new ConfigValidators.OptionalAtLeast(100, "the broker's maximum, see the description"),
         Importance.MEDIUM,
         PARTITION_MAX_RECORD_LOCKS_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.SHORT,
-        "Record locks per partition");
+        PARTITION_MAX_RECORD_LOCKS_DISPLAY);
     def.define(
         DLQ_MODE_CONFIG,
         Type.STRING,
-        DLQ_MODE_AUTO,
+        DLQ_MODE_DEFAULT,
         ConfigDef.CaseInsensitiveValidString.in(DLQ_MODE_AUTO, DLQ_MODE_BROKER, DLQ_MODE_CONNECT),
         Importance.MEDIUM,
         DLQ_MODE_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.SHORT,
-        "Dead letter queue writer");
+        DLQ_MODE_DISPLAY);
     def.define(
         MIGRATION_ENABLE_CONFIG,
         Type.BOOLEAN,
-        true,
+        MIGRATION_ENABLE_DEFAULT,
         Importance.MEDIUM,
         MIGRATION_ENABLE_DOC,
         GROUP_SHARE_GROUP,
         ++order,
         Width.SHORT,
-        "Start from the classic group's offsets");
+        MIGRATION_ENABLE_DISPLAY);
 
     order = 0;
     def.define(
         ENGINE_CONFIG,
         Type.STRING,
-        ENGINE_AUTO,
+        ENGINE_DEFAULT,
         ConfigDef.CaseInsensitiveValidString.in(ENGINE_AUTO, ENGINE_NATIVE, ENGINE_JAVA),
         Importance.LOW,
         ENGINE_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.SHORT,
-        "Share consumer engine");
+        ENGINE_DISPLAY);
     def.define(
         BOOTSTRAP_SERVERS_CONFIG,
         Type.STRING,
         null,
-        new OptionalNonEmptyString(),
+        new ConfigValidators.OptionalNonEmptyString(),
         Importance.HIGH,
         BOOTSTRAP_SERVERS_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.LONG,
-        "Bootstrap servers");
+        BOOTSTRAP_SERVERS_DISPLAY);
     def.define(
         SECURITY_PROTOCOL_CONFIG,
         Type.STRING,
         null,
-        new OptionalCaseInsensitive(SecurityProtocol.names()),
+        new ConfigValidators.OptionalCaseInsensitive(SecurityProtocol.names()),
         Importance.MEDIUM,
         SECURITY_PROTOCOL_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.MEDIUM,
-        "Security protocol");
+        SECURITY_PROTOCOL_DISPLAY);
     def.define(
         SASL_MECHANISM_CONFIG,
         Type.STRING,
         null,
-        new OptionalNonEmptyString(),
+        new ConfigValidators.OptionalNonEmptyString(),
         Importance.MEDIUM,
         SASL_MECHANISM_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.MEDIUM,
-        "SASL mechanism");
+        SASL_MECHANISM_DISPLAY);
     def.define(
         SASL_JAAS_CONFIG,
         Type.PASSWORD,
@@ -467,7 +498,7 @@ public class ShareSinkConfig extends AbstractConfig {
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.LONG,
-        "SASL JAAS configuration");
+        SASL_JAAS_DISPLAY);
     for (String key : CONSUMER_PASSWORD_KEYS) {
       def.define(
           CONSUMER_PREFIX + key,
@@ -484,13 +515,13 @@ public class ShareSinkConfig extends AbstractConfig {
         WORKER_CONFIG_CONFIG,
         Type.STRING,
         null,
-        new RemovedSetting(),
+        new ConfigValidators.RemovedSetting(),
         Importance.LOW,
         WORKER_CONFIG_DOC,
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.LONG,
-        "Worker configuration file (removed)");
+        WORKER_CONFIG_DISPLAY);
     def.define(
         POLL_TIMEOUT_MS_CONFIG,
         Type.LONG,
@@ -501,43 +532,28 @@ public class ShareSinkConfig extends AbstractConfig {
         GROUP_SHARE_CONSUMER,
         ++order,
         Width.SHORT,
-        "Poll timeout (ms)");
-    // The driver's commit and restart keys, with its documentation and defaults, in our groups.
-    defineDriverKeys(
+        POLL_TIMEOUT_MS_DISPLAY);
+    // The driver's commit and restart keys, as SinkDriverConfig defines them.
+    includeDriverKeys(
         def,
-        GROUP_COMMIT,
-        0,
-        List.of(
-            COMMIT_INTERVAL_MS_CONFIG,
-            COMMIT_MAX_RECORDS_CONFIG,
-            COMMIT_MIN_INTERVAL_MS_CONFIG,
-            EMPTY_PRECOMMIT_CONFIG));
-    defineDriverKeys(
+        SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG,
+        SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG,
+        SinkDriverConfig.COMMIT_MIN_INTERVAL_MS_CONFIG,
+        SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG);
+    includeDriverKeys(
         def,
-        GROUP_RESTART,
-        0,
-        List.of(
-            TASK_RESTART_MAX_ATTEMPTS_CONFIG,
-            TASK_RESTART_BACKOFF_MS_CONFIG,
-            TASK_RESTART_BACKOFF_MAX_MS_CONFIG));
+        SinkDriverConfig.TASK_RESTART_MAX_ATTEMPTS_CONFIG,
+        SinkDriverConfig.TASK_RESTART_BACKOFF_MS_CONFIG,
+        SinkDriverConfig.TASK_RESTART_BACKOFF_MAX_MS_CONFIG);
     return def;
   }
 
-  /** Defines the driver's {@code keys} in {@code group}, ordered after {@code order}. */
-  private static void defineDriverKeys(ConfigDef def, String group, int order, List<String> keys) {
+  /**
+   * Adds the driver's {@code keys} as {@link SinkDriverConfig} defines them (group and order too).
+   */
+  private static void includeDriverKeys(ConfigDef def, String... keys) {
     for (String key : keys) {
-      ConfigDef.ConfigKey k = SinkDriverConfig.CONFIG_DEF.configKeys().get(key);
-      def.define(
-          k.name,
-          k.type,
-          k.defaultValue,
-          k.validator,
-          k.importance,
-          k.documentation,
-          group,
-          ++order,
-          k.width,
-          k.displayName);
+      def.define(SinkDriverConfig.CONFIG_DEF.configKeys().get(key));
     }
   }
 
@@ -555,65 +571,6 @@ public class ShareSinkConfig extends AbstractConfig {
     return regex == null || regex.isBlank()
         ? Optional.empty()
         : Optional.of(Pattern.compile(regex));
-  }
-
-  /**
-   * What is wrong with the choice of topics, as Connect's SinkConnectorConfig checks it: exactly
-   * one of {@value #TOPICS_CONFIG} and {@value #TOPICS_REGEX_CONFIG}; the DLQ topic not among them.
-   * Keyed by the setting to blame; empty when nothing is.
-   */
-  public static Map<String, String> topicChoiceProblems(Map<String, String> props) {
-    String list = props.getOrDefault(TOPICS_CONFIG, "").trim();
-    String regex = props.getOrDefault(TOPICS_REGEX_CONFIG, "").trim();
-    String dlq = props.getOrDefault(DLQ_TOPIC_CONFIG, "").trim();
-    Map<String, String> problems = new LinkedHashMap<>();
-    if (!list.isEmpty() && !regex.isEmpty()) {
-      problems.put(
-          TOPICS_REGEX_CONFIG,
-          TOPICS_CONFIG + " and " + TOPICS_REGEX_CONFIG + " are mutually exclusive: set one");
-    } else if (list.isEmpty() && regex.isEmpty()) {
-      problems.put(TOPICS_CONFIG, "set " + TOPICS_CONFIG + " or " + TOPICS_REGEX_CONFIG);
-    } else if (!dlq.isEmpty()) {
-      if (!list.isEmpty()
-          && Arrays.stream(list.split(",")).map(String::trim).anyMatch(dlq::equals)) {
-        problems.put(
-            TOPICS_CONFIG, "the DLQ topic '" + dlq + "' may not be one of the topics consumed");
-      } else if (!regex.isEmpty() && matchesQuietly(regex, dlq)) {
-        problems.put(
-            TOPICS_REGEX_CONFIG,
-            "the DLQ topic '" + dlq + "' may not be matched by the pattern of the topics consumed");
-      }
-    }
-    return problems;
-  }
-
-  private static boolean matchesQuietly(String regex, String topic) {
-    try {
-      return Pattern.compile(regex).matcher(topic).matches();
-    } catch (PatternSyntaxException e) {
-      return false; // reported by the key's own validator
-    }
-  }
-
-  /**
-   * {@value #METADATA_MAX_AGE_MS} among the client settings (so {@code
-   * share.consumer.metadata.max.age.ms}), else Kafka's default.
-   */
-  public static long metadataMaxAgeMs(Map<String, Object> clientSettings) {
-    Object value = clientSettings.get(METADATA_MAX_AGE_MS);
-    if (value == null || value.toString().isBlank()) {
-      return METADATA_MAX_AGE_MS_DEFAULT;
-    }
-    try {
-      long ms = Long.parseLong(value.toString().trim());
-      if (ms > 0) {
-        return ms;
-      }
-    } catch (NumberFormatException e) {
-      // fall through
-    }
-    throw new ConfigException(
-        CONSUMER_PREFIX + METADATA_MAX_AGE_MS, value, "must be a positive number of milliseconds");
   }
 
   /** {@code share.group.id}, or {@code connect-share-<connectorName>}. */
@@ -679,188 +636,13 @@ public class ShareSinkConfig extends AbstractConfig {
   }
 
   public long commitIntervalMs() {
-    return getLong(COMMIT_INTERVAL_MS_CONFIG);
+    return getLong(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG);
   }
 
   /** Connect's {@code errors.deadletterqueue.topic.name}, or the empty string. */
   public String dlqTopic() {
-    Object topic = originals().get(DLQ_TOPIC_CONFIG);
+    Object topic = originals().get(SinkDriverConfig.DLQ_TOPIC_CONFIG);
     return topic == null ? "" : topic.toString().trim();
-  }
-
-  /**
-   * Checks that the named class loads through the thread's context class loader (the worker's
-   * plugin loaders) and is a {@link SinkConnector}.
-   */
-  static final class SinkConnectorClassValidator implements ConfigDef.Validator {
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value == null) {
-        return; // "missing required configuration" is reported by ConfigDef itself
-      }
-      LegacyPlugins.loadSinkConnectorClass(name, ((String) value).trim());
-    }
-
-    @Override
-    public String toString() {
-      return "a SinkConnector class installed on the worker";
-    }
-  }
-
-  /** A list of names, possibly empty (then topics.regex names the topics), without blanks. */
-  static final class TopicNamesValidator implements ConfigDef.Validator {
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value instanceof List<?> list
-          && list.stream().anyMatch(v -> v == null || v.toString().isBlank())) {
-        throw new ConfigException(name, value, "must be a list of names without empty entries");
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "list of topic names";
-    }
-  }
-
-  /** Unset, or a Java regular expression that compiles. */
-  static final class RegexValidator implements ConfigDef.Validator {
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value == null || value.toString().isBlank()) {
-        return;
-      }
-      try {
-        Pattern.compile(value.toString());
-      } catch (PatternSyntaxException e) {
-        throw new ConfigException(
-            name, value, "is not a valid regular expression: " + e.getDescription());
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "a Java regular expression";
-    }
-  }
-
-  /** A setting that no longer exists: any value is refused with what replaced it. */
-  static final class RemovedSetting implements ConfigDef.Validator {
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value != null) {
-        throw new ConfigException(
-            name
-                + " was removed: sharesink reads the worker's configuration from the worker"
-                + " process only (its REST extension, or the file on its command line); remove"
-                + " the key");
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "unset (removed)";
-    }
-  }
-
-  /** Unset, or a non-blank string. */
-  static final class OptionalNonEmptyString implements ConfigDef.Validator {
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value != null && value.toString().isBlank()) {
-        throw new ConfigException(name, value, "must not be empty (leave it unset instead)");
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "unset, or a non-empty string";
-    }
-  }
-
-  /** Unset, or an integer of at least {@code min}. */
-  static final class OptionalAtLeast implements ConfigDef.Validator {
-    private final int min;
-    private final String unset;
-
-    OptionalAtLeast(int min) {
-      this(min, "the broker's default");
-    }
-
-    /** {@code unset}: what an unset value means, for the configuration reference. */
-    OptionalAtLeast(int min, String unset) {
-      this.min = min;
-      this.unset = unset;
-    }
-
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value != null && ((Number) value).longValue() < min) {
-        throw new ConfigException(name, value, "must be at least " + min);
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "unset (" + unset + "), or at least " + min;
-    }
-  }
-
-  /** Unset, or one of {@code allowed}, ignoring case. */
-  static final class OptionalCaseInsensitive implements ConfigDef.Validator {
-    private final List<String> allowed;
-
-    OptionalCaseInsensitive(List<String> allowed) {
-      this.allowed = List.copyOf(allowed);
-    }
-
-    @Override
-    public void ensureValid(String name, Object value) {
-      if (value == null) {
-        return;
-      }
-      String text = value.toString().trim();
-      if (allowed.stream().noneMatch(a -> a.equalsIgnoreCase(text))) {
-        throw new ConfigException(name, value, "must be one of " + allowed);
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "unset, or one of " + allowed;
-    }
-  }
-
-  /** The broker's accepted forms of share.auto.offset.reset. */
-  static final class AutoOffsetResetValidator implements ConfigDef.Validator {
-    static final String BY_DURATION = "by_duration:";
-
-    @Override
-    public void ensureValid(String name, Object value) {
-      String text = value == null ? "" : value.toString().trim().toLowerCase(Locale.ROOT);
-      if (text.equals("earliest") || text.equals("latest")) {
-        return;
-      }
-      if (text.startsWith(BY_DURATION)) {
-        String duration = value.toString().trim().substring(BY_DURATION.length());
-        try {
-          if (!Duration.parse(duration).isNegative()) {
-            return;
-          }
-        } catch (DateTimeParseException e) {
-          // fall through to the error
-        }
-        throw new ConfigException(
-            name, value, "'" + duration + "' is not a non-negative ISO-8601 duration (e.g. PT1H)");
-      }
-      throw new ConfigException(
-          name, value, "must be earliest, latest or by_duration:<ISO-8601 duration>");
-    }
-
-    @Override
-    public String toString() {
-      return "earliest, latest, by_duration:<ISO-8601 duration>";
-    }
   }
 
   /**

@@ -8,6 +8,7 @@ import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
 import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.LoaderSwap;
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -149,7 +150,7 @@ public class ShareSinkConnector extends SourceConnector {
     // Exactly one of topics and topics.regex, as the sink runtime requires; a malformed pattern
     // is already reported on topics.regex by its ConfigDef validator.
     if (!hasErrors(values)) {
-      ShareSinkConfig.topicChoiceProblems(connectorConfigs)
+      ConfigValidators.topicChoiceProblems(connectorConfigs)
           .forEach((key, message) -> value(values, key).addErrorMessage(message));
     }
     boolean configErrors = hasErrors(values);
@@ -352,17 +353,11 @@ public class ShareSinkConnector extends SourceConnector {
     String name = this.props.get("name");
     String groupId = config.groupId(name);
 
-    Class<? extends SinkConnector> legacyClass =
-        LegacyPlugins.loadSinkConnectorClass(
-            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
-    // As the worker does before it builds a sink connector's clients: this worker's policy
-    // decides, however the connector got validated.
-    ConnectorClients clients = ConnectorClients.of(workerDefaults.get(), this.props);
-    clients.ensureAllowed(name, legacyClass);
-    // Refuse what validation refuses: a config stored before the order check existed.
-    ShareOrdering.ensureRunnable(this.props, legacyClass);
-    clients.ensureConnectable(resolver);
-    Map<String, Object> adminSettings = clients.admin();
+    StartChecks checked =
+        StartChecks.run(
+            config, this.props, name, workerDefaults.get(), resolver, StartChecks.Order.CHECK);
+    Class<? extends SinkConnector> legacyClass = checked.legacyClass();
+    Map<String, Object> adminSettings = checked.clients().admin();
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(adminSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
     try {
@@ -390,7 +385,7 @@ public class ShareSinkConnector extends SourceConnector {
                 + " cycle runs once {} records have been put (half the window)",
             groupId,
             setup.recordLocks(),
-            ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG,
+            SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG,
             derivedCommitMaxRecords);
       }
     } catch (RuntimeException e) {
@@ -485,7 +480,8 @@ public class ShareSinkConnector extends SourceConnector {
     Map<String, String> shareProps = props;
     if (derivedCommitMaxRecords != null) {
       shareProps = new HashMap<>(props);
-      shareProps.put(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG, derivedCommitMaxRecords.toString());
+      shareProps.put(
+          SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG, derivedCommitMaxRecords.toString());
     }
     return taskConfigs(legacyConfigs, legacyTaskClass.getName(), shareProps, dlqMode);
   }
@@ -497,7 +493,7 @@ public class ShareSinkConnector extends SourceConnector {
    * is set (an explicit value wins).
    */
   static Integer derivedCommitMaxRecords(Map<String, String> props, long recordLocks) {
-    if (props.containsKey(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG)) {
+    if (props.containsKey(SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG)) {
       return null;
     }
     return (int) Math.max(1, Math.min(Integer.MAX_VALUE, recordLocks / 2));

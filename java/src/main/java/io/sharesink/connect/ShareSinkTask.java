@@ -2,10 +2,12 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.nativelib.NativeLoader;
+import io.sharesink.connect.sink.KeeperTimer;
 import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
 import io.sharesink.connect.sink.SinkDriverConfig;
+import io.sharesink.connect.sink.StopBudget;
 import io.sharesink.connect.topics.AdminTopicLister;
 import io.sharesink.connect.topics.TopicPatternSubscription;
 import io.sharesink.engine.EngineException;
@@ -22,13 +24,12 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.SortedSet;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -59,16 +60,24 @@ import org.slf4j.LoggerFactory;
  * driver's lock keeper goes on renewing the records the task holds for up to {@code
  * share.task.stuck.timeout.ms}, then releases them to other members (or to this one after RESUME),
  * a redelivery that at-least-once allows.
+ *
+ * <p>Time: one {@link Time} (the {@link #time} seam, the system clock in a worker) reaches the
+ * driver, the engines, the topic pattern's checks and every wait of the task; how long a stop may
+ * take is {@link StopBudget}. Waits are {@link Time#waitObject}: timed monitor waits on the system
+ * clock, ended on a {@code MockTime} by their condition or by a test moving the clock.
  */
 public class ShareSinkTask extends SourceTask {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkTask.class);
 
-  /** How much longer than a poll timeout stop() waits for a running cycle. */
-  private static final long STOP_GRACE_MS = 4_000;
+  /**
+   * Guards the driver and engine: one cycle, or the cleanup, at a time; {@link #busy} says whether
+   * one runs, and whoever ends it notifies this monitor.
+   */
+  private final Object gate = new Object();
 
-  /** Guards the driver and engine: one cycle, or the cleanup, at a time. */
-  private final ReentrantLock cycleLock = new ReentrantLock();
+  /** A cycle or the cleanup runs; guarded by {@link #gate}. */
+  private boolean busy;
 
   private volatile boolean stopRequested;
   private volatile ShareSinkDriver driver;
@@ -89,8 +98,11 @@ public class ShareSinkTask extends SourceTask {
   /** What the member subscribes to now (for {@code topics.regex}'s log lines). */
   private List<String> subscribed = List.of();
 
-  /** The clock of the topic pattern's checks; a seam for tests. */
+  /** The task's clock, handed to everything the task makes; a seam for tests. */
   Time time = Time.SYSTEM;
+
+  /** What runs the driver's lock keeper off the task thread; a seam for tests. */
+  KeeperTimer keeperTimer = KeeperTimer.shared();
 
   /** The worker's configuration (only the worker process decides it); a seam for tests. */
   Supplier<WorkerDefaults> workerDefaults = WorkerDefaults::current;
@@ -112,15 +124,17 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    Class<? extends SinkConnector> connectorClass =
-        LegacyPlugins.loadSinkConnectorClass(
-            ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());
-    // As the worker does before it builds a sink task's clients: this worker's policy decides.
     WorkerDefaults worker = workerDefaults.get();
-    ConnectorClients clients = ConnectorClients.of(worker, props);
-    clients.ensureAllowed(connectorName, connectorClass);
-    // This worker's DNS may differ from the one that validated the connector.
-    clients.ensureConnectable(BootstrapServers.HostResolver.DNS);
+    StartChecks checked =
+        StartChecks.run(
+            config,
+            props,
+            connectorName,
+            worker,
+            BootstrapServers.HostResolver.DNS,
+            StartChecks.Order.SKIP);
+    Class<? extends SinkConnector> connectorClass = checked.legacyClass();
+    ConnectorClients clients = checked.clients();
     ShareConsumerSettings consumerSettings = clients.consumer();
     if (!consumerSettings.ignored().isEmpty()) {
       log.warn(
@@ -172,7 +186,9 @@ public class ShareSinkTask extends SourceTask {
                     .taskName(taskName)
                     .engine(newEngine)
                     .classLoader(Thread.currentThread().getContextClassLoader())
-                    .pluginMetrics(context.pluginMetrics());
+                    .pluginMetrics(context.pluginMetrics())
+                    .time(time)
+                    .keeperTimer(keeperTimer);
             String dlqMode =
                 props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
             if (GroupSettings.BROKER.equals(dlqMode)) {
@@ -231,7 +247,7 @@ public class ShareSinkTask extends SourceTask {
     if (!config.dlqTopic().isEmpty()) {
       excluded.add(config.dlqTopic());
     }
-    long checkIntervalMs = ShareSinkConfig.metadataMaxAgeMs(consumerSettings);
+    long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(consumerSettings);
     Map<String, Object> settings = new HashMap<>(adminSettings);
     settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
     Admin admin = Admin.create(settings);
@@ -293,14 +309,12 @@ public class ShareSinkTask extends SourceTask {
     long waitMs = Math.min(pollTimeout.toMillis(), pattern.nextCheckMs() - time.milliseconds());
     pattern.awaitListing(pollTimeout.toMillis());
     if (waitMs > 0) {
-      synchronized (idle) {
-        if (!stopRequested) {
-          try {
-            idle.wait(waitMs);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        }
+      try {
+        time.waitObject(idle, () -> stopRequested, time.milliseconds() + waitMs);
+      } catch (TimeoutException e) {
+        // Time to look at the cluster again.
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
   }
@@ -313,7 +327,7 @@ public class ShareSinkTask extends SourceTask {
     List<String> unread =
         NativeEngineSettings.unread(consumerSettings.settings()).stream()
             // Read by the task itself: how often topics.regex is matched again.
-            .filter(k -> !k.equals(ShareSinkConfig.METADATA_MAX_AGE_MS))
+            .filter(k -> !k.equals(ShareConsumerSettings.METADATA_MAX_AGE_MS))
             .toList();
     if (unread.isEmpty()) {
       return null;
@@ -354,7 +368,8 @@ public class ShareSinkTask extends SourceTask {
     settings.putIfAbsent("client.id", clientId);
     if (ShareSinkConfig.ENGINE_JAVA.equals(kind)) {
       try {
-        ShareConsumerEngine java = new KafkaShareConsumerEngine(settings, topics);
+        ShareConsumerEngine java =
+            new KafkaShareConsumerEngine(settings, topics, time, StopBudget.ENGINE_CLOSE);
         log.info(
             "{}: the worker's KafkaShareConsumer joins share group {} on {}",
             taskName,
@@ -372,7 +387,7 @@ public class ShareSinkTask extends SourceTask {
     String nativeVersion = NativeLoader.ensureLoaded();
     try {
       ShareConsumerEngine nativeEngine =
-          new NativeShareConsumerEngine(nativeSettings(settings, stuckTimeoutMs), topics);
+          new NativeShareConsumerEngine(nativeSettings(settings, stuckTimeoutMs), topics, time);
       log.info(
           "{}: sharesink native engine {} started member {} of share group {} on {}",
           taskName,
@@ -390,16 +405,22 @@ public class ShareSinkTask extends SourceTask {
   /** The native engine's bound on holding fetched records for a caller that does not poll. */
   static final String BUFFER_HOLD_MAX_MS = "share.buffer.hold.max.ms";
 
+  /** The native engine's close budget. */
+  static final String CLOSE_TIMEOUT_MS = "share.close.timeout.ms";
+
   /**
    * The settings a native member starts with: the client settings, plus {@value
    * #BUFFER_HOLD_MAX_MS} = {@code share.task.stuck.timeout.ms} unless {@code
-   * share.consumer.share.buffer.hold.max.ms} sets it. The engine renews the records it has fetched
-   * and the task has not polled while the task thread is stuck in a call, as the driver renews the
-   * ones it holds, and both release theirs after the same time: the member behaves one way.
+   * share.consumer.share.buffer.hold.max.ms} sets it, and {@value #CLOSE_TIMEOUT_MS} = {@link
+   * StopBudget#ENGINE_CLOSE} unless {@code share.consumer.share.close.timeout.ms} sets it. The
+   * engine renews the records it has fetched and the task has not polled while the task thread is
+   * stuck in a call, as the driver renews the ones it holds, and both release theirs after the same
+   * time: the member behaves one way.
    */
   static Map<String, Object> nativeSettings(Map<String, Object> settings, long stuckTimeoutMs) {
     Map<String, Object> out = new HashMap<>(settings);
     out.putIfAbsent(BUFFER_HOLD_MAX_MS, Long.toString(stuckTimeoutMs));
+    out.putIfAbsent(CLOSE_TIMEOUT_MS, Long.toString(StopBudget.ENGINE_CLOSE.toMillis()));
     return out;
   }
 
@@ -482,7 +503,7 @@ public class ShareSinkTask extends SourceTask {
     if (stopRequested) {
       return null;
     }
-    cycleLock.lock();
+    enterGate();
     try {
       if (stopRequested) {
         return null;
@@ -504,7 +525,7 @@ public class ShareSinkTask extends SourceTask {
           cleanUp();
         }
       } finally {
-        cycleLock.unlock();
+        leaveGate();
       }
     }
     return null;
@@ -520,6 +541,10 @@ public class ShareSinkTask extends SourceTask {
    */
   @Override
   public void stop() {
+    // A cycle returns within the poll timeout after the wakeup, unless the legacy task is stuck
+    // in put(); then the cycle's own thread cleans up when it returns (see StopBudget).
+    long deadlineMs =
+        time.milliseconds() + pollTimeout.toMillis() + StopBudget.CYCLE_WAIT_BEYOND_POLL.toMillis();
     stopRequested = true;
     synchronized (idle) {
       idle.notifyAll();
@@ -528,15 +553,7 @@ public class ShareSinkTask extends SourceTask {
     if (current != null) {
       current.wakeup();
     }
-    boolean locked = false;
-    try {
-      // A cycle returns within the poll timeout after the wakeup, unless the legacy task is
-      // stuck in put(); then the cycle's own thread cleans up when it returns.
-      locked = cycleLock.tryLock(pollTimeout.toMillis() + STOP_GRACE_MS, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    if (!locked) {
+    if (!enterGate(deadlineMs)) {
       log.warn(
           "{}: the running share cycle did not return in time; it stops the task when it does",
           taskName);
@@ -545,11 +562,55 @@ public class ShareSinkTask extends SourceTask {
     try {
       cleanUp();
     } finally {
-      cycleLock.unlock();
+      leaveGate();
     }
   }
 
-  /** Called with the cycle lock held; idempotent. */
+  /** Waits, as long as it takes, until no cycle or cleanup runs, and starts one (a poll). */
+  private void enterGate() {
+    boolean interrupted = false;
+    synchronized (gate) {
+      while (busy) {
+        try {
+          gate.wait();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      busy = true;
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * As {@link #enterGate()}, waiting until {@code deadlineMs} on the task's clock at most (a stop);
+   * returns whether it entered.
+   */
+  private boolean enterGate(long deadlineMs) {
+    synchronized (gate) {
+      try {
+        time.waitObject(gate, () -> !busy, deadlineMs);
+      } catch (TimeoutException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+      busy = true;
+      return true;
+    }
+  }
+
+  private void leaveGate() {
+    synchronized (gate) {
+      busy = false;
+      gate.notifyAll();
+    }
+  }
+
+  /** Called inside the gate; idempotent. */
   private void cleanUp() {
     if (cleanedUp) {
       return;

@@ -8,6 +8,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +26,9 @@ import org.slf4j.LoggerFactory;
  * thread), and frees the handle once the last in-flight call has returned; calls after close throw
  * {@link IllegalStateException}, a {@link #wakeup} after close does nothing. The first consumer in
  * the JVM starts the native runtime, the last one to close stops it.
+ *
+ * <p>Time: the only wait on the Java side is close's wait for calls still running on other threads,
+ * a {@link Time#waitObject} on the engine's lock, on the clock the engine is given.
  *
  * <p>Logs: native log lines of this member are re-logged through SLF4J by the thread that polls (or
  * closes), so they carry its MDC; see {@link NativeLogBridge}.
@@ -47,6 +52,7 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   private boolean closed;
 
   private final String description;
+  private final Time time;
   private PollBuffer pollBuffer;
 
   /** The thread of the latest poll (read under {@link #lock}, written before its exit). */
@@ -64,12 +70,27 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
    *     cluster cannot be reached, and so on
    */
   public NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics) {
-    this(kafkaSettings, topics, DEFAULT_BUFFER_BYTES, new NativeLogBridge());
+    this(kafkaSettings, topics, Time.SYSTEM);
+  }
+
+  /** As {@link #NativeShareConsumerEngine(Map, List)}, on the clock {@code time}. */
+  public NativeShareConsumerEngine(Map<String, ?> kafkaSettings, List<String> topics, Time time) {
+    this(kafkaSettings, topics, DEFAULT_BUFFER_BYTES, new NativeLogBridge(), time);
   }
 
   NativeShareConsumerEngine(
       Map<String, ?> kafkaSettings, List<String> topics, int bufferBytes, NativeLogBridge logs) {
+    this(kafkaSettings, topics, bufferBytes, logs, Time.SYSTEM);
+  }
+
+  NativeShareConsumerEngine(
+      Map<String, ?> kafkaSettings,
+      List<String> topics,
+      int bufferBytes,
+      NativeLogBridge logs,
+      Time time) {
     this.logs = logs;
+    this.time = time;
     Map<String, String> props = KafkaClientConfigTranslator.translate(kafkaSettings);
     this.description = "share member of " + props.get("group.id") + " on " + topics;
     byte[] blob = configBlob(props, topics);
@@ -321,23 +342,17 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
       synchronized (lock) {
         inFlight--;
         freeIfIdle();
-        long deadline = System.currentTimeMillis() + CLOSE_WAIT_MS;
-        while (handle != 0) {
-          long left = deadline - System.currentTimeMillis();
-          if (left <= 0) {
-            log.warn(
-                "{}: {} call(s) still running {} ms after close; the last one frees the handle",
-                description,
-                inFlight,
-                CLOSE_WAIT_MS);
-            break;
-          }
-          try {
-            lock.wait(left);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            break;
-          }
+        try {
+          // The last call to exit frees the handle and notifies the lock.
+          time.waitObject(lock, () -> handle == 0, time.milliseconds() + CLOSE_WAIT_MS);
+        } catch (TimeoutException e) {
+          log.warn(
+              "{}: {} call(s) still running {} ms after close; the last one frees the handle",
+              description,
+              inFlight,
+              CLOSE_WAIT_MS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
         }
       }
     }

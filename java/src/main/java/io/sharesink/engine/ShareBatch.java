@@ -32,7 +32,7 @@ public interface ShareBatch {
   /** How many times this record has been acquired, 1 on the first delivery. */
   int deliveryCount(int i);
 
-  /** Wall-clock ms (System.currentTimeMillis base) when this record's acquisition lock expires. */
+  /** Wall-clock ms since the epoch when this record's acquisition lock expires. */
   long lockDeadlineMs(int i);
 
   /**

@@ -111,4 +111,17 @@ class ShareConsumerSettingsTest {
     assertFalse(clients.admin().containsKey("max.poll.records"));
     assertEquals("worker:9092", clients.admin().get("bootstrap.servers"));
   }
+
+  @Test
+  void theCheckIntervalIsTheConsumersMetadataMaxAge() {
+    assertEquals(300_000, ShareConsumerSettings.metadataMaxAgeMs(Map.of()));
+    assertEquals(
+        5_000, ShareConsumerSettings.metadataMaxAgeMs(Map.of("metadata.max.age.ms", "5000")));
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.put("share.consumer.metadata.max.age.ms", "5000");
+    assertEquals(
+        5_000,
+        ShareConsumerSettings.metadataMaxAgeMs(
+            ConnectorClients.of(WorkerDefaults.NONE, props).consumer().settings()));
+  }
 }

@@ -3,16 +3,15 @@ package io.sharesink.connect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Type;
-import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.junit.jupiter.api.Test;
 
@@ -75,81 +74,9 @@ class ShareSinkConfigTest {
     // does.
     assertTrue(!errors.containsKey(ShareSinkConfig.TOPICS_CONFIG), errors::toString);
     assertTrue(
-        ShareSinkConfig.topicChoiceProblems(props).containsKey(ShareSinkConfig.TOPICS_CONFIG));
+        ConfigValidators.topicChoiceProblems(props).containsKey(ShareSinkConfig.TOPICS_CONFIG));
     // It may come from the worker file: checked by the connector's validate(), not the ConfigDef.
     assertTrue(!errors.containsKey(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG), errors::toString);
-  }
-
-  @Test
-  void rejectsAClassThatIsNotASinkConnector() {
-    Map<String, String> props = validConfig();
-    props.put(
-        ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG,
-        "org.apache.kafka.connect.file.FileStreamSourceConnector");
-    String error = errors(props).get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG).get(0);
-    assertTrue(error.contains("not a SinkConnector"), error);
-  }
-
-  @Test
-  void rejectsAClassTheWorkerCannotLoad() {
-    Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, "com.example.NoSuchSinkConnector");
-    String error = errors(props).get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG).get(0);
-    assertTrue(error.contains("plugin.path"), error);
-  }
-
-  @Test
-  void rejectsAnEmptyTopicListWithoutAPattern() {
-    Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.TOPICS_CONFIG, "");
-    assertEquals(
-        List.of(ShareSinkConfig.TOPICS_CONFIG),
-        List.copyOf(ShareSinkConfig.topicChoiceProblems(props).keySet()));
-    props.put(ShareSinkConfig.TOPICS_CONFIG, "a,,b");
-    assertTrue(errors(props).containsKey(ShareSinkConfig.TOPICS_CONFIG));
-  }
-
-  @Test
-  void takesExactlyOneOfTopicsAndAValidPattern() {
-    Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders-.*");
-    assertEquals(
-        List.of(ShareSinkConfig.TOPICS_REGEX_CONFIG),
-        List.copyOf(ShareSinkConfig.topicChoiceProblems(props).keySet()));
-    props.remove(ShareSinkConfig.TOPICS_CONFIG);
-    assertEquals(Map.of(), ShareSinkConfig.topicChoiceProblems(props));
-    assertEquals(Map.of(), errors(props));
-    assertEquals("orders-.*", new ShareSinkConfig(props).topicsRegex().orElseThrow().pattern());
-
-    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders-(");
-    String error = errors(props).get(ShareSinkConfig.TOPICS_REGEX_CONFIG).get(0);
-    assertTrue(error.contains("not a valid regular expression"), error);
-  }
-
-  @Test
-  void thePatternMayNotMatchTheDlqTopic() {
-    Map<String, String> props = validConfig();
-    props.remove(ShareSinkConfig.TOPICS_CONFIG);
-    props.put(ShareSinkConfig.TOPICS_REGEX_CONFIG, "orders.*");
-    props.put(ShareSinkConfig.DLQ_TOPIC_CONFIG, "orders-dlq");
-    assertTrue(
-        ShareSinkConfig.topicChoiceProblems(props)
-            .get(ShareSinkConfig.TOPICS_REGEX_CONFIG)
-            .contains("DLQ"));
-    props.put(ShareSinkConfig.DLQ_TOPIC_CONFIG, "dlq.orders");
-    assertEquals(Map.of(), ShareSinkConfig.topicChoiceProblems(props));
-  }
-
-  @Test
-  void theCheckIntervalIsTheConsumersMetadataMaxAge() {
-    assertEquals(300_000, ShareSinkConfig.metadataMaxAgeMs(Map.of()));
-    assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(Map.of("metadata.max.age.ms", "5000")));
-    Map<String, String> props = validConfig();
-    props.put("share.consumer.metadata.max.age.ms", "5000");
-    assertEquals(
-        5_000,
-        ShareSinkConfig.metadataMaxAgeMs(
-            ConnectorClients.of(WorkerDefaults.NONE, props).consumer().settings()));
   }
 
   @Test
@@ -161,8 +88,8 @@ class ShareSinkConfigTest {
     bad.put(ShareSinkConfig.LOCK_DURATION_MS_CONFIG, "500");
     bad.put(ShareSinkConfig.DELIVERY_COUNT_LIMIT_CONFIG, "1");
     bad.put(ShareSinkConfig.DLQ_MODE_CONFIG, "kafka");
-    bad.put(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG, "1");
-    bad.put(ShareSinkConfig.EMPTY_PRECOMMIT_CONFIG, "maybe");
+    bad.put(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG, "1");
+    bad.put(SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG, "maybe");
     bad.put(ShareSinkConfig.SECURITY_PROTOCOL_CONFIG, "TLS");
     bad.put(ShareSinkConfig.GROUP_ID_CONFIG, " ");
     bad.put(ShareSinkConfig.MIGRATION_ENABLE_CONFIG, "perhaps");
@@ -170,27 +97,6 @@ class ShareSinkConfigTest {
     props.putAll(bad);
     Map<String, List<String>> errors = errors(props);
     assertEquals(bad.keySet(), errors.keySet(), errors::toString);
-  }
-
-  @Test
-  void acceptsEveryAutoOffsetResetForm() {
-    for (String value : List.of("earliest", "latest", "by_duration:PT1H", "BY_DURATION:P1D")) {
-      Map<String, String> props = validConfig();
-      props.put(ShareSinkConfig.AUTO_OFFSET_RESET_CONFIG, value);
-      assertEquals(Map.of(), errors(props), value);
-    }
-  }
-
-  @Test
-  void theRemovedWorkerConfigKeyIsRefusedNamingWhatReplacedIt() {
-    Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.WORKER_CONFIG_CONFIG, "/dev/null");
-    List<String> messages = errors(props).get(ShareSinkConfig.WORKER_CONFIG_CONFIG);
-    assertEquals(1, messages.size(), String.valueOf(messages));
-    assertTrue(messages.get(0).contains("was removed"), messages.get(0));
-    assertTrue(messages.get(0).contains("worker process"), messages.get(0));
-    ConfigException e = assertThrows(ConfigException.class, () -> new ShareSinkConfig(props));
-    assertTrue(e.getMessage().contains(ShareSinkConfig.WORKER_CONFIG_CONFIG), e.getMessage());
   }
 
   @Test
@@ -219,10 +125,10 @@ class ShareSinkConfigTest {
   void theDeliveryCountHeaderIsOffByDefaultAndANameAsWritten() {
     assertEquals(Map.of(), errors(validConfig()));
     Map<String, String> props = validConfig();
-    props.put(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery-count");
+    props.put(SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery-count");
     assertEquals(Map.of(), errors(props));
-    props.put(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery\u0007count");
-    assertTrue(errors(props).containsKey(ShareSinkConfig.DELIVERY_COUNT_HEADER_CONFIG));
+    props.put(SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG, "x-delivery\u0007count");
+    assertTrue(errors(props).containsKey(SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG));
   }
 
   @Test

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,10 +93,10 @@ class ShareSinkConnectorTest {
     props.put(ShareSinkConfig.DLQ_MODE_CONFIG, "broker");
     props.put("errors.deadletterqueue.topic.name", "orders-dlq");
     props.put(ShareSinkConfig.LOCK_DURATION_MS_CONFIG, "20000");
-    props.put(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG, "15000");
+    props.put(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG, "15000");
     errors = errors(onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).validate(props));
     assertTrue(errors.containsKey("errors.deadletterqueue.topic.name"), errors::toString);
-    assertTrue(errors.containsKey(ShareSinkConfig.COMMIT_INTERVAL_MS_CONFIG), errors::toString);
+    assertTrue(errors.containsKey(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG), errors::toString);
   }
 
   @Test
@@ -161,7 +162,7 @@ class ShareSinkConnectorTest {
     assertEquals(2000, ShareSinkConnector.derivedCommitMaxRecords(props, 4000));
     assertEquals(1000, ShareSinkConnector.derivedCommitMaxRecords(props, 2000));
     assertEquals(50, ShareSinkConnector.derivedCommitMaxRecords(props, 100));
-    props.put(ShareSinkConfig.COMMIT_MAX_RECORDS_CONFIG, "1000");
+    props.put(SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG, "1000");
     assertEquals(null, ShareSinkConnector.derivedCommitMaxRecords(props, 4000));
   }
 

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sharesink.connect.sink.KeeperTimer;
+import io.sharesink.connect.sink.SteppingMockTime;
+import io.sharesink.connect.sink.StopBudget;
 import io.sharesink.engine.AckResult;
 import io.sharesink.engine.Acknowledgements;
 import io.sharesink.engine.EngineMetrics;
@@ -19,9 +22,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceTaskContext;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
@@ -32,20 +35,36 @@ import org.junit.jupiter.api.io.TempDir;
  * The task's lifecycle with a scripted engine: stop on the task thread after the loop (Kafka 4.x),
  * stop from another thread during a blocked poll (older runtimes), a start that fails after the
  * engine exists. In each case the engine is closed exactly once and nothing runs after it.
+ *
+ * <p>The task runs on a mock clock (its {@code time} seam, handed to the driver and the engines):
+ * nothing sleeps, and durations are asserted on that clock. A test whose waits happen on the test
+ * thread alone uses a {@link SteppingMockTime}, which passes a wait's time as it waits; one that
+ * stops the task from another thread uses a plain {@link MockTime}, whose waits last until the
+ * condition holds or the test moves the clock past the deadline.
  */
 class ShareSinkTaskLifecycleTest {
 
   @TempDir Path dir;
 
-  /** Never has records; a poll blocks until its timeout or a wakeup. */
+  /** Never has records; a poll passes its timeout on the clock, or ends at a wakeup. */
   static class IdleEngine implements ShareConsumerEngine {
+    final MockTime clock;
     final AtomicInteger closes = new AtomicInteger();
     final AtomicInteger pollsAfterClose = new AtomicInteger();
     final CountDownLatch polling = new CountDownLatch(1);
-    volatile CountDownLatch wake = new CountDownLatch(1);
+
+    /** Opened by the first wakeup. */
+    final CountDownLatch wake = new CountDownLatch(1);
+
+    /** When set, a poll waits for a wakeup however long its timeout (the test stops the task). */
+    volatile boolean untilWoken;
 
     /** When set, a poll ignores wakeups and blocks until this opens (a stuck cycle). */
     volatile CountDownLatch stuck;
+
+    IdleEngine(MockTime clock) {
+      this.clock = clock;
+    }
 
     @Override
     public ShareBatch poll(Duration timeout) {
@@ -55,19 +74,21 @@ class ShareSinkTaskLifecycleTest {
       polling.countDown();
       CountDownLatch hold = stuck;
       if (hold != null) {
-        try {
-          hold.await();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        return EMPTY;
+        await(hold);
+      } else if (untilWoken) {
+        await(wake);
+      } else if (wake.getCount() > 0) {
+        clock.sleep(timeout.toMillis());
       }
+      return EMPTY;
+    }
+
+    static void await(CountDownLatch latch) {
       try {
-        wake.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        latch.await();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      return EMPTY;
     }
 
     @Override
@@ -164,15 +185,18 @@ class ShareSinkTaskLifecycleTest {
    * answer until their timeout, and the close takes the engine's whole close budget.
    */
   static final class OutageEngine extends IdleEngine {
-    static final long CLOSE_MS = 3_000; // the native engine's share.close.timeout.ms
     private boolean delivered;
     volatile long syncWaitMs = -1;
+
+    OutageEngine(MockTime clock) {
+      super(clock);
+    }
 
     @Override
     public ShareBatch poll(Duration timeout) {
       if (!delivered) {
         delivered = true;
-        return oneRecord("orders", 0, 7);
+        return oneRecord(clock, "orders", 0, 7);
       }
       return super.poll(Duration.ofMillis(10));
     }
@@ -180,27 +204,20 @@ class ShareSinkTaskLifecycleTest {
     @Override
     public List<AckResult> acknowledgeSync(Acknowledgements acks, Duration timeout) {
       syncWaitMs = timeout.toMillis();
-      sleep(timeout.toMillis());
+      clock.sleep(timeout.toMillis());
       return List.of();
     }
 
+    /** The close takes the whole budget the task gives the engine's close. */
     @Override
     public void close() {
-      sleep(CLOSE_MS);
+      clock.sleep(StopBudget.ENGINE_CLOSE.toMillis());
       super.close();
-    }
-
-    private static void sleep(long ms) {
-      try {
-        Thread.sleep(ms);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
     }
   }
 
-  static ShareBatch oneRecord(String topic, int partition, long offset) {
-    long lockDeadline = System.currentTimeMillis() + 60_000;
+  static ShareBatch oneRecord(MockTime clock, String topic, int partition, long offset) {
+    long lockDeadline = clock.milliseconds() + 60_000;
     return new ShareBatch() {
       @Override
       public int size() {
@@ -260,9 +277,22 @@ class ShareSinkTaskLifecycleTest {
   }
 
   private static class ScriptedTask extends ShareSinkTask {
-    IdleEngine engine = new IdleEngine();
+    final MockTime clock;
+    IdleEngine engine;
     long stuckTimeoutMs;
     Map<String, Object> clientSettings;
+
+    /** A task whose waits all happen on the test thread. */
+    ScriptedTask() {
+      this(new SteppingMockTime());
+    }
+
+    ScriptedTask(MockTime clock) {
+      this.clock = clock;
+      this.engine = new IdleEngine(clock);
+      time = clock;
+      keeperTimer = KeeperTimer.none(); // renewals on the task thread only
+    }
 
     @Override
     ShareConsumerEngine openEngine(
@@ -283,14 +313,8 @@ class ShareSinkTaskLifecycleTest {
   /** A task on {@code topics.regex} over a fake cluster whose topics the test changes. */
   private static class PatternTask extends ScriptedTask {
     final java.util.Set<String> clusterTopics = new java.util.concurrent.ConcurrentSkipListSet<>();
-    final org.apache.kafka.common.utils.MockTime clock =
-        new org.apache.kafka.common.utils.MockTime(0, 1_000, 0);
     List<String> joinedWith;
     int opened;
-
-    PatternTask() {
-      time = clock;
-    }
 
     @Override
     ShareConsumerEngine openEngine(
@@ -312,7 +336,7 @@ class ShareSinkTaskLifecycleTest {
         Map<String, Object> clientSettings,
         Map<String, Object> consumerSettings,
         WorkerDefaults worker) {
-      assertEquals(5_000, ShareSinkConfig.metadataMaxAgeMs(consumerSettings));
+      assertEquals(5_000, ShareConsumerSettings.metadataMaxAgeMs(consumerSettings));
       io.sharesink.connect.topics.TopicLister lister =
           new io.sharesink.connect.topics.TopicLister() {
             @Override
@@ -428,19 +452,19 @@ class ShareSinkTaskLifecycleTest {
 
   @Test
   void stopFromAnotherThreadWakesTheCycleAndCleansUpAfterIt() throws Exception {
-    ScriptedTask task = new ScriptedTask();
+    MockTime clock = new MockTime(0, 1_700_000_000_000L, 0);
+    ScriptedTask task = new ScriptedTask(clock);
+    task.engine.untilWoken = true; // its 2 s poll ends only at the wakeup
     task.initialize(CONTEXT);
     task.start(taskProps());
     Thread poller = new Thread(task::poll);
     poller.start();
-    assertTrue(task.engine.polling.await(10, TimeUnit.SECONDS));
-    long started = System.nanoTime();
-    task.stop();
-    long stopMs = (System.nanoTime() - started) / 1_000_000;
-    poller.join(5_000);
-    assertTrue(!poller.isAlive());
-    assertTrue(stopMs < 1_500, "the wakeup ended the 2 s poll early: " + stopMs + " ms");
-    assertEquals(1, task.engine.closes.get());
+    task.engine.polling.await();
+    long started = clock.milliseconds();
+    task.stop(); // wakes the poll, waits for the cycle to return (on the task's clock)
+    assertEquals(1, task.engine.closes.get(), "cleaned up when stop() returns");
+    poller.join();
+    assertEquals(started, clock.milliseconds(), "the wakeup ended the poll: no time passed");
     assertEquals(0, task.engine.pollsAfterClose.get());
   }
 
@@ -466,6 +490,7 @@ class ShareSinkTaskLifecycleTest {
     Map<String, Object> settings = ShareSinkTask.nativeSettings(client, 120_000);
     assertEquals("120000", settings.get("share.buffer.hold.max.ms"));
     assertEquals("b:9092", settings.get("bootstrap.servers"));
+    assertEquals("3000", settings.get("share.close.timeout.ms"), "the stop budget's engine close");
     // share.consumer.share.buffer.hold.max.ms arrives without its prefix and wins.
     Map<String, Object> explicit =
         ShareSinkTask.nativeSettings(
@@ -556,7 +581,8 @@ class ShareSinkTaskLifecycleTest {
 
   @Test
   void aCycleThatOutlivesTheStopGraceCleansUpWhenItReturns() throws Exception {
-    ScriptedTask task = new ScriptedTask();
+    MockTime clock = new MockTime(0, 1_700_000_000_000L, 0);
+    ScriptedTask task = new ScriptedTask(clock);
     task.initialize(CONTEXT);
     Map<String, String> props = taskProps();
     props.put(ShareSinkConfig.POLL_TIMEOUT_MS_CONFIG, "100");
@@ -564,11 +590,16 @@ class ShareSinkTaskLifecycleTest {
     task.engine.stuck = new CountDownLatch(1);
     Thread poller = new Thread(task::poll);
     poller.start();
-    assertTrue(task.engine.polling.await(10, TimeUnit.SECONDS));
-    task.stop(); // gives up after the poll timeout plus its grace
+    task.engine.polling.await();
+    Thread stopper = new Thread(task::stop);
+    stopper.start();
+    task.engine.wake.await(); // stop() has set its deadline and woken the engine
+    // The cycle stays stuck past the poll timeout plus the stop's wait for it.
+    clock.sleep(100 + StopBudget.CYCLE_WAIT_BEYOND_POLL.toMillis());
+    stopper.join(); // gave up waiting
     assertEquals(0, task.engine.closes.get(), "no cleanup under a running cycle");
     task.engine.stuck.countDown();
-    poller.join(5_000);
+    poller.join();
     assertEquals(1, task.engine.closes.get(), "the cycle's thread cleaned up");
     task.stop();
     assertEquals(1, task.engine.closes.get());
@@ -582,18 +613,22 @@ class ShareSinkTaskLifecycleTest {
   @Test
   void aStopDuringABrokerOutageReturnsWithinTheShutdownGrace() {
     ScriptedTask task = new ScriptedTask();
-    OutageEngine engine = new OutageEngine();
+    OutageEngine engine = new OutageEngine(task.clock);
     task.engine = engine;
     task.initialize(CONTEXT);
     task.start(taskProps());
     assertNull(task.poll()); // the record is put
-    long started = System.nanoTime();
+    long started = task.clock.milliseconds();
     task.stop();
-    long stopMs = (System.nanoTime() - started) / 1_000_000;
-    assertTrue(engine.syncWaitMs >= 0, "the final ACCEPT was not sent synchronously");
+    long stopMs = task.clock.milliseconds() - started;
+    assertEquals(
+        StopBudget.FINAL_WAIT.toMillis(),
+        engine.syncWaitMs,
+        "the final ACCEPT is sent synchronously, waiting the driver's final wait");
     assertEquals(1, engine.closes.get());
+    assertEquals(StopBudget.FINAL_WAIT.plus(StopBudget.ENGINE_CLOSE).toMillis(), stopMs);
     assertTrue(
-        stopMs < 5_000,
+        stopMs < StopBudget.SHUTDOWN_GRACE.toMillis(),
         "stop took " + stopMs + " ms (sync acks waited " + engine.syncWaitMs + " ms), over 5 s");
   }
 }

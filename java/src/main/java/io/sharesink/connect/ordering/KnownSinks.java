@@ -22,12 +22,13 @@ public final class KnownSinks {
     /**
      * Correct only when each key's records are written in offset order, under the settings of its
      * {@link Sink#triggers}: refused at validation unless the operator chose with {@value
-     * ShareOrdering#CONFIG}.
+     * io.sharesink.connect.ShareSinkConfig#ORDERING_CONFIG}.
      */
     ORDER_SENSITIVE,
     /**
      * Commits its own offsets outside {@code preCommit}: sharesink's commit rule can never make it
-     * safe, so it is refused whatever {@value ShareOrdering#CONFIG} says.
+     * safe, so it is refused whatever {@value io.sharesink.connect.ShareSinkConfig#ORDERING_CONFIG}
+     * says.
      */
     SELF_COMMITTING
   }

@@ -1,5 +1,6 @@
 package io.sharesink.connect.ordering;
 
+import io.sharesink.connect.ShareSinkConfig;
 import io.sharesink.connect.ordering.KnownSinks.Kind;
 import io.sharesink.connect.ordering.KnownSinks.Sink;
 import io.sharesink.connect.ordering.KnownSinks.Trigger;
@@ -29,7 +30,7 @@ public final class OrderingReference {
   public static String markdown() {
     StringBuilder out = new StringBuilder();
     out.append("| Sink | Connector classes | Setting | What goes wrong in share mode | Runs with `")
-        .append(ShareOrdering.CONFIG)
+        .append(ShareSinkConfig.ORDERING_CONFIG)
         .append("` |\n");
     out.append("|---|---|---|---|---|\n");
     for (Sink sink : KnownSinks.SINKS) {

@@ -12,26 +12,21 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
-import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.common.config.ConfigDef.Importance;
-import org.apache.kafka.common.config.ConfigDef.Type;
-import org.apache.kafka.common.config.ConfigDef.Width;
 import org.apache.kafka.connect.errors.ConnectException;
 
 /**
- * {@value #CONFIG}: the operator's choice about order, and the check that a share-mode connector of
- * a kind {@link KnownSinks} lists is never silently wrong. Validation reports each problem on the
- * key that causes it (a sink setting such as {@code insert.mode}, the legacy sink's class, or
- * {@value #CONFIG} itself), so that it lands on a key the operator wrote in both forms of the
- * configuration: {@value ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG} is shown as {@code
- * connector.class} in the flag form. The connector's start refuses the same configurations (one
- * stored before this check existed, say).
+ * {@value ShareSinkConfig#ORDERING_CONFIG}: the operator's choice about order, and the check that a
+ * share-mode connector of a kind {@link KnownSinks} lists is never silently wrong. Validation
+ * reports each problem on the key that causes it (a sink setting such as {@code insert.mode}, the
+ * legacy sink's class, or {@value ShareSinkConfig#ORDERING_CONFIG} itself), so that it lands on a
+ * key the operator wrote in both forms of the configuration: {@value
+ * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG} is shown as {@code connector.class} in the flag
+ * form. The connector's start refuses the same configurations (one stored before this check
+ * existed, say).
  */
 public final class ShareOrdering {
 
   private ShareOrdering() {}
-
-  public static final String CONFIG = "share.ordering";
 
   /** Default: known order-sensitive configurations are refused. */
   public static final String CHECK = "check";
@@ -44,43 +39,6 @@ public final class ShareOrdering {
 
   /** The reference's section about order, named in messages. */
   public static final String DOCS = "docs/configuration.md, \"Order in share mode\"";
-
-  public static final String GROUP = "Order";
-
-  static final String DOC =
-      "How the connector stands to order. A share group hands the records of one partition to"
-          + " many tasks at once, so the versions of one key reach the sink in no fixed order, and"
-          + " a record delivered again (a lock that ran out, a task that failed) comes after"
-          + " later ones. 'check' (default): a configuration of a sink sharesink knows to depend"
-          + " on that order (Debezium's and Confluent's JDBC sinks with insert.mode upsert or"
-          + " update, delete.enabled=true or truncate.enabled=true; see the table of known sinks)"
-          + " is a validation error on the setting that makes it so, naming the choices. '"
-          + UNORDERED
-          + "': run it anyway; each key's versions may be written in any order, so an upsert may"
-          + " leave a row on an older version and a delete may be undone by an older version (right"
-          + " when each key is written once, or a stale row does no harm). '"
-          + OFFSET_GUARDED
-          + "': the sink's target keeps each key's newest version by the record's Kafka partition"
-          + " and offset (for PostgreSQL, the trigger of the reference's recipe); validation then"
-          + " requires the transforms to carry both into the value (InsertField$Value with"
-          + " offset.field and partition.field) and refuses hard deletes, which no such guard can"
-          + " order. Sinks that commit their own offsets (Apache Iceberg's) are refused whatever"
-          + " this says: sharesink ACCEPTs a record only once preCommit reports it written.";
-
-  /** Defines {@value #CONFIG} in {@code def}, in its own group. */
-  public static void define(ConfigDef def) {
-    def.define(
-        CONFIG,
-        Type.STRING,
-        CHECK,
-        ConfigDef.CaseInsensitiveValidString.in(CHECK, UNORDERED, OFFSET_GUARDED),
-        Importance.HIGH,
-        DOC,
-        GROUP,
-        1,
-        Width.SHORT,
-        "Order of writes");
-  }
 
   /**
    * What is wrong with a share-mode configuration as to order, keyed by the setting to report it
@@ -99,8 +57,8 @@ public final class ShareOrdering {
     if (OFFSET_GUARDED.equals(choice) && !carriesCoordinates(props)) {
       add(
           problems,
-          CONFIG,
-          CONFIG
+          ShareSinkConfig.ORDERING_CONFIG,
+          ShareSinkConfig.ORDERING_CONFIG
               + "="
               + OFFSET_GUARDED
               + " says the sink's target keeps each key's newest version by the record's"
@@ -109,7 +67,7 @@ public final class ShareOrdering {
               + " offset.field and partition.field (see "
               + DOCS
               + "), or choose "
-              + CONFIG
+              + ShareSinkConfig.ORDERING_CONFIG
               + "="
               + UNORDERED);
     }
@@ -136,7 +94,7 @@ public final class ShareOrdering {
   }
 
   private static String choice(Map<String, String> props) {
-    String value = props.get(CONFIG);
+    String value = props.get(ShareSinkConfig.ORDERING_CONFIG);
     return value == null || value.isBlank() ? CHECK : value.trim().toLowerCase(Locale.ROOT);
   }
 
@@ -204,12 +162,12 @@ public final class ShareOrdering {
                         + " newest version with a write guard (see "
                         + DOCS
                         + "), then set "
-                        + CONFIG
+                        + ShareSinkConfig.ORDERING_CONFIG
                         + "="
                         + OFFSET_GUARDED
                     : "")
                 + "; or set "
-                + CONFIG
+                + ShareSinkConfig.ORDERING_CONFIG
                 + "="
                 + UNORDERED
                 + " if writes in any order are acceptable (each key written once, say)");
@@ -221,7 +179,7 @@ public final class ShareOrdering {
                 + ": "
                 + situation
                 + " A guard on the partition and offset cannot order it ("
-                + CONFIG
+                + ShareSinkConfig.ORDERING_CONFIG
                 + "="
                 + OFFSET_GUARDED
                 + "): a hard delete removes the row that held them. Write deletes as rows (a"
@@ -230,7 +188,7 @@ public final class ShareOrdering {
                 + " off, run this connector on the classic runtime ("
                 + classicRuntime(props, className)
                 + "), or set "
-                + CONFIG
+                + ShareSinkConfig.ORDERING_CONFIG
                 + "="
                 + UNORDERED);
       }

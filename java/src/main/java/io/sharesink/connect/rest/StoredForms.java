@@ -14,6 +14,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,7 +47,7 @@ final class StoredForms implements AutoCloseable {
   private final ExecutorService reader;
 
   StoredForms(ClusterConfigs configs) {
-    this(configs, System::nanoTime);
+    this(configs, Time.SYSTEM::nanoseconds);
   }
 
   StoredForms(ClusterConfigs configs, LongSupplier nanoTime) {

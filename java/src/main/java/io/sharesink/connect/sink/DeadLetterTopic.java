@@ -93,7 +93,7 @@ final class DeadLetterTopic {
         "Could not create the dead letter queue topic '"
             + topic
             + "' with "
-            + SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR
+            + SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR_CONFIG
             + "="
             + replicationFactor
             + ": "

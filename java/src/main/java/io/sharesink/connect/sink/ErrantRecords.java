@@ -2,7 +2,6 @@ package io.sharesink.connect.sink;
 
 import io.sharesink.connect.sink.AckLedger.Entry;
 import io.sharesink.connect.sink.ShareSinkTaskContext.ErrantReport;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -10,10 +9,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.utils.Time;
 
 /**
  * Records to be REJECTed once their dead letter queue write is acknowledged: those that failed
@@ -33,6 +31,11 @@ final class ErrantRecords {
   record Finished(List<Entry> rejects, List<Entry> failedWrites, Throwable failure) {}
 
   private final Map<TopicPartition, List<Wait>> waits = new LinkedHashMap<>();
+  private final Time time;
+
+  ErrantRecords(Time time) {
+    this.time = time;
+  }
 
   /** Adds a record whose DLQ write ({@code written}) is under way; marks it REJECTING. */
   void add(AckLedger ledger, Entry entry, CompletableFuture<Void> written) {
@@ -90,24 +93,42 @@ final class ErrantRecords {
   }
 
   /**
-   * Waits up to {@code timeout} for every outstanding write (at stop). A write that fails or does
-   * not finish is left for {@link #takeFinished} (failed ones are released) or dropped at {@link
-   * #clear} (released with everything else).
+   * Waits until every outstanding write is done, or until {@code deadlineMs} on the task's clock
+   * (at stop). A write that fails or does not finish is left for {@link #takeFinished} (failed ones
+   * are released) or dropped at {@link #clear} (released with everything else).
+   *
+   * <p>The writes complete on a producer's thread; the wait is {@link Time#waitObject} on a monitor
+   * their completion notifies: a timed wait on the system clock, and on a {@code MockTime} a wait
+   * that ends when the writes complete or a test moves the clock past the deadline.
    */
-  void awaitAll(Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
+  void awaitAll(long deadlineMs) {
+    List<CompletableFuture<Void>> outstanding = new ArrayList<>();
     for (List<Wait> partitionWaits : waits.values()) {
       for (Wait wait : partitionWaits) {
-        try {
-          // Real time: the write completes on a producer's thread, not on the driver's clock.
-          wait.written.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        } catch (ExecutionException | TimeoutException e) {
-          // Left for takeFinished(), or released at stop.
+        if (!wait.written.isDone()) {
+          outstanding.add(wait.written);
         }
       }
+    }
+    if (outstanding.isEmpty()) {
+      return;
+    }
+    // Done once every write is, whether it succeeded or not.
+    CompletableFuture<Void> all =
+        CompletableFuture.allOf(outstanding.toArray(new CompletableFuture[0]));
+    Object done = new Object();
+    all.whenComplete(
+        (ignored, error) -> {
+          synchronized (done) {
+            done.notifyAll();
+          }
+        });
+    try {
+      time.waitObject(done, all::isDone, deadlineMs);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (TimeoutException e) {
+      // Left for takeFinished(), or released at stop.
     }
   }
 

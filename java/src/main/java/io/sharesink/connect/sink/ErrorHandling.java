@@ -73,7 +73,7 @@ public final class ErrorHandling implements AutoCloseable {
           "{}: {} is set but no dead letter queue writer was given; failed records are only"
               + " REJECTed",
           taskName,
-          SinkDriverConfig.DLQ_TOPIC);
+          SinkDriverConfig.DLQ_TOPIC_CONFIG);
     }
   }
 

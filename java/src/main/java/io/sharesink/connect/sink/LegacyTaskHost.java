@@ -2,6 +2,7 @@ package io.sharesink.connect.sink;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -91,6 +92,22 @@ final class LegacyTaskHost {
       LoaderSwap.run(loader, () -> task.open(new ArrayList<>(partitions)));
     }
     context.opened().addAll(partitions);
+  }
+
+  /**
+   * Opens those of {@code partitions} not opened yet, if any (lazily, before a put holding them).
+   */
+  void openNew(Collection<TopicPartition> partitions) {
+    Set<TopicPartition> opened = context.opened();
+    Set<TopicPartition> fresh = new LinkedHashSet<>();
+    for (TopicPartition tp : partitions) {
+      if (!opened.contains(tp)) {
+        fresh.add(tp);
+      }
+    }
+    if (!fresh.isEmpty()) {
+      open(fresh);
+    }
   }
 
   /**

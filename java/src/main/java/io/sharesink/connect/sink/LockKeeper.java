@@ -1,7 +1,9 @@
 package io.sharesink.connect.sink;
 
+import io.sharesink.connect.sink.AckLedger.Entry;
 import io.sharesink.engine.AckType;
 import io.sharesink.engine.Acknowledgements;
+import java.util.List;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,6 +22,10 @@ import org.slf4j.LoggerFactory;
  * longer polls the task), every record this task holds is RELEASEd at once, so a task that is truly
  * stuck does not keep records from the rest of the group for ever. A record released that way is
  * delivered again (to any member), one delivery attempt later.
+ *
+ * <p>A put that keeps failing with RetriableException is bounded the same way ({@link
+ * #releaseFailingPut}), and a record whose lock is lost anyway (the keeper got no turn) is
+ * forgotten without any acknowledgement ({@link #forgetExpired}).
  *
  * <p>Thread-safe. Renewals and releases are taken from the ledger and queued on the engine
  * atomically with the task thread's own decisions ({@link Acknowledger}).
@@ -61,12 +67,6 @@ final class LockKeeper {
   /** When the task was asked to stop, -1 before. */
   private volatile long stopRequestedAtMs = -1;
 
-  /**
-   * How long a call may keep its records once the task is asked to stop: the worker gives a task 5
-   * s to stop; past that, the records go to the task's successor rather than wait for the call.
-   */
-  static final long STOP_GRACE_MS = 5_000;
-
   LockKeeper(
       AckLedger ledger,
       Acknowledger acknowledger,
@@ -107,8 +107,8 @@ final class LockKeeper {
   }
 
   /**
-   * The task is asked to stop (from any thread): a call still running {@link #STOP_GRACE_MS} later
-   * no longer keeps its records.
+   * The task is asked to stop (from any thread): a call still running {@link
+   * StopBudget#SHUTDOWN_GRACE} later no longer keeps its records.
    */
   void stopRequested() {
     if (stopRequestedAtMs < 0) {
@@ -137,7 +137,9 @@ final class LockKeeper {
       long since = callStarted >= 0 ? callStarted : lastCycleAtMs;
       long stopAt = stopRequestedAtMs;
       if (now - since >= stuckTimeoutMs
-          || (callStarted >= 0 && stopAt >= 0 && now - stopAt >= STOP_GRACE_MS)) {
+          || (callStarted >= 0
+              && stopAt >= 0
+              && now - stopAt >= StopBudget.SHUTDOWN_GRACE.toMillis())) {
         releaseStuck(now - since, callStarted >= 0, stopAt >= 0);
         return;
       }
@@ -146,6 +148,50 @@ final class LockKeeper {
     } catch (RuntimeException e) {
       log.warn("{}: renewing acquisition locks failed; retrying", taskName, e);
     }
+  }
+
+  /**
+   * A put of {@code batch} has failed with RetriableException for {@code failingMs}, beyond {@code
+   * share.task.stuck.timeout.ms}: its records are released for other members (one delivery attempt
+   * each) instead of being held for ever. Task thread.
+   */
+  void releaseFailingPut(PutQueue.PutBatch batch, long failingMs) {
+    Acknowledgements released = acknowledger.settle(l -> l.take(batch.entries, AckType.RELEASE));
+    metrics.recordsReleasedStuck.addAndGet(released.recordCount());
+    log.warn(
+        "{}: put of {} records has failed with retriable exceptions for {} ms, beyond {}={} ms:"
+            + " releasing them so that other members deliver them",
+        taskName,
+        batch.records.size(),
+        failingMs,
+        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG,
+        stuckTimeoutMs);
+  }
+
+  /**
+   * Forgets held records whose lock has run out or is about to (see {@link
+   * AckLedger#forgetExpired}): no acknowledgement is sent for them (the broker would refuse it and
+   * roll back the partition's other acknowledgements in the same request), and the engine is told
+   * ({@link Acknowledger#forgotten}). Returns them; {@code lastPutMs} (how long the last put ran)
+   * is for the log line. Task thread.
+   */
+  List<Entry> forgetExpired(long lastPutMs) {
+    List<Entry> lost = ledger.forgetExpired(time.milliseconds());
+    if (lost.isEmpty()) {
+      return lost;
+    }
+    acknowledger.forgotten(lost);
+    metrics.recordsLockExpired.addAndGet(lost.size());
+    metrics.recordsInFlight.set(ledger.size());
+    log.warn(
+        "{}: {} held records lost their acquisition locks before they could be acknowledged"
+            + " (the last put took {} ms; {}): the broker hands them to other members, so they"
+            + " are neither acknowledged nor put here",
+        taskName,
+        lost.size(),
+        lastPutMs,
+        AckLedger.describe(lost));
+    return lost;
   }
 
   private void releaseStuck(long stuckMs, boolean inCall, boolean stopping) {
@@ -166,7 +212,11 @@ final class LockKeeper {
         stuckMs,
         stopping
             ? ", and the task was asked to stop"
-            : ", beyond " + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS + "=" + stuckTimeoutMs + " ms",
+            : ", beyond "
+                + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG
+                + "="
+                + stuckTimeoutMs
+                + " ms",
         released.recordCount());
   }
 }

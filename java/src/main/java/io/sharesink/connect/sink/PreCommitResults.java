@@ -153,12 +153,12 @@ final class PreCommitResults {
             + " sharesink ACCEPTs a record only once preCommit reports it written, so this task"
             + " would hold its records for ever; run it on the classic runtime. A sink that writes"
             + " every record inside put and keeps its own offsets can set "
-            + SinkDriverConfig.EMPTY_PRECOMMIT
+            + SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG
             + "="
             + SinkDriverConfig.EMPTY_PRECOMMIT_ACCEPT
             + "; one that buffers until a file rolls must roll (by size or time) within the"
             + " window (share.partition.max.record.locks). Failing the task after "
-            + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS
+            + SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG
             + "="
             + stalledMaxMs
             + " ms; its records are released, none was ACCEPTed");
@@ -189,11 +189,11 @@ final class PreCommitResults {
           taskName,
           emptyInARow,
           waiting,
-          SinkDriverConfig.EMPTY_PRECOMMIT,
+          SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG,
           SinkDriverConfig.EMPTY_PRECOMMIT_HOLD,
-          SinkDriverConfig.EMPTY_PRECOMMIT,
+          SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG,
           SinkDriverConfig.EMPTY_PRECOMMIT_ACCEPT,
-          SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
+          SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG,
           stalledMaxMs);
     }
   }

@@ -1,34 +1,23 @@
 package io.sharesink.connect.sink;
 
-import io.sharesink.connect.sink.AckLedger.Entry;
-import io.sharesink.connect.sink.ErrorHandling.RecordFailedException;
-import io.sharesink.engine.AckType;
-import io.sharesink.engine.Acknowledgements;
+import io.sharesink.connect.sink.PutQueue.Pending;
+import io.sharesink.connect.sink.PutQueue.PutBatch;
 import io.sharesink.engine.EngineException;
 import io.sharesink.engine.ShareBatch;
 import io.sharesink.engine.ShareConsumerEngine;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
-import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
-import org.apache.kafka.connect.storage.Converter;
-import org.apache.kafka.connect.storage.HeaderConverter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,9 +27,9 @@ import org.slf4j.LoggerFactory;
  * sink contract on a share group"):
  *
  * <ul>
- *   <li>poll a batch, convert and transform each record ({@link RecordPipeline}), {@code put} them
- *       (or {@code put(empty)} on idle cycles, since some sinks flush on those), opening new
- *       original partitions lazily before the first put that holds one;
+ *   <li>poll a batch, convert and transform each record ({@link Intake}), {@code put} what the
+ *       {@link PutQueue} holds next (or {@code put(empty)} on idle cycles, since some sinks flush
+ *       on those), opening new original partitions lazily before the first put that holds one;
  *   <li>run a commit cycle when {@link CommitSchedule} says so and on stop: {@code preCommit} with
  *       the highest put offset + 1 per partition; ACCEPT a record only once a preCommit called
  *       after its put returned covered it ({@link AckLedger#committed}, {@link PreCommitResults})
@@ -59,7 +48,8 @@ import org.slf4j.LoggerFactory;
  *       what is left at stop.
  * </ul>
  *
- * <p>Time comes from the given {@link Time}, so tests run the driver on a mock clock.
+ * <p>Time comes from the given {@link Time}, so tests run the driver on a mock clock; how long its
+ * stop may wait is {@link StopBudget}.
  *
  * <p>Threading: {@link #runCycle} and {@link #stop} run on the one thread that owns the engine (the
  * Connect task thread); {@link #wakeup} may be called from any thread; the lock keeper renews from
@@ -69,80 +59,8 @@ public final class ShareSinkDriver {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkDriver.class);
 
-  /**
-   * How long stop() may wait in all for DLQ writes and the final synchronous acknowledgements. The
-   * whole stop, the engine's close after it included ({@code share.close.timeout.ms}, 3 s), must
-   * end within Connect's {@code task.shutdown.graceful.timeout.ms} (5 s) whatever the broker does:
-   * a broker that is down answers nothing, and acknowledgements not confirmed by then still go out
-   * with the engine's close.
-   */
-  static final Duration STOP_WAIT_BUDGET = Duration.ofMillis(1_000);
-
   /** How often the driver wakes up to check DLQ writes while some are outstanding. */
   private static final long ERRANT_CHECK_MS = 100;
-
-  /**
-   * The longest a poll waits while records put since the last commit cycle are held. They keep
-   * their place in the share-partition's in-flight window until a commit lets them be ACCEPTed;
-   * when that window is full (of them, of records other members hold), nothing more arrives, and
-   * only the empty poll that asks for the commit frees it. A poll that waited out its full timeout
-   * (a second) stalled the partition for that long: seen as one-second gaps in a FileStream sink
-   * fed 110,000 records/s. This is the engine's longest pause between fetches while it holds
-   * records ({@code share.fetch.max.wait.held.ms}, 50 ms): waiting longer cannot bring more. The
-   * native engine ends such a poll sooner, as soon as a fetch finds nothing more for it.
-   */
-  static final long HELD_POLL_MAX_MS = 50;
-
-  /** An acquired, converted record waiting for a put; {@code record} null = dropped by an SMT. */
-  private record Pending(Entry entry, SinkRecord record) {}
-
-  /**
-   * What one put hands over, gathered in one pass over its items: a put runs every cycle over
-   * thousands of records, and each further pass over their objects showed in profiles of a fast
-   * sink. {@code lowest} is each partition's lowest offset, in order of first appearance.
-   */
-  private static final class PutBatch {
-    static final PutBatch EMPTY = new PutBatch(List.of());
-
-    final List<Pending> items;
-    final List<SinkRecord> records;
-    final List<Entry> entries;
-    final Map<TopicPartition, Long> lowest = new LinkedHashMap<>();
-
-    PutBatch(List<Pending> items) {
-      this.items = items;
-      this.records = new ArrayList<>(items.size());
-      this.entries = new ArrayList<>(items.size());
-      // Records come in runs of one partition (one TopicPartition instance): the map is touched
-      // once a run.
-      TopicPartition run = null;
-      long runLowest = Long.MAX_VALUE;
-      for (Pending pending : items) {
-        Entry entry = pending.entry;
-        if (entry.partition() != run) {
-          if (run != null) {
-            lowest.merge(run, runLowest, Math::min);
-          }
-          run = entry.partition();
-          runLowest = Long.MAX_VALUE;
-        }
-        runLowest = Math.min(runLowest, entry.offset());
-        entries.add(entry);
-        if (pending.record != null) {
-          records.add(pending.record);
-        }
-      }
-      if (run != null) {
-        lowest.merge(run, runLowest, Math::min);
-      }
-    }
-  }
-
-  /**
-   * A put that threw RetriableException: the same records go again at {@code retryAtMs}; {@code
-   * failingSinceMs} is when the first put of them failed.
-   */
-  private record RetryBatch(PutBatch batch, long retryAtMs, long failingSinceMs) {}
 
   private final ShareSinkTaskContext context;
   private final ShareConsumerEngine engine;
@@ -154,20 +72,17 @@ public final class ShareSinkDriver {
 
   private final AckLedger ledger = new AckLedger();
   private final SinkDriverMetrics metrics = new SinkDriverMetrics();
+  private final ErrantRecords errants;
   private final Acknowledger acknowledger;
   private final LockKeeper keeper;
   private final KeeperTimer.Scheduled keeperTicks;
   private final LegacyTaskHost host;
   private final CommitSchedule commits;
   private final PreCommitResults preCommitResults;
-  private final ErrantRecords errants = new ErrantRecords();
-  private final List<Pending> ready = new ArrayList<>();
+  private final Intake intake;
+  private final PutQueue queue;
 
-  private RetryBatch retry;
   private long putSequence;
-
-  /** The keeper's stuck releases already pruned from the put queue, see {@link #deliver}. */
-  private int releasesSeen;
 
   /** A commit covered records of the last put: poll without waiting, so a put confirms them. */
   private boolean confirmSoon;
@@ -177,83 +92,39 @@ public final class ShareSinkDriver {
 
   private ConnectException failure;
   private boolean stopped;
-  private boolean lockWarned;
-  // Read once: the lock check runs per record, and each AbstractConfig read is a map lookup plus
-  // a write to its set of used keys (a JFR profile of a FileStream task at 900,000 records/s put
-  // 3% of the task thread's samples there).
-  private final long commitIntervalMs;
   private volatile boolean stopping;
 
-  /**
-   * @param task a started legacy task, initialized with {@code context}
-   * @param context the context the task was initialized with
-   * @param engine one share-group member, subscribed; owned (and closed) by the caller; its {@code
-   *     acknowledge} must be callable from the keeper's thread
-   * @param keyConverter configured key converter
-   * @param valueConverter configured value converter
-   * @param headerConverter configured header converter
-   * @param transforms the sink's SMTs and predicates; the driver closes them, and the converters,
-   *     at stop
-   * @param config share.* and errors.* settings
-   * @param errors error logging and DLQ (the same instance the context was built with)
-   * @param internalRecords hand the task the runtime's InternalSinkRecord when it is reachable
-   * @param taskName for logs, e.g. {@code orders-to-pg-3}
-   * @param time the clock
-   * @param keeperTimer runs the lock keeper off the task thread
-   */
-  public ShareSinkDriver(
-      SinkTask task,
-      ShareSinkTaskContext context,
-      ShareConsumerEngine engine,
-      Converter keyConverter,
-      Converter valueConverter,
-      HeaderConverter headerConverter,
-      TransformChain transforms,
-      SinkDriverConfig config,
-      ErrorHandling errors,
-      boolean internalRecords,
-      String taskName,
-      Time time,
-      KeeperTimer keeperTimer) {
-    this.context = Objects.requireNonNull(context, "context");
-    this.engine = Objects.requireNonNull(engine, "engine");
-    this.pipeline =
-        new RecordPipeline(
-            keyConverter,
-            valueConverter,
-            headerConverter,
-            transforms,
-            errors,
-            internalRecords,
-            config.deliveryCountHeader());
-    this.errors = errors;
-    this.config = config;
-    this.commitIntervalMs = config.commitIntervalMs();
-    this.taskName = taskName;
-    this.time = Objects.requireNonNull(time, "time");
+  /** A driver of {@code parts}; see {@link ShareSinkDriverBuilder}, which makes them. */
+  ShareSinkDriver(DriverParts parts) {
+    this.context = parts.context();
+    this.engine = parts.engine();
+    this.pipeline = parts.pipeline();
+    this.errors = parts.errors();
+    this.config = parts.config();
+    this.taskName = parts.taskName();
+    this.time = parts.time();
+    this.errants = new ErrantRecords(time);
     this.acknowledger = new Acknowledger(ledger, engine, metrics, taskName);
     this.keeper =
         new LockKeeper(ledger, acknowledger, time, config.taskStuckTimeoutMs(), metrics, taskName);
-    this.host = new LegacyTaskHost(task, context, keeper, time, metrics, taskName);
+    this.host = new LegacyTaskHost(parts.task(), context, keeper, time, metrics, taskName);
+    host.restartWith(parts.restarts());
     this.commits = new CommitSchedule(config, time.milliseconds());
     this.preCommitResults = new PreCommitResults(config, taskName);
+    this.intake = new Intake(parts, ledger, errants, acknowledger, keeper, metrics, () -> stopping);
+    this.queue = new PutQueue(ledger, intake::convert, taskName);
     context.held = (partition, offset) -> (RawRecord) ledger.attachment(partition, offset);
-    this.keeperTicks = keeperTimer.every(LockKeeper.TICK_MS, keeper::tick);
+    this.keeperTicks = parts.keeperTimer().every(LockKeeper.TICK_MS, keeper::tick);
     log.info(
         "{}: driving {} from a share group (commit every {} ms or {} records put, {} records;"
             + " empty preCommit: {}; a stuck task's records are renewed for {} ms)",
         taskName,
-        task.getClass().getName(),
+        parts.task().getClass().getName(),
         config.commitIntervalMs(),
         config.commitMaxRecords(),
         pipeline.buildsInternalRecords() ? "InternalSinkRecord" : "plain SinkRecord",
         config.acceptOnEmptyPreCommit() ? "accept" : "hold",
         config.taskStuckTimeoutMs());
-  }
-
-  /** Restart a failed legacy task in place under this policy (set before the first cycle). */
-  void restartWith(LegacyTaskRestarts restarts) {
-    host.restartWith(restarts);
   }
 
   /** The context the task was initialized with. */
@@ -272,23 +143,16 @@ public final class ShareSinkDriver {
 
   /** The state behind the held records, for a failing test's message. */
   String describeForTests() {
-    return "ready="
-        + ready.size()
-        + " retry="
-        + (retry == null ? 0 : retry.batch.items.size())
-        + " down="
-        + host.down()
-        + " paused="
-        + context.anyPaused()
-        + " "
-        + ledger.entries(AckLedger.State.READY).size()
-        + " READY, "
-        + ledger.entries(AckLedger.State.PUT).size()
-        + " PUT, "
-        + ledger.entries(AckLedger.State.CONFIRMED).size()
-        + " CONFIRMED, "
-        + ledger.awaitingCommit()
-        + " awaiting a commit";
+    return String.format(
+        "ready=%d retry=%d down=%b paused=%b %d READY, %d PUT, %d CONFIRMED, %d awaiting a commit",
+        queue.waiting(),
+        queue.retrySize(),
+        host.down(),
+        context.anyPaused(),
+        ledger.entries(AckLedger.State.READY).size(),
+        ledger.entries(AckLedger.State.PUT).size(),
+        ledger.entries(AckLedger.State.CONFIRMED).size(),
+        ledger.awaitingCommit());
   }
 
   /**
@@ -310,7 +174,7 @@ public final class ShareSinkDriver {
       errants.collect(context.reports, ledger);
       ShareBatch batch = pollEngine(maxPoll);
       commits.polled(batch.size() == 0);
-      acquire(batch);
+      intake.take(batch, queue);
       forgetExpiredLocks();
       if (host.down() && !restartIfDue()) {
         // No instance to put to or commit with: hold (and renew) everything until the next one.
@@ -338,7 +202,7 @@ public final class ShareSinkDriver {
 
   /**
    * Makes a blocked {@link #runCycle} return soon, for a stop; callable from any thread. A call
-   * into the legacy task that does not return within {@link LockKeeper#STOP_GRACE_MS} no longer
+   * into the legacy task that does not return within {@link StopBudget#SHUTDOWN_GRACE} no longer
    * keeps the records held.
    */
   public void wakeup() {
@@ -365,7 +229,7 @@ public final class ShareSinkDriver {
     boolean live = !host.down();
     try {
       errants.collect(context.reports, ledger);
-      if (live && failure == null && retry == null && ledger.hasUnconfirmedPuts()) {
+      if (live && failure == null && !queue.retryPending() && ledger.hasUnconfirmedPuts()) {
         try {
           put(PutBatch.EMPTY);
         } catch (RuntimeException e) {
@@ -375,50 +239,31 @@ public final class ShareSinkDriver {
       if (live) {
         commit(true);
       }
-      long waitUntil = System.nanoTime() + STOP_WAIT_BUDGET.toNanos();
-      errants.awaitAll(STOP_WAIT_BUDGET);
+      // One deadline for the DLQ writes and the synchronous acknowledgements, see StopBudget.
+      long waitUntil = time.milliseconds() + StopBudget.FINAL_WAIT.toMillis();
+      errants.awaitAll(waitUntil);
       errants.collect(context.reports, ledger);
-      acknowledge(true, Duration.ofNanos(Math.max(0, waitUntil - System.nanoTime())));
+      acknowledge(true, Duration.ofMillis(Math.max(0, waitUntil - time.milliseconds())));
     } catch (RuntimeException e) {
       log.error("{}: final commit failed", taskName, e);
     } finally {
       if (live) {
         host.closeOpened();
-      }
-      if (live) {
         host.stopTask();
       }
       keeperTicks.close(); // renewed until here: the engine's close releases what is left
-      ready.clear();
-      retry = null;
+      queue.clear();
       errants.clear();
       pipeline.close();
       errors.close();
-      logTotals();
+      // Where its time went, for operators and benchmarks.
+      log.info("{}: stopped; {}", taskName, metrics.snapshot().totals());
     }
-  }
-
-  /** One line of this task's totals at stop: where its time went, for operators and benchmarks. */
-  private void logTotals() {
-    SinkDriverMetrics.Snapshot m = metrics.snapshot();
-    log.info(
-        "{}: stopped; {} records polled, {} put in {} puts (avg {} ms), {} commit cycles (avg {}"
-            + " ms), {} accepted, {} released, {} rejected",
-        taskName,
-        m.recordsPolled(),
-        m.recordsPut(),
-        m.puts(),
-        String.format("%.2f", m.putLatencyAvgMs()),
-        m.commitCycles(),
-        String.format("%.2f", m.commitLatencyAvgMs()),
-        m.recordsAccepted(),
-        m.recordsReleased(),
-        m.recordsRejected());
   }
 
   private long pollTimeoutMs(long maxPollMs) {
     long now = time.milliseconds();
-    if (confirmSoon && retry == null) {
+    if (confirmSoon && !queue.retryPending()) {
       // Records a commit covered wait for a later put to confirm them before they are ACCEPTed;
       // they may be the whole in-flight window, so put (records or empty) without delay.
       return 0;
@@ -428,14 +273,9 @@ public final class ShareSinkDriver {
       // No commit while the task is down (an overdue one must not make every poll return at once).
       until = Math.min(until, host.restartAtMs() - now);
     } else {
-      until = Math.min(until, commits.msUntilDue(now, ledger.waitingForRange()));
-      if (commits.putSinceCommit() > 0) {
-        until = Math.min(until, HELD_POLL_MAX_MS);
-      }
+      until = Math.min(until, commits.pollWaitMs(now, ledger.waitingForRange()));
     }
-    if (retry != null) {
-      until = Math.min(until, retry.retryAtMs - now);
-    }
+    until = Math.min(until, queue.retryAtMs() - now);
     until = Math.min(until, ledger.nextRenewalAtMs(now, keeper.renewMarginMs()) - now);
     if (!errants.isEmpty()) {
       until = Math.min(until, ERRANT_CHECK_MS);
@@ -457,231 +297,35 @@ public final class ShareSinkDriver {
     }
   }
 
-  private void acquire(ShareBatch batch) {
-    if (batch.size() == 0) {
-      return;
-    }
-    long now = time.milliseconds();
-    List<Entry> redelivered = new ArrayList<>();
-    List<Entry> acquired = new ArrayList<>(batch.size());
-    int maxDeliveryCount = 0;
-    int duplicates = 0;
-    TopicPartition tp = null;
-    // Every record of the batch enters the ledger before any is converted, so the keeper renews
-    // the whole batch while a converter retries (errors.retry.timeout) on one of them.
-    for (int i = 0; i < batch.size(); i++) {
-      RawRecord raw = RawRecord.from(batch, i);
-      if (tp == null || tp.partition() != raw.partition() || !tp.topic().equals(raw.topic())) {
-        tp = raw.topicPartition(); // one per run of a partition: its hash is computed once
-      }
-      Entry entry =
-          ledger.acquire(
-              tp,
-              raw.offset(),
-              raw.deliveryCount(),
-              now,
-              batch.lockDeadlineMs(i),
-              batch.acquiredLastOffset(i));
-      if (entry == null) {
-        duplicates++;
-        log.debug("{}: {} is already held; ignored", taskName, raw);
-        continue;
-      }
-      warnIfLockTooShort(batch.lockDeadlineMs(i) - now);
-      if (raw.deliveryCount() > 1) {
-        redelivered.add(entry);
-        maxDeliveryCount = Math.max(maxDeliveryCount, raw.deliveryCount());
-      }
-      entry.attachment = raw;
-      acquired.add(entry);
-    }
-    // Counted once a batch: an atomic add per record showed in profiles of a fast sink.
-    metrics.duplicatesIgnored.addAndGet(duplicates);
-    metrics.recordsPolled.addAndGet(acquired.size());
-    metrics.redeliveries.addAndGet(redelivered.size());
-    metrics.recordsInFlight.set(ledger.size());
-    if (!redelivered.isEmpty()) {
-      log.info(
-          "{}: {} records delivered again (up to delivery {}): {}",
-          taskName,
-          redelivered.size(),
-          maxDeliveryCount,
-          AckLedger.describe(redelivered));
-    }
-    try (LockKeeper.Call call = keeper.enter("conversion")) {
-      for (Entry entry : acquired) {
-        RawRecord raw = (RawRecord) entry.attachment();
-        SinkRecord record;
-        try {
-          record = pipeline.convert(raw, () -> stopping);
-        } catch (RecordFailedException e) {
-          handleConversionFailure(entry, raw, e);
-          continue;
-        }
-        ready.add(new Pending(entry, record));
-      }
-    }
-  }
-
-  private void warnIfLockTooShort(long lockMs) {
-    // The lock left at acquisition is a little under the granted duration: allow a second.
-    if (!lockWarned && lockMs > 0 && commitIntervalMs > (lockMs + AckLedger.EXPIRY_MARGIN_MS) / 2) {
-      lockWarned = true;
-      log.warn(
-          "{}: {}={} ms is not well below the acquisition lock ({} ms): records the sink buffers"
-              + " will be renewed before every commit; lower it or raise the group's"
-              + " share.record.lock.duration.ms",
-          taskName,
-          SinkDriverConfig.COMMIT_INTERVAL_MS,
-          commitIntervalMs,
-          lockMs);
-    }
-  }
-
-  private void handleConversionFailure(Entry entry, RawRecord raw, RecordFailedException e) {
-    Throwable cause = e.getCause();
-    if (errors.toleranceAll()) {
-      errants.add(ledger, entry, errors.report(raw, e.stage(), e.executingClass(), cause));
-      return;
-    }
-    errors.logFailure(raw, e.stage(), e.executingClass(), cause);
-    // RELEASE, not REJECT: the failure may be ours (a converter misconfigured), and the broker's
-    // delivery count limit still archives a record that fails everywhere.
-    acknowledger.settle(l -> l.take(List.of(entry), AckType.RELEASE));
-    throw new ConnectException(
-        "Tolerance exceeded in error handler: "
-            + e.stage()
-            + " failed for record topic="
-            + raw.topic()
-            + " partition="
-            + raw.partition()
-            + " offset="
-            + raw.offset()
-            + " (released for another delivery attempt)",
-        cause);
-  }
-
+  /** Puts what the put queue holds next, see {@link PutQueue}. */
   private void deliver() {
-    if (keeper.releases() != releasesSeen) {
-      releasesSeen = keeper.releases();
-      pruneUnheld(); // released for a stuck call: not to be put (again)
-    }
-    if (retry != null) {
+    queue.pruneAfterReleases(keeper.releases()); // released for a stuck call: not put (again)
+    if (queue.retryPending()) {
       long now = time.milliseconds();
-      if (now < retry.retryAtMs) {
-        return; // the backoff: no put, and no put(empty) while the task expects its batch again
-      }
-      if (now - retry.failingSinceMs >= config.taskStuckTimeoutMs()) {
-        giveUpRetry(now);
-        return;
-      }
-      metrics.putRetries.incrementAndGet();
-      put(retry.batch);
-      return;
-    }
-    List<Pending> items = new ArrayList<>();
-    if (context.anyPaused()) {
-      Iterator<Pending> it = ready.iterator();
-      while (it.hasNext()) {
-        Pending pending = it.next();
-        if (!context.isPaused(pending.entry.partition())) {
-          items.add(pending);
-          it.remove();
+      switch (queue.retryState(now, config.taskStuckTimeoutMs())) {
+        case BACKOFF -> {
+          // No put, and no put(empty) while the task expects its batch again.
+        }
+        case GIVE_UP -> {
+          long failingMs = queue.failingForMs(now); // then released: the task gets new records
+          keeper.releaseFailingPut(queue.giveUp(), failingMs);
+        }
+        default -> {
+          metrics.putRetries.incrementAndGet();
+          put(queue.retryBatch());
         }
       }
-    } else {
-      items.addAll(ready);
-      ready.clear();
+      return;
     }
-    PutBatch batch = new PutBatch(items);
-    List<Pending> reordered = reopenRewound(batch);
-    if (reordered != null) {
-      batch = new PutBatch(reordered);
+    PutBatch batch = queue.takeReady(context.anyPaused() ? context::isPaused : null);
+    Set<TopicPartition> rewound = queue.rewound(batch, context.opened());
+    if (!rewound.isEmpty()) {
+      host.reopen(rewound);
+      metrics.partitionReopens.addAndGet(rewound.size());
+      batch = queue.putAgain(batch, rewound);
     }
-    openNewPartitions(batch);
+    host.openNew(batch.lowest.keySet());
     put(batch);
-  }
-
-  /**
-   * A redelivered record below what this instance was already given of its partition would make
-   * preCommit's answer ambiguous ("everything below X" against "everything up to my last put of X -
-   * 1", the way JDBC and S3-style sinks count): such a record could then stay uncovered for good,
-   * its lock renewed, pinning the partition's record-lock window. So, as the classic runtime does
-   * before it rewinds a partition, the instance closes and reopens it first, and the records it was
-   * given of it and no preCommit covered yet are put again, in offset order, with the new ones.
-   * Returns the items to put then, or null when no partition was rewound (the batch stands).
-   */
-  private List<Pending> reopenRewound(PutBatch batch) {
-    Set<TopicPartition> opened = context.opened();
-    Set<TopicPartition> rewound = new LinkedHashSet<>();
-    batch.lowest.forEach(
-        (tp, offset) -> {
-          if (opened.contains(tp) && ledger.rewinds(tp, offset)) {
-            rewound.add(tp);
-          }
-        });
-    if (rewound.isEmpty()) {
-      return null;
-    }
-    host.reopen(rewound);
-    metrics.partitionReopens.addAndGet(rewound.size());
-    Map<Entry, Pending> merged = new LinkedHashMap<>();
-    for (Entry entry : ledger.forgetPuts(rewound)) {
-      RawRecord raw = (RawRecord) entry.attachment();
-      try {
-        merged.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
-      } catch (RecordFailedException e) {
-        handleConversionFailure(entry, raw, e);
-      }
-    }
-    for (Pending pending : batch.items) {
-      merged.putIfAbsent(pending.entry, pending);
-    }
-    List<Pending> ordered = new ArrayList<>(merged.values());
-    ordered.sort(
-        Comparator.comparing((Pending p) -> p.entry.partition().topic())
-            .thenComparingInt(p -> p.entry.partition().partition())
-            .thenComparingLong(p -> p.entry.offset()));
-    log.info(
-        "{}: records redelivered below what the task was given of {}: closed and reopened them;"
-            + " {} records put there before and not covered by a preCommit are put again",
-        taskName,
-        rewound,
-        ordered.size() - batch.items.size());
-    return ordered;
-  }
-
-  /**
-   * A put has failed with RetriableException for longer than {@code share.task.stuck.timeout.ms}:
-   * its records are released for other members (one delivery attempt each) instead of being held
-   * for ever; the task gets new records next.
-   */
-  private void giveUpRetry(long now) {
-    List<Entry> entries = retry.batch.entries;
-    Acknowledgements released = acknowledger.settle(l -> l.take(entries, AckType.RELEASE));
-    metrics.recordsReleasedStuck.addAndGet(released.recordCount());
-    log.warn(
-        "{}: put of {} records has failed with retriable exceptions for {} ms, beyond {}={} ms:"
-            + " releasing them so that other members deliver them",
-        taskName,
-        retry.batch.records.size(),
-        now - retry.failingSinceMs,
-        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS,
-        config.taskStuckTimeoutMs());
-    retry = null;
-  }
-
-  private void openNewPartitions(PutBatch batch) {
-    Set<TopicPartition> opened = context.opened();
-    Set<TopicPartition> fresh = new LinkedHashSet<>();
-    for (TopicPartition tp : batch.lowest.keySet()) {
-      if (!opened.contains(tp)) {
-        fresh.add(tp);
-      }
-    }
-    if (!fresh.isEmpty()) {
-      host.open(fresh);
-    }
   }
 
   private void put(PutBatch batch) {
@@ -697,9 +341,7 @@ public final class ShareSinkDriver {
       if (backoff < 0) {
         backoff = Math.max(0, commits.msUntilInterval(now));
       }
-      long failingSince = retry != null ? retry.failingSinceMs : now;
-      retry = new RetryBatch(batch, now + backoff, failingSince);
-      pruneUnheld();
+      queue.retryLater(batch, now, backoff);
       log.warn(
           "{}: put of {} records failed with a retriable exception; retrying in {} ms",
           taskName,
@@ -723,7 +365,7 @@ public final class ShareSinkDriver {
       lastPutMs = TimeUnit.NANOSECONDS.toMillis(took);
       metrics.recordPut(took);
     }
-    retry = null;
+    queue.putReturned();
     host.putReturned(sequence);
     ledger.putReturned(batch.entries, sequence); // the ledger keeps the list: not changed after
     commits.put(batch.entries.size());
@@ -750,19 +392,13 @@ public final class ShareSinkDriver {
       log.error("{}: preCommit failed; releasing records put since the last commit", taskName, e);
       if (!closing) {
         forgetExpiredLocks();
-        acknowledger.settle(
-            l ->
-                l.takeAll(
-                    entry ->
-                        entry.state() == AckLedger.State.PUT
-                            || entry.state() == AckLedger.State.CONFIRMED,
-                    AckType.RELEASE));
+        acknowledger.releasePut();
       }
       return;
     } finally {
       metrics.recordCommit(time.nanoseconds() - start);
     }
-    pruneUnheld();
+    queue.pruneUnheld();
     preCommitResults.apply(
         ledger,
         lastPut,
@@ -776,61 +412,15 @@ public final class ShareSinkDriver {
   }
 
   /**
-   * Forgets held records whose lock has run out or is about to (see {@link
-   * AckLedger#forgetExpired}): no acknowledgement is sent for them, and those still waiting for a
-   * put (held back by a pause, or in a put retry) are not put. Called before anything is
-   * acknowledged and before records are put, so a call into the task that outlasted the locks (or
-   * records that reach us too late) never produce acknowledgements the broker would refuse.
+   * Forgets held records whose lock has run out or is about to ({@link LockKeeper#forgetExpired}):
+   * those still waiting for a put (held back by a pause, or in a put retry) are not put. Called
+   * before anything is acknowledged and before records are put, so a call into the task that
+   * outlasted the locks (or records that reach us too late) never produce acknowledgements the
+   * broker would refuse.
    */
   private void forgetExpiredLocks() {
-    List<Entry> lost = ledger.forgetExpired(time.milliseconds());
-    if (lost.isEmpty()) {
-      return;
-    }
-    tellEngineForgotten(lost);
-    pruneUnheld();
-    metrics.recordsLockExpired.addAndGet(lost.size());
-    metrics.recordsInFlight.set(ledger.size());
-    log.warn(
-        "{}: {} held records lost their acquisition locks before they could be acknowledged"
-            + " (the last put took {} ms; {}): the broker hands them to other members, so they"
-            + " are neither acknowledged nor put here",
-        taskName,
-        lost.size(),
-        lastPutMs,
-        AckLedger.describe(lost));
-  }
-
-  /**
-   * Tells the engine which records the driver dropped, per partition: an engine that renews what it
-   * handed out (the Java client's) would otherwise keep renewing them as held and never hand them
-   * out again.
-   */
-  private void tellEngineForgotten(List<Entry> lost) {
-    Map<TopicPartition, List<Long>> byPartition = new LinkedHashMap<>();
-    for (Entry entry : lost) {
-      byPartition.computeIfAbsent(entry.partition(), tp -> new ArrayList<>()).add(entry.offset());
-    }
-    byPartition.forEach((tp, offsets) -> engine.forgotten(tp.topic(), tp.partition(), offsets));
-  }
-
-  /**
-   * Drops from the put queue and the put retry the records the ledger no longer holds: forgotten
-   * for an expired lock, or released by the lock keeper while a call was stuck.
-   */
-  private void pruneUnheld() {
-    ready.removeIf(pending -> !ledger.holds(pending.entry));
-    if (retry != null) {
-      List<Pending> items = new ArrayList<>();
-      for (Pending pending : retry.batch.items) {
-        if (ledger.holds(pending.entry)) {
-          items.add(pending);
-        }
-      }
-      retry =
-          items.isEmpty()
-              ? null
-              : new RetryBatch(new PutBatch(items), retry.retryAtMs, retry.failingSinceMs);
+    if (!keeper.forgetExpired(lastPutMs).isEmpty()) {
+      queue.pruneUnheld();
     }
   }
 
@@ -838,51 +428,18 @@ public final class ShareSinkDriver {
    * Answers a failure the legacy task threw from {@code where} with a restart in place when the
    * policy allows one (see {@link LegacyTaskHost#failed}): keeps every held record (their locks are
    * renewed while the task is down) and queues those not yet ACCEPTed to be put again, before
-   * anything newer, to the next instance. Returns false when the task must fail instead.
+   * anything newer, to the next instance ({@link PutQueue#requeueUnaccepted}). Returns false when
+   * the task must fail instead.
    */
   private boolean restartInPlace(Throwable cause, String where, List<Pending> failedPut) {
     if (host.failed(cause, where, ledger.size()) < 0) {
       return false;
     }
-    requeueUnaccepted(failedPut);
-    return true;
-  }
-
-  /**
-   * Puts back at the head of the queue every held record a failed instance was given or was about
-   * to be given: the failed put's, a pending retry's, and those put but not ACCEPTed (converted
-   * again from their raw bytes), in partition then offset order.
-   */
-  private void requeueUnaccepted(List<Pending> failedPut) {
     forgetExpiredLocks(); // the failed call, close and stop may have outlasted some locks
-    Map<Entry, Pending> requeued = new LinkedHashMap<>();
-    List<Pending> unput = new ArrayList<>(failedPut);
-    if (retry != null) {
-      unput.addAll(retry.batch.items);
-      retry = null;
-    }
-    for (Pending pending : unput) {
-      Entry entry = pending.entry;
-      if (entry.state() == AckLedger.State.READY && ledger.holds(entry)) {
-        requeued.putIfAbsent(entry, pending);
-      }
-    }
-    for (Entry entry : ledger.forgetPuts()) {
-      RawRecord raw = (RawRecord) entry.attachment();
-      try {
-        requeued.put(entry, new Pending(entry, pipeline.convert(raw, () -> stopping)));
-      } catch (RecordFailedException e) {
-        handleConversionFailure(entry, raw, e);
-      }
-    }
-    List<Pending> ordered = new ArrayList<>(requeued.values());
-    ordered.sort(
-        Comparator.comparing((Pending p) -> p.entry.partition().topic())
-            .thenComparingInt(p -> p.entry.partition().partition())
-            .thenComparingLong(p -> p.entry.offset()));
-    ready.addAll(0, ordered);
+    queue.requeueUnaccepted(failedPut);
     commits.forgetPuts();
     confirmSoon = false;
+    return true;
   }
 
   /**
@@ -899,7 +456,7 @@ public final class ShareSinkDriver {
           taskName,
           host.restartAttempts(),
           host.restartMaxAttempts(),
-          ready.size());
+          queue.waiting());
     }
     return running;
   }
@@ -910,7 +467,7 @@ public final class ShareSinkDriver {
    * commits their partition), and RENEWs of locks due.
    */
   private void acknowledge(boolean sync) {
-    acknowledge(sync, STOP_WAIT_BUDGET);
+    acknowledge(sync, StopBudget.FINAL_WAIT);
   }
 
   /** As {@link #acknowledge(boolean)}; a synchronous one waits at most {@code wait}. */
@@ -918,33 +475,11 @@ public final class ShareSinkDriver {
     forgetExpiredLocks();
     ErrantRecords.Finished finished = errants.takeFinished();
     long now = time.milliseconds();
-    long margin = keeper.renewMarginMs();
-    Function<AckLedger, Acknowledgements> decision =
-        l -> {
-          Acknowledgements acks = new Acknowledgements();
-          merge(acks, l.take(finished.rejects(), AckType.REJECT));
-          merge(acks, l.take(finished.failedWrites(), AckType.RELEASE));
-          merge(acks, l.takeAccepted(errants::blocks, now, margin, sync));
-          if (!sync) {
-            merge(acks, l.renewDue(now, margin));
-          }
-          return acks;
-        };
-    if (sync) {
-      acknowledger.settleAndWait(decision, wait);
-    } else {
-      acknowledger.settle(decision);
-    }
+    acknowledger.sendDecisions(finished, errants::blocks, now, keeper.renewMarginMs(), sync, wait);
     if (finished.failure() != null) {
       throw new ConnectException(
           taskName + ": could not write errant records to the dead letter queue",
           finished.failure());
-    }
-  }
-
-  private static void merge(Acknowledgements into, Acknowledgements from) {
-    for (Acknowledgements.Range r : from.ranges()) {
-      into.add(r.topic(), r.partition(), r.firstOffset(), r.lastOffset(), r.type());
     }
   }
 

@@ -324,22 +324,28 @@ public final class ShareSinkDriverBuilder {
       throw new ConnectException(name + ": the legacy task failed to start", e);
     }
 
-    ShareSinkDriver driver =
-        new ShareSinkDriver(
-            task,
-            context,
-            engine,
+    RecordPipeline pipeline =
+        new RecordPipeline(
             keyConverter,
             valueConverter,
             headerConverter,
             transforms,
-            config,
             errors,
             internalRecords,
-            name,
-            time,
-            keeperTimer);
-    driver.restartWith(new LegacyTaskRestarts(config, restarter(context, taskLoader)));
+            config.deliveryCountHeader());
+    ShareSinkDriver driver =
+        new ShareSinkDriver(
+            new DriverParts(
+                task,
+                context,
+                engine,
+                pipeline,
+                config,
+                errors,
+                new LegacyTaskRestarts(config, restarter(context, taskLoader)),
+                name,
+                time,
+                keeperTimer));
     if (pluginMetrics != null) {
       try {
         driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());

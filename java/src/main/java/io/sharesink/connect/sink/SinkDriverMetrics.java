@@ -37,7 +37,30 @@ public final class SinkDriverMetrics {
       long recordsInFlight,
       long recordsLockExpired,
       long recordsReleasedStuck,
-      long partitionReopens) {}
+      long partitionReopens) {
+
+    /** The totals of a task's life in one line, for the log at stop: where its time went. */
+    public String totals() {
+      return recordsPolled
+          + " records polled, "
+          + recordsPut
+          + " put in "
+          + puts
+          + " puts (avg "
+          + String.format("%.2f", putLatencyAvgMs)
+          + " ms), "
+          + commitCycles
+          + " commit cycles (avg "
+          + String.format("%.2f", commitLatencyAvgMs)
+          + " ms), "
+          + recordsAccepted
+          + " accepted, "
+          + recordsReleased
+          + " released, "
+          + recordsRejected
+          + " rejected";
+    }
+  }
 
   final AtomicLong recordsPolled = new AtomicLong();
   final AtomicLong recordsPut = new AtomicLong();

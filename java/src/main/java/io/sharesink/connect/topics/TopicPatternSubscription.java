@@ -8,6 +8,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.regex.Pattern;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -168,17 +169,29 @@ public final class TopicPatternSubscription {
     return listing != null ? time.milliseconds() : nextCheckMs;
   }
 
-  /** Waits up to {@code maxMs} for a running listing to complete; for a task with no member. */
+  /**
+   * Waits up to {@code maxMs} on the clock for a running listing to complete; for a task with no
+   * member. The listing completes on the admin client's thread, which notifies the wait ({@link
+   * Time#waitObject}); on a {@code MockTime} the wait ends when it completes or the clock moves
+   * past the deadline.
+   */
   public void awaitListing(long maxMs) {
     KafkaFuture<Set<String>> running = listing;
     if (running == null) {
       return;
     }
+    Object completed = new Object();
+    running.whenComplete(
+        (names, error) -> {
+          synchronized (completed) {
+            completed.notifyAll();
+          }
+        });
     try {
-      running.get(maxMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+      time.waitObject(completed, running::isDone, time.milliseconds() + maxMs);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+    } catch (TimeoutException e) {
       // The outcome is read (and logged) by the next poll.
     }
   }

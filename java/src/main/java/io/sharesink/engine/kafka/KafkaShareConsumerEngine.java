@@ -65,14 +65,12 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   private static final Logger log = LoggerFactory.getLogger(KafkaShareConsumerEngine.class);
 
   /**
-   * The close budget, as the native engine's {@code share.close.timeout.ms}: deferred decisions
-   * waited for at most {@link #CLOSE_DRAIN}, then the consumer's own close at most {@link
-   * #CLOSE_TIMEOUT}, so that a task stops within Connect's 5 s shutdown grace when the broker does
-   * not answer.
+   * The close budget when the caller names none, the native engine's default {@code
+   * share.close.timeout.ms}: a task passes its own (StopBudget.ENGINE_CLOSE in the connect
+   * package), so that it stops within Connect's shutdown grace when the broker does not answer. A
+   * third of it waits for deferred decisions, the rest for the consumer's own close.
    */
-  static final Duration CLOSE_DRAIN = Duration.ofSeconds(1);
-
-  static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
+  static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(3);
 
   /** The broker's group default for share.record.lock.duration.ms. */
   private static final int DEFAULT_LOCK_MS = 30_000;
@@ -114,6 +112,14 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
 
   private final Time time;
 
+  /**
+   * How long {@link #close} waits for deferred decisions; the rest of its budget: {@link
+   * #closeTimeout}.
+   */
+  private final Duration closeDrain;
+
+  private final Duration closeTimeout;
+
   /** The thread of the latest poll: a RENEW it asks for is redundant (it renews at each poll). */
   private volatile Thread pollThread;
 
@@ -149,18 +155,36 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    *     deserializers and the acknowledgement mode are set here
    */
   public KafkaShareConsumerEngine(Map<String, Object> consumerConfig, Collection<String> topics) {
-    this(consumerConfig, topics, Time.SYSTEM);
+    this(consumerConfig, topics, Time.SYSTEM, DEFAULT_CLOSE_TIMEOUT);
   }
 
-  KafkaShareConsumerEngine(
-      Map<String, Object> consumerConfig, Collection<String> topics, Time time) {
-    this(newConsumer(consumerConfig), clientName(consumerConfig), topics, time);
+  /**
+   * As {@link #KafkaShareConsumerEngine(Map, Collection)}, on the clock {@code time}, with {@code
+   * closeTimeout} as the whole budget of {@link #close}.
+   */
+  public KafkaShareConsumerEngine(
+      Map<String, Object> consumerConfig,
+      Collection<String> topics,
+      Time time,
+      Duration closeTimeout) {
+    this(newConsumer(consumerConfig), clientName(consumerConfig), topics, time, closeTimeout);
   }
 
   /** An engine over {@code consumer} (explicit acknowledgement mode), named {@code name}. */
   KafkaShareConsumerEngine(
       ShareConsumer<byte[], byte[]> consumer, String name, Collection<String> topics, Time time) {
+    this(consumer, name, topics, time, DEFAULT_CLOSE_TIMEOUT);
+  }
+
+  private KafkaShareConsumerEngine(
+      ShareConsumer<byte[], byte[]> consumer,
+      String name,
+      Collection<String> topics,
+      Time time,
+      Duration closeTimeout) {
     this.time = time;
+    this.closeDrain = closeTimeout.dividedBy(3);
+    this.closeTimeout = closeTimeout.minus(closeDrain);
     this.name = name;
     this.consumer = consumer;
     consumer.setAcknowledgementCommitCallback(
@@ -480,21 +504,21 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
   }
 
   private List<AckResult> acknowledgeSyncLocked(Acknowledgements acks, Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = time.nanoseconds() + timeout.toNanos();
     acknowledge(acks);
     drainDeferred(deadline);
     Map<TopicIdPartition, Optional<KafkaException>> results;
-    long start = System.nanoTime();
+    long start = time.nanoseconds();
     try {
       results =
-          consumer.commitSync(Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime())));
+          consumer.commitSync(Duration.ofNanos(Math.max(1_000_000, deadline - time.nanoseconds())));
     } catch (WakeupException e) {
       results = Map.of();
     } catch (KafkaException e) {
       throw translate("commitSync", e);
     } finally {
       commits.incrementAndGet();
-      commitNanos.addAndGet(System.nanoTime() - start);
+      commitNanos.addAndGet(time.nanoseconds() - start);
     }
     Map<TopicPartition, KafkaException> failures = new HashMap<>();
     results.forEach((tip, error) -> error.ifPresent(e -> failures.put(tip.topicPartition(), e)));
@@ -526,8 +550,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
    * meanwhile are kept for the next {@link #poll} (or released by {@link #close}).
    */
   private void drainDeferred(long deadlineNanos) {
-    while (hasDeferredToSend() && System.nanoTime() < deadlineNanos) {
-      long leftMs = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
+    while (hasDeferredToSend() && time.nanoseconds() < deadlineNanos) {
+      long leftMs = Math.max(1, (deadlineNanos - time.nanoseconds()) / 1_000_000);
       for (ConsumerRecord<byte[], byte[]> record :
           pollConsumer(Duration.ofMillis(Math.min(leftMs, 100)))) {
         if (takeIn(record)) {
@@ -599,7 +623,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
       return;
     }
     try {
-      drainDeferred(System.nanoTime() + CLOSE_DRAIN.toNanos());
+      drainDeferred(time.nanoseconds() + closeDrain.toNanos());
     } catch (RuntimeException e) {
       log.warn("{}: could not apply {} deferred acknowledgements", name, deferred.size(), e);
     }
@@ -611,7 +635,7 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
     }
     closed = true;
     try {
-      consumer.close(CLOSE_TIMEOUT);
+      consumer.close(closeTimeout);
     } catch (RuntimeException e) {
       log.warn("{}: closing the share consumer failed", name, e);
     }

@@ -59,7 +59,8 @@ class DeadLetterTopicTest {
               () -> DeadLetterTopic.ensure(admin, "orders-dlq", (short) 3, TIMEOUT));
       assertTrue(
           e.getMessage().contains("'orders-dlq'")
-              && e.getMessage().contains(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR + "=3"),
+              && e.getMessage()
+                  .contains(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR_CONFIG + "=3"),
           e.getMessage());
     }
   }
@@ -78,12 +79,14 @@ class DeadLetterTopicTest {
     assertEquals(3, new SinkDriverConfig(Map.of()).dlqTopicReplicationFactor());
     assertEquals(
         -1,
-        new SinkDriverConfig(Map.of(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR, "-1"))
+        new SinkDriverConfig(Map.of(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR_CONFIG, "-1"))
             .dlqTopicReplicationFactor());
     org.apache.kafka.common.config.ConfigException e =
         assertThrows(
             org.apache.kafka.common.config.ConfigException.class,
-            () -> new SinkDriverConfig(Map.of(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR, "0")));
-    assertTrue(e.getMessage().contains(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR));
+            () ->
+                new SinkDriverConfig(
+                    Map.of(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR_CONFIG, "0")));
+    assertTrue(e.getMessage().contains(SinkDriverConfig.DLQ_TOPIC_REPLICATION_FACTOR_CONFIG));
   }
 }

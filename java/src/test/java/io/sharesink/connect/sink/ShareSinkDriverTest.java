@@ -127,7 +127,7 @@ class ShareSinkDriverTest {
     assertTrue(allIn(group, State.ACCEPTED), group.all().toString());
     long tookMs = time.milliseconds() - putAtMs;
     assertTrue(
-        tookMs <= ShareSinkDriver.HELD_POLL_MAX_MS + SteppingMockTime.STEP_MS,
+        tookMs <= CommitSchedule.HELD_POLL_MAX_MS + SteppingMockTime.STEP_MS,
         "ACCEPTed " + tookMs + " ms after the put; the poll waited for records that cannot come");
   }
 
@@ -1004,7 +1004,7 @@ class ShareSinkDriverTest {
         records -> {
           if (!records.isEmpty() && heldAt.isEmpty()) {
             self[0].driver.wakeup(); // the worker stops the task; put does not return
-            time.sleep(LockKeeper.STOP_GRACE_MS - 500);
+            time.sleep(StopBudget.SHUTDOWN_GRACE.toMillis() - 500);
             heldAt.add(group.count(State.ACQUIRED));
             time.sleep(1_000);
             heldAt.add(group.count(State.ACQUIRED));
