@@ -25,7 +25,7 @@ declare -A STAGE_DOC=(
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
   [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
   [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
-  [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1)"
+  [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1); beside the e2e stage when both run"
 )
 
 CORE_SCENARIOS=(
@@ -100,15 +100,46 @@ ensure_release_archives() {
 stage_broker() {
   ensure_plugin_archive
   one_broker_cluster
-  log "Engine against the broker (plain, mixed with Java members, SASL_SSL, broker restart, blackhole)"
-  cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java --test broker_sasl_ssl --test broker_restart --test broker_blackhole
-  log "Java: engine bindings and sink driver against the broker"
-  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1
+  # The Java bindings' broker tests and the engine's (but broker_restart, which restarts the
+  # broker under everyone) run side by side: both mostly wait on the broker and on lock timers,
+  # so together they take about the time of the longer one.
+  log "Java: engine bindings and sink driver against the broker (beside the engine's tests; output in build/java-broker-tests.log)"
+  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" \
+    -DSHARESINK_REQUIRE_BROKER=1 >build/java-broker-tests.log 2>&1 &
+  local java_tests=$!
+  log "Engine against the broker (plain, mixed with Java members, SASL_SSL, blackhole)"
+  local engine_rc=0
+  cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java \
+    --test broker_sasl_ssl --test broker_blackhole || engine_rc=$?
+  local java_rc=0
+  wait "$java_tests" || java_rc=$?
+  tail -n 40 build/java-broker-tests.log
+  if ((engine_rc != 0 || java_rc != 0)); then
+    echo "broker tests failed: engine exit $engine_rc, Java exit $java_rc (build/java-broker-tests.log)" >&2
+    exit 1
+  fi
+  log "Engine across a broker restart"
+  cargo test -p sharesink-engine --features broker-tests --test broker_restart
+}
+
+# The older Kafka's core scenarios run on a cluster of their own (another state dir and port
+# block), so when both stages are asked for they run beside the end-to-end tests: both mostly
+# wait on brokers, workers and timers. The older stage then only waits for them.
+OLDER_KAFKA="${SHARESINK_OLDER_KAFKA:-4.3.1}"
+OLDER_PID=""
+start_older_in_background() {
+  log "Core scenarios on Kafka $OLDER_KAFKA, beside the end-to-end tests (output in build/older-kafka.log)"
+  SHARESINK_PORT_BASE="${SHARESINK_OLDER_PORT_BASE:-29300}" \
+    bash scripts/test.sh --kafka "$OLDER_KAFKA" >build/older-kafka.log 2>&1 &
+  OLDER_PID=$!
 }
 
 stage_e2e() {
   ensure_plugin_archive
   ensure_release_archives
+  if [[ " ${selected[*]} " == *" older "* ]]; then
+    start_older_in_background
+  fi
   one_broker_cluster
   SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q --durations=15 tests/e2e
   log "The release archives, installed as their installers install them"
@@ -132,8 +163,19 @@ stage_cluster3() {
 }
 
 stage_older() {
+  if [[ -n "$OLDER_PID" ]]; then
+    local rc=0
+    wait "$OLDER_PID" || rc=$?
+    OLDER_PID=""
+    tail -n 30 build/older-kafka.log
+    if ((rc != 0)); then
+      echo "the core scenarios on Kafka $OLDER_KAFKA failed (build/older-kafka.log)" >&2
+      exit 1
+    fi
+    return
+  fi
   one_broker_down
-  bash scripts/test.sh --kafka "${SHARESINK_OLDER_KAFKA:-4.3.1}"
+  bash scripts/test.sh --kafka "$OLDER_KAFKA"
 }
 
 if [[ "${1:-}" == "--list" ]]; then
