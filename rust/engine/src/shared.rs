@@ -150,6 +150,15 @@ impl Shared {
         }
     }
 
+    /// Whether the acks of some partition go to `fetcher`.
+    pub fn routes_to(&self, fetcher: &Arc<FetcherHandle>) -> bool {
+        self.routes
+            .read()
+            .expect("routes")
+            .values()
+            .any(|(_, f)| Arc::ptr_eq(f, fetcher))
+    }
+
     /// Routes acks for (topic, partition) to `fetcher`, the session of its leader.
     pub fn set_route(
         &self,

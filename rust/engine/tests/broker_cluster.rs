@@ -1,6 +1,7 @@
 //! Fault tests against three brokers (issue 14): partitions led by different brokers, leaders
-//! moved by election and reassignment mid-consumption, a leader killed -9 and restarted, the
-//! share coordinator's broker killed. Every record is delivered (each partition's log, offset
+//! moved by election and reassignment mid-consumption (once, and again and again under load for
+//! issue 35's share-session hygiene), a leader killed -9 and restarted, the share coordinator's
+//! broker killed. Every record is delivered (each partition's log, offset
 //! by offset, up to its end), and the longest time each partition went without a delivery is
 //! printed; for a killed leader, beside Java's share consumer in the same scenario.
 //!
@@ -272,6 +273,124 @@ async fn leaders_moved_by_election_and_reassignment_lose_nothing() {
     );
     println!("metrics {:?}", fleet.metrics());
     fleet.close().await;
+}
+
+/// Rounds of leader moves in the churn test.
+const CHURN_ROUNDS: usize = 6;
+
+/// Issue 35: every partition's leader moved again and again (its replica list rotated so the
+/// next broker is preferred, then a preferred-leader election; six rounds, a few seconds apart)
+/// while records are produced and three members consume. Counts per partition the records
+/// received, the deliveries (more than received: a record delivered again, whatever its delivery
+/// count), the redeliveries (deliveries with a delivery count above 1), and the gaps (offsets
+/// below the highest one received that never arrived), and per member the share sessions reset;
+/// also the engine's WARN lines by message. No gaps, every record received at least once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaders_moved_again_and_again_under_load_lose_nothing() {
+    let _one = CLUSTER.lock().await;
+    let s = setup("churn", 2_000).await;
+    let warned_before = support::warnings();
+    let fleet = Fleet::start(3, &s.bootstrap, &s.group, &s.topic, &[]).await;
+    let (stop, producer) = producing(s.admin.clone(), vec![s.topic.clone()]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    fleet.ledger.mark_gap_start(PARTITIONS);
+    let started = Instant::now();
+    let mut moved = 0usize;
+    for round in 1..=CHURN_ROUNDS {
+        let (before, _) = leaders(&s.topic).await;
+        let rotated: Vec<String> = before
+            .iter()
+            .map(|(p, leader)| {
+                let ids: Vec<i32> = (0..3).map(|k| (leader + k) % 3 + 1).collect();
+                format!("{p}: {ids:?}")
+            })
+            .collect();
+        support::harness(&format!(
+            "reassign_partitions(\"{}\", {{{}}})",
+            s.topic,
+            rotated.join(", ")
+        ))
+        .await;
+        support::harness(&format!("elect_leaders(\"{}\")", s.topic)).await;
+        let (after, _) = leaders(&s.topic).await;
+        let n = before.iter().filter(|(p, l)| after[*p] != **l).count();
+        moved += n;
+        println!(
+            "round {round} at {:?}: {n} leaders moved, {before:?} -> {after:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    stop.store(true, Ordering::Relaxed);
+    producer.await.unwrap();
+    let ends = log_ends(&s.topic).await;
+    // Not Ledger::wait_all: the counts are printed before anything is asserted.
+    let waited = Instant::now();
+    while waited.elapsed() < Duration::from_secs(180)
+        && (0..PARTITIONS).any(|p| fleet.ledger.distinct(p) < ends[p as usize])
+    {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Anything still on its way (redeliveries of records whose acks failed) comes in now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let counts: Vec<_> = (0..PARTITIONS).map(|p| fleet.ledger.counts(p)).collect();
+    let metrics = fleet.metrics();
+    let warned: Vec<(String, u64)> = support::warnings()
+        .into_iter()
+        .map(|(m, n)| (m.clone(), n - warned_before.get(&m).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    println!("CHURN {moved} leader moves in {CHURN_ROUNDS} rounds; per partition:");
+    println!("  partition  log end  received  deliveries  redelivered  gaps  longest quiet");
+    for (p, c) in counts.iter().enumerate() {
+        println!(
+            "  {p:>9}  {:>7}  {:>8}  {:>10}  {:>11}  {:>4}  {:?}",
+            ends[p],
+            c.received,
+            c.deliveries,
+            c.redelivered,
+            c.gaps,
+            fleet.ledger.longest_gap(p as i32)
+        );
+    }
+    let total = |f: fn(&sharesink_engine::MetricsSnapshot) -> u64| -> Vec<u64> {
+        metrics.iter().map(f).collect()
+    };
+    println!(
+        "CHURN per member: session resets {:?}, ack errors {:?}, acks resent {:?}, records acked {:?}",
+        total(|m| m.session_resets),
+        total(|m| m.ack_errors),
+        total(|m| m.acks_resent),
+        total(|m| m.accepted),
+    );
+    println!(
+        "CHURN totals: received {}, delivered twice or more {}, redelivered {}, gaps {}, session resets {}, WARN lines {}",
+        counts.iter().map(|c| c.received).sum::<usize>(),
+        counts
+            .iter()
+            .map(|c| c.deliveries - c.received as u64)
+            .sum::<u64>(),
+        counts.iter().map(|c| c.redelivered).sum::<u64>(),
+        counts.iter().map(|c| c.gaps).sum::<usize>(),
+        metrics.iter().map(|m| m.session_resets).sum::<u64>(),
+        warned.iter().map(|(_, n)| n).sum::<u64>()
+    );
+    for (message, n) in &warned {
+        println!("CHURN WARN {n:>5} {message}");
+    }
+    fleet.close().await;
+    support::harness(&format!("wait_in_sync(\"{}\")", s.topic)).await;
+    assert!(moved >= CHURN_ROUNDS, "leaders hardly moved: {moved}");
+    for (p, c) in counts.iter().enumerate() {
+        assert_eq!(c.gaps, 0, "partition {p}: offsets skipped: {c:?}");
+        assert!(
+            c.received >= ends[p],
+            "partition {p}: {} of {} records received: {c:?}",
+            c.received,
+            ends[p]
+        );
+    }
 }
 
 /// kill -9 of the broker leading most partitions while the engine's members and Java's share

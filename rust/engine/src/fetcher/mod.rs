@@ -4,7 +4,7 @@
 //! on it, and sends ShareAcknowledge only for acks that cannot wait (sync acks, renewals,
 //! a full buffer). Closing sends epoch −1, which releases every record still held.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,10 +19,14 @@ use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use crate::shared::Shared;
 
+#[cfg(test)]
+mod fake_broker;
 mod missing;
 mod probe;
 mod receive;
 mod send;
+#[cfg(test)]
+mod session_tests;
 mod stall;
 
 use receive::handle_response;
@@ -73,7 +77,21 @@ struct Session {
     /// Partitions the broker said it lacks, left out of the session for a while; kept across
     /// reopenings (that is what it is for).
     missing: missing::MissingPartitions,
+    /// Partitions the broker said it no longer leads (NOT_LEADER_OR_FOLLOWER,
+    /// FENCED_LEADER_EPOCH), with the router's count of answers (`FetcherHandle::applied`) at
+    /// that moment: they leave the session with the next request, without waiting for the
+    /// router, and stay out until the router has looked again (as Kafka 4.4's client moves a
+    /// partition to the leader a fetch error names). Kept across reopenings.
+    lost: BTreeMap<PartitionKey, u64>,
+    /// Session errors (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+    /// SHARE_SESSION_LIMIT_REACHED) in a row, each healed by reopening the session: logged at
+    /// DEBUG until [`SESSION_ERRORS_BEFORE_WARN`] in a row show it does not heal. Kept across
+    /// reopenings; a response without a session error ends the run.
+    session_errors: u32,
 }
+
+/// Session errors in a row after which one WARN says the share session does not heal.
+const SESSION_ERRORS_BEFORE_WARN: u32 = 5;
 
 impl Session {
     fn next_epoch(&mut self) -> i32 {
@@ -113,6 +131,8 @@ pub(crate) async fn run(
         caught_up: false,
         left_more: false,
         missing: Default::default(),
+        lost: BTreeMap::new(),
+        session_errors: 0,
     };
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
@@ -151,6 +171,20 @@ pub(crate) async fn run(
                 shared.refresh_metadata.notify_one();
                 backoff_until = Some(tokio::time::Instant::now() + RECONNECT_BACKOFF);
             }
+        }
+        if !is_closing
+            && fetch.is_none()
+            && ack.is_none()
+            && empty_session_may_close(&shared, &me, &session)
+        {
+            // Every partition left this leader and its acks are answered: as Kafka 4.4's
+            // client does, the broker's session is closed rather than left open and idle
+            // (until the broker drops the idle connection, and the next partition to come back
+            // finds the session gone). Partitions coming back open a new one.
+            close_session(&shared, &me, &mut session).await;
+            debug!(node = me.node_id, "closed the empty share session");
+            session.reset(true);
+            continue;
         }
         watch.session_holds(&session.partitions, tokio::time::Instant::now());
         if lag_probe.is_none() && !is_closing {
@@ -213,6 +247,20 @@ fn wake_at(
         .filter(ahead)
         .or(quiet_until.filter(|t| !fetch_outstanding && ahead(t)))
         .unwrap_or(now + Duration::from_secs(3600))
+}
+
+/// Whether this leader's share session is open with nothing in it, nothing for it to do, and no
+/// ack that may still come to it: no partition is wanted here, every ack queued here went out
+/// and was answered (the caller checks nothing is in flight), and either no partition's acks are
+/// routed here any more (all moved to other leaders) or the member holds no records at all
+/// (a revoked partition's records, still in the caller's hands, are acknowledged here).
+fn empty_session_may_close(shared: &Shared, me: &Arc<FetcherHandle>, session: &Session) -> bool {
+    session.epoch > 0
+        && session.partitions.is_empty()
+        && session.conn.as_ref().is_some_and(|c| !c.is_closed())
+        && me.desired().is_empty()
+        && me.acks.lock().expect("acks").is_empty()
+        && (!send::holds_records(shared) || !shared.routes_to(me))
 }
 
 /// Epoch −1: applies the last acks and releases everything else this member holds here.

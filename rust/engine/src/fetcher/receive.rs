@@ -51,7 +51,7 @@ pub(super) fn handle_response(
             // the new session. The records stay locked to this member until their lock runs out
             // or the broker sees the connection close; those it released meanwhile are refused
             // there (INVALID_RECORD_STATE, counted in ack_errors) and redelivered.
-            resend(shared, me, acks, &e);
+            resend(shared, me, acks, &e, false);
             // The leader may be gone for good: have the router look up the partitions' leaders.
             shared.refresh_metadata.notify_one();
             if generation == session.generation {
@@ -89,12 +89,24 @@ pub(super) fn handle_response(
 }
 
 /// Puts the acks of a request that went unanswered back into the queue, for the next request
-/// on the new session.
-fn resend(shared: &Shared, me: &FetcherHandle, acks: AcksInFlight, cause: &EngineError) {
+/// on the new session. `quiet`: the broker lost the session and the connection is still up, so
+/// the acks will apply (the records are still this member's); logged at DEBUG.
+fn resend(
+    shared: &Shared,
+    me: &FetcherHandle,
+    acks: AcksInFlight,
+    cause: &EngineError,
+    quiet: bool,
+) {
     let (ranges, records) = (acks.len(), acks.records());
     if ranges > 0 {
-        warn!(node = me.node_id, error = %cause, ranges, records,
-              "acknowledgements unanswered; resending them on a new share session");
+        if quiet {
+            debug!(node = me.node_id, error = %cause, ranges, records,
+                   "acknowledgements unanswered; resending them on a new share session");
+        } else {
+            warn!(node = me.node_id, error = %cause, ranges, records,
+                  "acknowledgements unanswered; resending them on a new share session");
+        }
         shared.metrics.acks_requeued(&acks);
     }
     me.acks.lock().expect("acks").requeue(acks);
@@ -117,19 +129,41 @@ fn top_level_error(
     TopLevelError { api, code, message }: TopLevelError,
 ) -> Result<(), EngineError> {
     if is_session_error(code) {
-        warn!(
-            node = me.node_id,
-            code,
-            name = name(code),
-            "share session lost; reopening"
-        );
+        // Self-healing, as Kafka 4.4's client treats them: the session is reopened on the same
+        // connection and the acks go again on it. Only a run of them that does not end is
+        // worth a WARN (once); an answer to a session already replaced is no new error.
         if generation == session.generation {
+            session.session_errors = session.session_errors.saturating_add(1);
+            if session.session_errors == super::SESSION_ERRORS_BEFORE_WARN {
+                warn!(
+                    node = me.node_id,
+                    code,
+                    name = name(code),
+                    in_a_row = session.session_errors,
+                    "share session errors keep coming; reopening the session again (no further WARN until it is re-established)"
+                );
+            } else {
+                debug!(
+                    node = me.node_id,
+                    code,
+                    name = name(code),
+                    in_a_row = session.session_errors,
+                    "share session lost; reopening"
+                );
+            }
             session.reset(false);
             shared.metrics.session_resets.fetch_add(1, Relaxed);
+        } else {
+            debug!(
+                node = me.node_id,
+                code,
+                name = name(code),
+                "share session error for a session already reopened"
+            );
         }
         // Try the acks again on the new session: the records may still be locked to us.
         let lost = EngineError::broker(api, code, message.clone());
-        resend(shared, me, acks, &lost);
+        resend(shared, me, acks, &lost, true);
         return if code == SHARE_SESSION_LIMIT_REACHED {
             Err(EngineError::broker(api, code, message))
         } else {
@@ -151,6 +185,35 @@ fn top_level_error(
         shared.fail(error.duplicate());
     }
     Err(error)
+}
+
+/// A response without a session error from the current session ends a run of session errors.
+fn session_answered(me: &FetcherHandle, session: &mut Session, generation: u64) {
+    if generation != session.generation || session.session_errors == 0 {
+        return;
+    }
+    if session.session_errors >= super::SESSION_ERRORS_BEFORE_WARN {
+        info!(
+            node = me.node_id,
+            errors = session.session_errors,
+            "share session re-established after session errors"
+        );
+    }
+    session.session_errors = 0;
+}
+
+/// The broker no longer leads `key`: it leaves this session with the next request (unless the
+/// router has looked again since: then its answer stands).
+fn lose(me: &FetcherHandle, session: &mut Session, key: PartitionKey, code: i16) {
+    if session.lost.insert(key, me.applied()).is_none() {
+        debug!(node = me.node_id, topic_id = %key.0, partition = key.1, code, name = name(code),
+               "the broker no longer leads the partition; removing it from the share session");
+    }
+    me.set_holds_lost(true);
+}
+
+fn leader_moved(code: i16) -> bool {
+    matches!(code, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH)
 }
 
 /// What is known of a ShareFetch from when it was sent.
@@ -192,6 +255,9 @@ fn handle_fetch(
             },
         );
     }
+    session_answered(me, session, generation);
+    // Read once: what the router wants here decides what a missing partition means.
+    let assigned = me.desired();
     let lock_deadline_ms = sent_wall_ms + response.acquisition_lock_timeout_ms.max(0) as i64;
     shared
         .lock_timeout_ms
@@ -219,8 +285,12 @@ fn handle_fetch(
                       name = name(p.acknowledge_error_code), message = ?ack_message, "acknowledgement failed");
                 shared.metrics.ack_errors.fetch_add(1, Relaxed);
             }
-            if not_in_broker_session(session, key, p.acknowledge_error_code)
-                || not_in_broker_session(session, key, p.error_code)
+            if leader_moved(p.error_code) {
+                // Its acks were refused too (UNKNOWN_TOPIC_OR_PARTITION: the old leader dropped
+                // the share-partition): no drift between the sessions, the partition moved.
+                lose(me, session, key, p.error_code);
+            } else if not_in_broker_session(session, &assigned, key, p.acknowledge_error_code)
+                || not_in_broker_session(session, &assigned, key, p.error_code)
             {
                 missing.push(key);
             } else if p.error_code == NONE && session.missing.answered(&key) {
@@ -383,9 +453,11 @@ fn handle_acknowledge(
             },
         );
     }
+    session_answered(me, session, generation);
     if let Some(ms) = response.acquisition_lock_timeout_ms {
         shared.lock_timeout_ms.store(ms, Relaxed);
     }
+    let assigned = me.desired();
     let mut refresh = false;
     let mut missing = Vec::new();
     for (topic_id, partitions) in response.responses {
@@ -394,8 +466,15 @@ fn handle_acknowledge(
                 warn!(topic_id = %topic_id, partition = p.partition, code = p.error_code,
                       name = name(p.error_code), message = ?p.error_message, "acknowledgement failed");
                 shared.metrics.ack_errors.fetch_add(1, Relaxed);
-                refresh |= matches!(p.error_code, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH);
-                if not_in_broker_session(session, (topic_id, p.partition), p.error_code) {
+                refresh |= leader_moved(p.error_code);
+                if leader_moved(p.error_code) {
+                    lose(me, session, (topic_id, p.partition), p.error_code);
+                } else if not_in_broker_session(
+                    session,
+                    &assigned,
+                    (topic_id, p.partition),
+                    p.error_code,
+                ) {
                     missing.push((topic_id, p.partition));
                 }
             }
@@ -410,12 +489,21 @@ fn handle_acknowledge(
     Ok(())
 }
 
-/// Whether the broker said it does not host `key` although this session holds it: the broker's
-/// session and ours have drifted apart (replayed requests of an old connection after a network
-/// partition can do that).
-fn not_in_broker_session(session: &Session, key: PartitionKey, code: i16) -> bool {
+/// Whether the broker said it does not host `key` although this session holds it and the router
+/// still wants it here: the broker's session and ours have drifted apart (replayed requests of
+/// an old connection after a network partition can do that). A partition on its way out of the
+/// session (no longer wanted here, or no longer led by this broker) is no drift: an old leader
+/// answers acks for a partition it lost with UNKNOWN_TOPIC_OR_PARTITION.
+fn not_in_broker_session(
+    session: &Session,
+    assigned: &std::collections::BTreeSet<PartitionKey>,
+    key: PartitionKey,
+    code: i16,
+) -> bool {
     matches!(code, UNKNOWN_TOPIC_OR_PARTITION | UNKNOWN_TOPIC_ID)
         && session.partitions.contains(&key)
+        && assigned.contains(&key)
+        && !session.lost.contains_key(&key)
 }
 
 /// Reopens the share session when the broker's lacks partitions ours holds: otherwise those
@@ -495,6 +583,8 @@ mod tests {
             caught_up: false,
             left_more: false,
             missing: Default::default(),
+            lost: Default::default(),
+            session_errors: 0,
         }
     }
 
@@ -550,6 +640,7 @@ mod tests {
             FetcherHandle::new(1, "b:1".into()),
             Uuid::new_v4(),
         );
+        me.set_desired(BTreeSet::from([(topic, 0), (topic, 1)]));
         let mut s = session(topic);
         let response = acknowledged(topic, 1, UNKNOWN_TOPIC_OR_PARTITION);
         handle_acknowledge(&shared, &me, &mut s, AcksInFlight::default(), 3, response).unwrap();

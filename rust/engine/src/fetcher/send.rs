@@ -25,9 +25,15 @@ pub(super) async fn send_next(
     ack: &mut Option<InFlight>,
 ) -> Result<(), EngineError> {
     let assigned = me.desired();
-    let desired = session
+    let mut desired = session
         .missing
         .filter(assigned, tokio::time::Instant::now());
+    // Partitions the broker no longer leads leave the session now; once the router has looked
+    // again, its answer stands.
+    let applied = me.applied();
+    session.lost.retain(|_, at| *at == applied);
+    me.set_holds_lost(!session.lost.is_empty());
+    desired.retain(|k| !session.lost.contains_key(k));
     let has_acks = !me.acks.lock().expect("acks").is_empty();
     if session.conn.as_ref().is_none_or(|c| c.is_closed()) {
         if desired.is_empty() && !has_acks {

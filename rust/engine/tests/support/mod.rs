@@ -17,11 +17,58 @@ use sharesink_engine::{properties, AckKind, ConsumerConfig, MetricsSnapshot, Sha
 use sharesink_testkit::{Admin, ProduceRecord};
 use tokio::task::JoinHandle;
 
+/// Logs as `RUST_LOG` says, and counts every WARN event of the engine by message, whatever
+/// `RUST_LOG` says (see [`warnings`]).
 pub fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_test_writer()
+                .with_filter(tracing_subscriber::EnvFilter::from_default_env()),
+        )
+        .with(WarnCounter.with_filter(tracing_subscriber::filter::LevelFilter::WARN))
         .try_init();
+}
+
+static WARNINGS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+
+/// The engine's WARN events since the test binary started, by message (counted only when
+/// `init_tracing` installed the counter).
+pub fn warnings() -> BTreeMap<String, u64> {
+    WARNINGS.lock().unwrap().clone()
+}
+
+/// Counts WARN (and ERROR) events of the engine's modules by their message.
+struct WarnCounter;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarnCounter {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if !event.metadata().target().starts_with("sharesink_engine") {
+            return;
+        }
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                // A `message = ...` field beside the format string makes two: keep both.
+                if field.name() == "message" {
+                    if !self.0.is_empty() {
+                        self.0.push_str(" | ");
+                    }
+                    self.0.push_str(&format!("{value:?}"));
+                }
+            }
+        }
+        let mut m = Message(String::new());
+        event.record(&mut m);
+        *WARNINGS.lock().unwrap().entry(m.0).or_default() += 1;
+    }
 }
 
 /// Produces `count` records to `partition`, values `<tag>-<partition>-<i>`, in batches of 500.
@@ -41,6 +88,8 @@ pub async fn produce(admin: &Admin, topic: &str, partition: i32, tag: &str, coun
 struct PartitionLedger {
     /// offset → deliveries
     deliveries: BTreeMap<i64, u32>,
+    /// Deliveries whose broker delivery count was above 1 (the broker redelivered them).
+    redelivered: u64,
     last: Option<Instant>,
     /// Longest time without a delivery, measured between deliveries once a mark was set
     /// (`Ledger::mark_gap_start`) or from the first delivery.
@@ -55,10 +104,18 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn record(&self, partition: i32, offset: i64) {
+        self.record_delivery(partition, offset, 1);
+    }
+
+    /// A delivery of `offset` with the broker's delivery count.
+    pub fn record_delivery(&self, partition: i32, offset: i64, delivery_count: i16) {
         let now = Instant::now();
         let mut all = self.partitions.lock().unwrap();
         let p = all.entry(partition).or_default();
         *p.deliveries.entry(offset).or_default() += 1;
+        if delivery_count > 1 {
+            p.redelivered += 1;
+        }
         if let Some(last) = p.last {
             p.longest_gap = p.longest_gap.max(now - last);
         }
@@ -92,6 +149,23 @@ impl Ledger {
             .values()
             .map(|p| p.deliveries.values().filter(|n| **n > 1).count())
             .sum()
+    }
+
+    /// One partition's counts: distinct offsets received, deliveries in all, deliveries with a
+    /// delivery count above 1, and gaps (offsets below the highest one received that were never
+    /// received).
+    pub fn counts(&self, partition: i32) -> PartitionCounts {
+        let all = self.partitions.lock().unwrap();
+        let Some(p) = all.get(&partition) else {
+            return PartitionCounts::default();
+        };
+        let highest = p.deliveries.keys().next_back().copied().unwrap_or(-1);
+        PartitionCounts {
+            received: p.deliveries.len(),
+            deliveries: p.deliveries.values().map(|n| *n as u64).sum(),
+            redelivered: p.redelivered,
+            gaps: (highest + 1) as usize - p.deliveries.len(),
+        }
     }
 
     pub fn longest_gap(&self, partition: i32) -> Duration {
@@ -151,6 +225,15 @@ impl Ledger {
     }
 }
 
+/// What one partition's ledger holds (see [`Ledger::counts`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionCounts {
+    pub received: usize,
+    pub deliveries: u64,
+    pub redelivered: u64,
+    pub gaps: usize,
+}
+
 /// Members consuming one topic, each in its own task.
 pub struct Fleet {
     pub ledger: Arc<Ledger>,
@@ -202,7 +285,7 @@ impl Fleet {
                 match member.poll(Duration::from_millis(500)).await {
                     Ok(Some(batch)) => {
                         for r in batch.records() {
-                            ledger.record(r.partition(), r.offset());
+                            ledger.record_delivery(r.partition(), r.offset(), r.delivery_count());
                         }
                         if member.acknowledge(&batch.acks(AckKind::Accept)).is_err() {
                             return;

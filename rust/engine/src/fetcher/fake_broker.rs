@@ -1,0 +1,292 @@
+//! Tests only: a share-partition leader in memory, on a loopback socket, that answers ShareFetch
+//! and ShareAcknowledge v1 (kafka-protocol's codecs) as a test scripts it and reports every
+//! request it got, so a fetcher's whole loop can be driven through a leader change, an emptied
+//! session or a run of session errors.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    share_acknowledge_response as kar, share_fetch_response as kfr, ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::connection::read_frame;
+use crate::protocol::error_codes::NONE;
+
+/// A request the fake leader got, decoded.
+#[derive(Debug, Clone)]
+pub(super) enum Seen {
+    Fetch(ShareFetchRequest),
+    Ack(ShareAcknowledgeRequest),
+}
+
+impl Seen {
+    pub fn epoch(&self) -> i32 {
+        match self {
+            Seen::Fetch(r) => r.share_session_epoch,
+            Seen::Ack(r) => r.share_session_epoch,
+        }
+    }
+
+    /// Partitions whose acks the request carries.
+    pub fn acked(&self) -> Vec<i32> {
+        match self {
+            Seen::Fetch(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter(|p| !p.acknowledgement_batches.is_empty())
+                .map(|p| p.partition_index)
+                .collect(),
+            Seen::Ack(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter(|p| !p.acknowledgement_batches.is_empty())
+                .map(|p| p.partition_index)
+                .collect(),
+        }
+    }
+
+    /// Partitions a ShareFetch removes from the session.
+    pub fn forgotten(&self) -> Vec<i32> {
+        match self {
+            Seen::Fetch(r) => r
+                .forgotten_topics_data
+                .iter()
+                .flat_map(|t| t.partitions.iter().copied())
+                .collect(),
+            Seen::Ack(_) => Vec::new(),
+        }
+    }
+
+    /// Partitions a ShareFetch names (added to the session, or carrying acks).
+    pub fn named(&self) -> Vec<i32> {
+        match self {
+            Seen::Fetch(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.partition_index)
+                .collect(),
+            Seen::Ack(_) => Vec::new(),
+        }
+    }
+}
+
+/// How the fake leader answers.
+#[derive(Default)]
+pub(super) struct Script {
+    /// Top-level errors for the next ShareFetches, one each.
+    pub fetch_errors: VecDeque<i16>,
+    /// Partition → (fetch error, acknowledge error) in every ShareFetch answer naming it; the
+    /// acknowledge error also answers a ShareAcknowledge for it.
+    pub partition_errors: HashMap<i32, (i16, i16)>,
+    /// Extra delay before each answer.
+    pub delay: Duration,
+}
+
+pub(super) struct FakeLeader {
+    pub addr: String,
+    pub seen: mpsc::UnboundedReceiver<Seen>,
+    pub script: Arc<Mutex<Script>>,
+}
+
+impl FakeLeader {
+    pub async fn start() -> FakeLeader {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (tx, seen) = mpsc::unbounded_channel();
+        let script = Arc::new(Mutex::new(Script::default()));
+        let s = script.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, tx.clone(), s.clone()));
+            }
+        });
+        FakeLeader { addr, seen, script }
+    }
+
+    /// The next request, within `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<Seen> {
+        tokio::time::timeout(within, self.seen.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Requests until one matches `wanted` (returned with those before it), within `within`.
+    pub async fn until(
+        &mut self,
+        within: Duration,
+        wanted: impl Fn(&Seen) -> bool,
+    ) -> (Vec<Seen>, Option<Seen>) {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut before = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next(left).await {
+                Some(s) if wanted(&s) => return (before, Some(s)),
+                Some(s) => before.push(s),
+                None => return (before, None),
+            }
+        }
+    }
+}
+
+async fn serve(
+    mut socket: tokio::net::TcpStream,
+    seen: mpsc::UnboundedSender<Seen>,
+    script: Arc<Mutex<Script>>,
+) {
+    // The partitions of this connection's share session, as a broker keeps them.
+    let mut session: BTreeSet<(Uuid, i32)> = BTreeSet::new();
+    while let Ok(Some(frame)) = read_frame(&mut socket).await {
+        let mut frame = frame.freeze();
+        let api_key = frame.get_i16();
+        let version = frame.get_i16();
+        let correlation_id = frame.get_i32();
+        let client_id_len = frame.get_i16();
+        if client_id_len > 0 {
+            frame.advance(client_id_len as usize);
+        }
+        let _no_tagged_fields = frame.get_u8();
+        let (request, wait) = match api_key {
+            78 => {
+                let r = ShareFetchRequest::decode(&mut frame, version).unwrap();
+                let wait = Duration::from_millis(r.max_wait_ms.clamp(0, 50) as u64);
+                (Seen::Fetch(r), wait)
+            }
+            79 => (
+                Seen::Ack(ShareAcknowledgeRequest::decode(&mut frame, version).unwrap()),
+                Duration::ZERO,
+            ),
+            other => panic!("the fake leader got api key {other}"),
+        };
+        let (body, delay) = {
+            let mut s = script.lock().unwrap();
+            (answer(&request, &mut s, &mut session, version), s.delay)
+        };
+        let _ = seen.send(request);
+        tokio::time::sleep(wait + delay).await;
+        let mut out = BytesMut::new();
+        out.put_i32(4 + 1 + body.len() as i32);
+        out.put_i32(correlation_id);
+        out.put_u8(0); // response header v1: no tagged fields
+        out.put_slice(&body);
+        if socket.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Answers a ShareFetch for the partitions it names (acks, additions) and for those of the
+/// session with a scripted error (an incremental fetch names only what changed), and a
+/// ShareAcknowledge for the partitions it names.
+fn answer(
+    request: &Seen,
+    script: &mut Script,
+    session: &mut BTreeSet<(Uuid, i32)>,
+    version: i16,
+) -> Bytes {
+    let mut out = BytesMut::new();
+    match request {
+        Seen::Fetch(r) => {
+            let mut response =
+                ShareFetchResponse::default().with_acquisition_lock_timeout_ms(30_000);
+            if let Some(code) = script.fetch_errors.pop_front() {
+                response.error_code = code;
+                response.encode(&mut out, version).unwrap();
+                return out.freeze();
+            }
+            if r.share_session_epoch == 0 {
+                session.clear();
+            }
+            // (topic, partition) → whether the request carries acks for it
+            let mut partitions: BTreeMap<(Uuid, i32), bool> = BTreeMap::new();
+            for t in &r.topics {
+                for p in &t.partitions {
+                    session.insert((t.topic_id, p.partition_index));
+                    partitions.insert(
+                        (t.topic_id, p.partition_index),
+                        !p.acknowledgement_batches.is_empty(),
+                    );
+                }
+            }
+            for t in &r.forgotten_topics_data {
+                for p in &t.partitions {
+                    session.remove(&(t.topic_id, *p));
+                }
+            }
+            for key in session.iter() {
+                if script.partition_errors.contains_key(&key.1) {
+                    partitions.entry(*key).or_insert(false);
+                }
+            }
+            if r.share_session_epoch == -1 {
+                session.clear();
+            }
+            let mut by_topic: BTreeMap<Uuid, Vec<kfr::PartitionData>> = BTreeMap::new();
+            for ((topic, partition), acked) in partitions {
+                let (fetch, ack) = script
+                    .partition_errors
+                    .get(&partition)
+                    .copied()
+                    .unwrap_or((NONE, NONE));
+                by_topic.entry(topic).or_default().push(
+                    kfr::PartitionData::default()
+                        .with_partition_index(partition)
+                        .with_error_code(fetch)
+                        .with_acknowledge_error_code(if acked { ack } else { NONE }),
+                );
+            }
+            response.responses = by_topic
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    kfr::ShareFetchableTopicResponse::default()
+                        .with_topic_id(topic)
+                        .with_partitions(partitions)
+                })
+                .collect();
+            response.encode(&mut out, version).unwrap();
+        }
+        Seen::Ack(r) => {
+            if r.share_session_epoch == -1 {
+                session.clear();
+            }
+            let response = ShareAcknowledgeResponse::default().with_responses(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        kar::ShareAcknowledgeTopicResponse::default()
+                            .with_topic_id(t.topic_id)
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        let code = script
+                                            .partition_errors
+                                            .get(&p.partition_index)
+                                            .map_or(NONE, |e| e.1);
+                                        kar::PartitionData::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+            response.encode(&mut out, version).unwrap();
+        }
+    }
+    out.freeze()
+}
