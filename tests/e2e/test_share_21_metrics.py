@@ -8,6 +8,9 @@ FileStream connector delivers every record; then `/metrics` on the agent's port 
   delivered, with latencies in seconds;
 - the connector's `sharesink_share_group_lag{connector,topic,partition}` (per partition the
   share group has state for), back to 0;
+- the connector's `sharesink_autoscale_tasks{connector}`: the autoscaler runs with its bounds
+  at 2 and 2 (`share.tasks.autoscale.min` = `tasks.max`), so it registers its gauge and never
+  changes the task count;
 - every series the Grafana dashboard (ops/grafana/sharesink-dashboard.json) queries.
 """
 
@@ -17,7 +20,6 @@ import json
 import re
 import urllib.request
 from collections import defaultdict
-from pathlib import Path
 from typing import Dict, List, Tuple
 
 from harness.cluster import REPO_ROOT, Cluster, default_plugin_archive, ensure_jmx_exporter
@@ -69,7 +71,8 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
         rest = cluster.rest(WORKER)
         cfg = share_config(cluster, name, name, FILE_SINK, 2, file=str(out))
         cfg.update({"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER,
-                    "share.commit.interval.ms": "500"})
+                    "share.commit.interval.ms": "500",
+                    "share.tasks.autoscale": "true", "share.tasks.autoscale.min": "2"})
         start_connector(rest, name, cfg, tasks=2)
         wait_for("every record in the file", lambda: len(set(file_lines(out))) == N, timeout=90,
                  on_timeout=lambda: connector_trace(rest, name))
@@ -101,6 +104,10 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
         assert partitions <= {"0", "1", "2"} and all(
             l.get("topic") == name for l, _ in series["sharesink_share_group_lag"]
             if l.get("connector") == name), series["sharesink_share_group_lag"]
+
+        decided = [v for l, v in series.get("sharesink_autoscale_tasks", [])
+                   if l.get("connector") == name]
+        assert decided == [2], series.get("sharesink_autoscale_tasks")
 
         dashboard = json.loads(DASHBOARD.read_text())
         queried = {s for p in dashboard["panels"] for t in p["targets"]

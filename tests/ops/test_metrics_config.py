@@ -3,8 +3,10 @@
 - every metric sharesink registers (the names in SinkDriverMetrics, EngineGauges and
   ShareGroupLag) matches a rule of ops/prometheus/jmx-exporter.yaml and becomes a
   `sharesink_*` series with the labels a dashboard filters by;
-- every series the Grafana dashboard (ops/grafana/sharesink-dashboard.json) and the KEDA example
-  (ops/keda/scaledobject.yaml) query is one those rules produce.
+- the connector's autoscaler gauge (Autoscaler) becomes `sharesink_autoscale_tasks{connector}`;
+- every series the Grafana dashboard (ops/grafana/sharesink-dashboard.json), the KEDA example
+  (ops/keda/scaledobject.yaml) and the operator page (docs/operations.md) name is one those rules
+  produce.
 
 The rules are applied here as the JMX exporter applies them (first match wins, `$n` replaced,
 invalid characters made `_`, lowercased); tests/e2e/test_share_21_metrics.py scrapes a real
@@ -26,11 +28,13 @@ SOURCES = ROOT / "java" / "src" / "main" / "java" / "io" / "sharesink" / "connec
 TASK_METRIC_SOURCES = [SOURCES / "sink" / "SinkDriverMetrics.java",
                        SOURCES / "sink" / "EngineGauges.java"]
 CONNECTOR_METRIC_SOURCES = [SOURCES / "ShareGroupLag.java"]
+AUTOSCALER_SOURCE = SOURCES / "autoscale" / "Autoscaler.java"
+OPERATIONS = ROOT / "docs" / "operations.md"
 SERIES = re.compile(r"\bsharesink_[a-z0-9_]+\b")
 
 
 def metric_names(path: Path) -> Set[str]:
-    return set(re.findall(r'"(share-[a-z-]+)"', path.read_text()))
+    return set(re.findall(r'"((?:share|autoscale)-[a-z-]+)"', path.read_text()))
 
 
 def exporter(mbean: str) -> Optional[Tuple[str, Dict[str, str]]]:
@@ -60,8 +64,16 @@ def lag_mbean(metric: str) -> str:
     return f"kafka.connect<type=plugins, connector=orders-to-pg, topic=orders, partition=7><>{metric}"
 
 
+def connector_mbean(metric: str) -> str:
+    return f"kafka.connect<type=plugins, connector=orders-to-pg><>{metric}"
+
+
 def exported() -> Set[str]:
     names = set()
+    for metric in metric_names(AUTOSCALER_SOURCE):
+        out = exporter(connector_mbean(metric))
+        assert out is not None, f"no exporter rule matches the connector's {metric}"
+        names.add(out[0])
     for src in TASK_METRIC_SOURCES:
         for metric in metric_names(src):
             names.add(exporter(task_mbean(metric))[0])
@@ -91,6 +103,18 @@ def test_the_share_group_lag_becomes_a_series_per_topic_and_partition():
     assert exporter(lag_mbean("share-group-lag")) == (
         "sharesink_share_group_lag",
         {"connector": "orders-to-pg", "topic": "orders", "partition": "7"})
+
+
+def test_the_autoscalers_gauge_becomes_a_series_per_connector():
+    assert metric_names(AUTOSCALER_SOURCE) == {"autoscale-tasks"}
+    assert exporter(connector_mbean("autoscale-tasks")) == (
+        "sharesink_autoscale_tasks", {"connector": "orders-to-pg"})
+
+
+def test_every_series_the_operator_page_names_is_exported():
+    named = set(SERIES.findall(OPERATIONS.read_text()))
+    assert named, "docs/operations.md names no sharesink series"
+    assert named <= exported(), f"named but never exported: {sorted(named - exported())}"
 
 
 def test_every_series_the_dashboard_and_keda_query_is_exported():

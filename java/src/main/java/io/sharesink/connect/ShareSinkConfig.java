@@ -1,6 +1,7 @@
 package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
+import io.sharesink.connect.autoscale.TaskAutoscale;
 import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.List;
@@ -365,6 +366,9 @@ public class ShareSinkConfig extends AbstractConfig {
         1,
         Width.SHORT,
         ORDERING_DISPLAY);
+
+    // ---- autoscale (io.sharesink.connect.autoscale): share.tasks.autoscale*, a group of its own
+    TaskAutoscale.define(def);
 
     order = 0;
     def.define(

@@ -4,6 +4,8 @@ import io.sharesink.connect.admin.ClusterFacts;
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.admin.ShareGroupAdmin;
 import io.sharesink.connect.admin.ShareGroupSetup;
+import io.sharesink.connect.autoscale.Autoscaler;
+import io.sharesink.connect.autoscale.TaskAutoscale;
 import io.sharesink.connect.nativelib.NativeLoadException;
 import io.sharesink.connect.nativelib.NativeLoader;
 import io.sharesink.connect.ordering.ShareOrdering;
@@ -85,6 +87,10 @@ public class ShareSinkConnector extends SourceConnector {
   private Integer derivedCommitMaxRecords;
 
   private ShareGroupLag lag;
+
+  /** The task autoscaler (io.sharesink.connect.autoscale), null unless share.tasks.autoscale. */
+  private Autoscaler autoscaler;
+
   private TopicWatchThread topicWatch;
 
   /** Looks up the bootstrap hosts in validate() and start(). */
@@ -183,6 +189,9 @@ public class ShareSinkConnector extends SourceConnector {
             className ->
                 LegacyPlugins.loadSinkConnectorClass(
                     ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, className))
+        .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+    // ---- autoscale (io.sharesink.connect.autoscale): its minimum within tasks.max
+    TaskAutoscale.problems(connectorConfigs)
         .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
     return new Config(new ArrayList<>(values.values()));
   }
@@ -401,6 +410,10 @@ public class ShareSinkConnector extends SourceConnector {
     }
     // The admin client stays open for the lag gauges and the missing-topic checks.
     lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
+    // ---- autoscale (io.sharesink.connect.autoscale): reads through the same admin client
+    autoscaler =
+        Autoscaler.startIfEnabled(this.props, admin, groupId, context(), context().pluginMetrics())
+            .orElse(null);
     topicWatch =
         TopicWatchThread.startIfMissing(
             new MissingTopics(name, config.topics(), admin::missingTopics, Time.SYSTEM), name);
@@ -473,8 +486,10 @@ public class ShareSinkConnector extends SourceConnector {
    */
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
+    // ---- autoscale (io.sharesink.connect.autoscale): the decided count, at most maxTasks
+    int tasks = autoscaler == null ? maxTasks : autoscaler.tasks(maxTasks);
     List<Map<String, String>> legacyConfigs =
-        LoaderSwap.call(legacyLoader, () -> legacyConnector.taskConfigs(maxTasks));
+        LoaderSwap.call(legacyLoader, () -> legacyConnector.taskConfigs(tasks));
     Class<? extends Task> legacyTaskClass =
         LoaderSwap.call(legacyLoader, legacyConnector::taskClass);
     Map<String, String> shareProps = props;
@@ -548,6 +563,10 @@ public class ShareSinkConnector extends SourceConnector {
     if (topicWatch != null) {
       topicWatch.close();
       topicWatch = null;
+    }
+    if (autoscaler != null) {
+      autoscaler.close();
+      autoscaler = null;
     }
     if (lag != null) {
       lag.close();

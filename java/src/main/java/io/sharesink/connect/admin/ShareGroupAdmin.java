@@ -237,6 +237,22 @@ public final class ShareGroupAdmin implements AutoCloseable {
     }
   }
 
+  /** The share group's members now (0 for a group that does not exist). */
+  public int shareGroupMemberCount(String groupId) {
+    try {
+      return get(
+              admin.describeShareGroups(List.of(groupId)).describedGroups().get(groupId),
+              "describing share group " + groupId)
+          .members()
+          .size();
+    } catch (ConnectException e) {
+      if (e.getCause() instanceof GroupIdNotFoundException) {
+        return 0;
+      }
+      throw e;
+    }
+  }
+
   /** The classic consumer group's committed offsets; empty when it has none or does not exist. */
   public Map<TopicPartition, Long> consumerGroupOffsets(String groupId) {
     Map<TopicPartition, OffsetAndMetadata> committed =
