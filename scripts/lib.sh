@@ -26,6 +26,11 @@ ensure_prerequisites() {
   fi
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
   python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+  # ruff at the version tests/requirements.txt pins: another version may report other findings.
+  local ruff_pin
+  ruff_pin="$(sed -n 's/^ruff==\([^ ]*\).*/\1/p' tests/requirements.txt)"
+  [[ "$(python3 -m ruff --version 2>/dev/null)" == "ruff $ruff_pin" ]] ||
+    python3 -m pip install -q "ruff==$ruff_pin"
   link_cargo_cache
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: Rust (format, lint, unit), Java (format, unit), then the engine, the Java
-# engine bindings and the Connect plugin against a real Kafka 4.4 broker and Connect worker
-# started by tests/harness/cluster.py. Logs: build/cluster/logs/.
+# Runs every test: Rust (format, lint, unit), Python (lint), Java (format, unit), then the engine,
+# the Java engine bindings and the Connect plugin against a real Kafka 4.4 broker and Connect
+# worker started by tests/harness/cluster.py. Logs: build/cluster/logs/.
 #
 #   scripts/test.sh                 every stage, in order
 #   scripts/test.sh STAGE [STAGE..] only those (stages: scripts/test.sh --list)
@@ -21,7 +21,7 @@ cluster() { python3 tests/harness/cluster.py "$@"; }
 STAGES=(rust java broker e2e cluster3 older)
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
-  [java]="Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench and ops unit tests; the release archives"
+  [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench and ops unit tests; the release archives"
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
   [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
   [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
@@ -80,6 +80,7 @@ stage_rust() {
 }
 
 stage_java() {
+  python3 -m ruff check .
   mvn -B -q verify -Dnative.all
   python3 -m pytest -q -s tests/native tests/bench tests/ops
   log "Release archives from that build (scripts/release.sh --no-build)"

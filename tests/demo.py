@@ -24,9 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness.cluster import Cluster, HarnessError, RestError, default_plugin_archive  # noqa: E402
+# Run as a script, so tests/ is sys.path[0].
+from harness.cluster import Cluster, HarnessError, RestError, default_plugin_archive
 
 SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
 JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -202,7 +201,8 @@ def main(argv=None) -> int:
         f"(min/max id {span})")
     say(f"   {elapsed:.1f}s from the first record produced to the last row: "
         f"{total / elapsed:,.0f} rows/s end to end"
-        + (f"; {total / (end - first_row_t):,.0f} rows/s from the first row" if first_row_t and end > first_row_t else ""))
+        + (f"; {total / (end - first_row_t):,.0f} rows/s from the first row"
+           if first_row_t and end > first_row_t else ""))
     ok = total == n and distinct == n
     say(f"   completeness: {'PASS' if ok else 'FAIL'} (every record a row: count(DISTINCT id) = "
         f"{distinct:,}, produced = {n:,})")

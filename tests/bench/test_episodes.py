@@ -3,12 +3,8 @@ set beside the load of their moment (no broker needed)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import episodes  # noqa: E402
+import episodes
 
 
 class SteadyLoad:

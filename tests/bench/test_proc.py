@@ -4,13 +4,9 @@ test's own process)."""
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import proc  # noqa: E402
+import proc
 
 
 def test_cpu_sampler_stops_and_keeps_monotonic_times():

@@ -14,16 +14,10 @@ Environment:
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-TESTS_DIR = Path(__file__).resolve().parent.parent
-if str(TESTS_DIR) not in sys.path:
-    sys.path.insert(0, str(TESTS_DIR))
-
-from harness.cluster import REPO_ROOT, Cluster, HarnessError, default_plugin_archive  # noqa: E402
+from harness.cluster import REPO_ROOT, Cluster, HarnessError, default_plugin_archive
 
 
 def _keep() -> bool:

@@ -479,7 +479,8 @@ def jdbc_config(pg: Mapping[str, Any], **extra: Any) -> Dict[str, str]:
     return cfg
 
 
-def pg_scalar(cluster: Cluster, sql: str, db: str = "sharesink", default: Optional[int] = None) -> Optional[int]:
+def pg_scalar(cluster: Cluster, sql: str, db: str = "sharesink",
+              default: Optional[int] = None) -> Optional[int]:
     out = cluster.psql(sql, db=db, check=False).strip()
     try:
         return int(out.splitlines()[-1])

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from harness.cluster import Cluster, Rest
-from helpers import (FILE_SINK, consume_with_headers, JSON_CONVERTER, STRING_CONVERTER, Progress, connector_trace,
-                     count_figures, delete_connector, failed_task_trace, file_line_count,
+from helpers import (FILE_SINK, consume_with_headers, JSON_CONVERTER, STRING_CONVERTER, Progress,
+                     connector_trace, count_figures, delete_connector, failed_task_trace, file_line_count,
                      file_lines, group_of, produce_values, record_figures, share_config,
                      share_console_consume, start_connector, uniq, wait_for)
 
@@ -135,7 +135,8 @@ def test_poison_record_fails_the_task_with_tolerance_none(cluster: Cluster, work
         print(f"\nFAILED trace (head): {trace[:600]}")
         head = trace[:4000]
         assert topic in head, f"the failure does not name the topic {topic}: {head}"
-        assert re.search(rf"\b{poison_offset}\b", head), f"the failure does not name offset {poison_offset}: {head}"
+        assert re.search(rf"\b{poison_offset}\b", head), \
+            f"the failure does not name offset {poison_offset}: {head}"
         assert re.search(rf"(partition\W*0\b|{re.escape(topic)}-0\b)", head, re.I), \
             f"the failure does not name partition 0: {head}"
         time.sleep(2)

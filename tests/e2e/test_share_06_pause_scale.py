@@ -154,7 +154,8 @@ def test_tasks_max_change_leaves_no_gap(cluster: Cluster, worker: Rest):
                        seconds_change_to_6_running=round(six_running_s, 2),
                        seconds_stream_after_change=round(t_stream_end - t_change, 2),
                        longest_output_gap_s=round(longest, 2),
-                       gap_started_s_after_change=None if longest_at is None else round(longest_at - t_change, 2))
+                       gap_started_s_after_change=None if longest_at is None
+                       else round(longest_at - t_change, 2))
         assert figs["lost"] == 0 and figs["unexpected"] == 0, figs
         assert figs["duplicated"] == 0, f"{figs['duplicated']} duplicates after a tasks.max change"
         assert longest < MAX_GAP_S, (f"the output stopped for {longest:.1f}s while records were "

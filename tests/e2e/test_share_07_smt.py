@@ -92,7 +92,8 @@ def test_smt_output_equals_the_classic_runtime(cluster: Cluster, worker: Rest):
         only_classic, only_share = c - s, s - c
         record_figures("7-smt-vs-classic", produced=2 * PER_TOPIC, expected_after_filter=expected,
                        delivered=len(s_lines), classic_delivered=len(c_lines),
-                       duplicated=len(s_lines) - len(set(s_lines)), lost=expected - len(set(s_lines) & set(c_lines)),
+                       duplicated=len(s_lines) - len(set(s_lines)),
+                       lost=expected - len(set(s_lines) & set(c_lines)),
                        lines_only_in_classic=sum(only_classic.values()),
                        lines_only_in_share=sum(only_share.values()),
                        example_line=s_lines[0] if s_lines else None)

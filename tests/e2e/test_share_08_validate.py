@@ -33,7 +33,8 @@ def _base(cluster: Cluster, **extra) -> Dict[str, str]:
 def _errors(worker: Rest, cfg) -> Dict[str, List[str]]:
     result = worker.validate(PLUGIN, cfg)
     errs = Rest.validation_errors(result)
-    print(f"\nvalidate({ {k: v for k, v in cfg.items() if k.startswith('share.') or k in ('file',)} }) -> {errs}")
+    shown = {k: v for k, v in cfg.items() if k.startswith('share.') or k in ('file',)}
+    print(f"\nvalidate({shown}) -> {errs}")
     return errs
 
 

@@ -82,7 +82,8 @@ def test_sasl_ssl_wrong_password_is_a_clear_error(cluster: Cluster, worker: Rest
                                on_timeout=lambda: connector_trace(worker, name))
             where = "task"
         print(f"\nwrong password -> {where}: {message[:500]}")
-        assert re.search(r"authenticat", message, re.I), f"the error does not say authentication: {message[:3000]}"
+        assert re.search(r"authenticat", message, re.I), \
+            f"the error does not say authentication: {message[:3000]}"
         assert worker.get("/")["version"], "worker 0 does not answer"
         assert cluster.is_running("worker-0")
         assert file_line_count(out) == 0

@@ -43,9 +43,10 @@ the refused keys (no value, no secret), and the recorder sees no connection at a
 Phase policy None (second worker start): for each family (share.consumer.*, consumer.override.*,
 producer.override.* with a DLQ, admin.override.* with topics.regex, share.group.id,
 share.worker.config=/dev/null, and share.worker.config=/dev/null with consumer.override.*: a
-file the connector names must not pick the policy), in the explicit form and in the flag form: validation refuses
-each key on that key, no error message holds a secret or the override's value, no part of the
-answer holds a secret, the create is refused with 400, and the recorder sees zero connections.
+file the connector names must not pick the policy), in the explicit form and in the flag form:
+validation refuses each key on that key, no error message holds a secret or the override's
+value, no part of the answer holds a secret, the create is refused with 400, and the recorder
+sees zero connections.
 The same connector without overrides validates clean and is created (the control that the
 refusals come from the overrides).
 """

@@ -8,17 +8,10 @@ torn down at the end unless SHARESINK_KEEP_CLUSTER=1.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-TESTS_DIR = Path(__file__).resolve().parent.parent
-for p in (TESTS_DIR, TESTS_DIR / "e2e"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-from harness.cluster import Cluster, HarnessError, default_plugin_archive  # noqa: E402
+from harness.cluster import Cluster, HarnessError, default_plugin_archive
 
 
 @pytest.fixture(scope="session")

@@ -537,7 +537,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=None,
-                    help=f"default SHARESINK_PORT_BASE + {OFF_CREDENTIAL_RECORDER} ({default_port()}); 0: any free port")
+                    help=f"default SHARESINK_PORT_BASE + {OFF_CREDENTIAL_RECORDER} ({default_port()}); "
+                         "0: any free port")
     ap.add_argument("--secret", action="append", default=[],
                     help="report whether this string appears in any byte received (repeatable)")
     ap.add_argument("--raw", action="store_true", help="print the bytes received (latin-1) too")

@@ -74,7 +74,8 @@ def test_sums_manifest_notices_and_natives(release):
     for crate in ("tokio", "rustls", "kafka-protocol", "mimalloc", "zstd-sys"):
         assert f"| {crate} |" in notices, crate
     with zipfile.ZipFile(PORTABLE) as zf:
-        assert {f"sharesink-{VERSION}/LICENSE", f"sharesink-{VERSION}/THIRD-PARTY-NOTICES.md"} <= set(zf.namelist())
+        assert {f"sharesink-{VERSION}/LICENSE",
+                f"sharesink-{VERSION}/THIRD-PARTY-NOTICES.md"} <= set(zf.namelist())
 
 
 @pytest.mark.parametrize("archive", ["portable", "hub"])

@@ -1,0 +1,175 @@
+"""Process bookkeeping of a state dir: every process the harness starts is recorded with its PID
+(and the kernel's start time, to tell a recycled PID) under ``<state>/pids/``, so that a later
+harness, after a crash too, stops exactly those."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from harness.common import HarnessError, _log, _port_open, _tail, _write_atomic
+
+
+def _proc_start_time(pid: int) -> Optional[str]:
+    """Kernel start time of a process (field 22 of /proc/PID/stat), to tell a recycled PID."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _proc_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat[stat.rfind(")") + 2 :].split()[0]
+    return state not in ("Z", "X")
+
+
+class Processes:
+    """Starting, watching and stopping the processes of one state dir (a part of ``Cluster``:
+    uses its ``state_dir``, ``logs_dir``, ``pids_dir`` and ``_popen``)."""
+
+    def _pidfile(self, name: str) -> Path:
+        return self.pids_dir / f"{name}.pid"
+
+    def _record(self, name: str, proc: subprocess.Popen, stop_signal: int) -> None:
+        self._popen[name] = proc
+        _write_atomic(self._pidfile(name), json.dumps({
+            "pid": proc.pid, "start": _proc_start_time(proc.pid), "name": name,
+            "stop_signal": int(stop_signal), "state_dir": str(self.state_dir),
+        }))
+
+    def _recorded(self, name: str) -> Optional[dict]:
+        try:
+            info = json.loads(self._pidfile(name).read_text())
+        except (OSError, ValueError):
+            return None
+        return info
+
+    def is_running(self, name: str) -> bool:
+        p = self._popen.get(name)
+        if p is not None:
+            return p.poll() is None
+        info = self._recorded(name)
+        if not info:
+            return False
+        pid = info["pid"]
+        return _proc_alive(pid) and _proc_start_time(pid) == info.get("start")
+
+    def _signal(self, name: str, sig: int) -> Optional[int]:
+        p = self._popen.get(name)
+        if p is not None:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, sig)
+                return p.pid
+            return None
+        info = self._recorded(name)
+        if not info:
+            return None
+        pid = info["pid"]
+        if not _proc_alive(pid) or _proc_start_time(pid) != info.get("start"):
+            return None  # gone, or the PID now belongs to somebody else
+        with contextlib.suppress(ProcessLookupError):
+            try:
+                os.killpg(pid, sig)
+            except PermissionError:
+                os.kill(pid, sig)
+        return pid
+
+    def _wait_gone(self, name: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        p = self._popen.get(name)
+        while time.monotonic() < deadline:
+            if p is not None:
+                if p.poll() is not None:
+                    return True
+            elif not self.is_running(name):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _stop(self, name: str, timeout: float = 30, kill: bool = False) -> None:
+        info = self._recorded(name) or {}
+        sig = signal.SIGKILL if kill else signal.Signals(info.get("stop_signal", signal.SIGTERM))
+        pid = self._signal(name, sig)
+        if pid is not None:
+            if not self._wait_gone(name, 10 if kill else timeout):
+                _log(f"{name} (pid {pid}) did not stop after {sig.name} in {timeout}s; SIGKILL")
+                self._signal(name, signal.SIGKILL)
+                if not self._wait_gone(name, 10):
+                    raise HarnessError(f"{name} (pid {pid}) survives SIGKILL")
+        p = self._popen.pop(name, None)
+        if p is not None:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=1)
+        with contextlib.suppress(FileNotFoundError):
+            self._pidfile(name).unlink()
+
+    def _stop_together(self, names: Sequence[str], timeout: float = 30) -> None:
+        """Signals every process in `names` at once, then waits for each (the last KRaft nodes of
+        a quorum cannot finish a controlled shutdown once the others are gone)."""
+        for n in names:
+            info = self._recorded(n) or {}
+            self._signal(n, signal.Signals(info.get("stop_signal", signal.SIGTERM)))
+        for n in names:
+            self._stop(n, timeout=timeout)
+
+    def _spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
+               env: Optional[Mapping[str, str]] = None, **popen_kw) -> subprocess.Popen:
+        if self.is_running(name):
+            raise HarnessError(f"{name} is already running (pid file {self._pidfile(name)})")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.pids_dir.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as lf:
+            lf.write(f"\n===== {time.strftime('%Y-%m-%dT%H:%M:%S')} start {name}: "
+                     f"{shlex.join(cmd)}\n".encode())
+            lf.flush()
+            proc = subprocess.Popen(list(cmd), stdout=lf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env=dict(env) if env is not None else None,
+                                    cwd=str(self.state_dir), **popen_kw)
+        self._record(name, proc, stop_signal)
+        return proc
+
+    def current_log(self, name: str) -> str:
+        """The log of component `name` (broker, worker-0, postgres, ...) since its last start."""
+        text = (self.logs_dir / f"{name}.log").read_text(errors="replace") \
+            if (self.logs_dir / f"{name}.log").exists() else ""
+        i = text.rfind(f" start {name}: ")
+        return text[text.rfind("\n", 0, i) + 1:] if i >= 0 else text
+
+    def _check_port_free(self, port: int, what: str) -> None:
+        if _port_open(port):
+            raise HarnessError(
+                f"port {port} ({what}) is already in use by a process this harness did not record "
+                f"in {self.pids_dir}; another cluster may be running: set SHARESINK_PORT_BASE "
+                f"and SHARESINK_CLUSTER_DIR to separate values")
+
+    def _wait(self, what: str, cond, timeout: float, log: Path, name: Optional[str] = None,
+              interval: float = 0.3):
+        deadline = time.monotonic() + timeout
+        last_exc: Optional[BaseException] = None
+        while time.monotonic() < deadline:
+            if name is not None and not self.is_running(name):
+                raise HarnessError(f"{what}: process exited; see {log}\n--- last lines:\n{_tail(log)}")
+            try:
+                r = cond()
+                if r:
+                    return r
+            except Exception as e:  # noqa: BLE001 - readiness probes fail in many ways
+                last_exc = e
+            time.sleep(interval)
+        raise HarnessError(f"{what}: not ready after {timeout}s (last error: {last_exc}); "
+                           f"see {log}\n--- last lines:\n{_tail(log)}")

@@ -1,0 +1,381 @@
+"""Kafka's command-line tools, run as ``java -cp '<lib>/*' <MainClass>``: topics, configs,
+features, leaders and replicas, producing and consuming."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from harness.common import HarnessError, _java, _write_atomic
+
+# Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
+STORAGE_TOOL = "kafka.tools.StorageTool"
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+SHARE_CONSUMER_PERF = "org.apache.kafka.tools.ShareConsumerPerformance"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+# What the console producer's ErrorLoggingCallback logs (ERROR) for a record it gave up on.
+SEND_ERROR = "Error when sending message to topic"
+
+TOOLS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <Console name="STDERR" target="SYSTEM_ERR">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="WARN"><AppenderRef ref="STDERR"/></Root>
+  </Loggers>
+</Configuration>
+"""
+
+
+class KafkaTools:
+    """Kafka's tool classes on the Kafka class path, against the cluster's brokers (a part of
+    ``Cluster``: uses its ``state_dir``, ``classpath``, ``bootstrap``, ``replication``)."""
+
+    def java_cmd(self, main_class: str, args: Sequence[str] = (), *, heap: str = "512m",
+                 jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None,
+                 classpath: Sequence[Path] = ()) -> List[str]:
+        cmd = [_java(), f"-Xmx{heap}", "-Djava.awt.headless=true"]
+        if log4j2 is None:
+            log4j2 = self._tools_log4j2()
+        cmd.append(f"-Dlog4j2.configurationFile={log4j2}")
+        cmd += list(jvm_opts)
+        cp = os.pathsep.join([self.classpath] + [str(Path(d) / "*") for d in classpath])
+        cmd += ["-cp", cp, main_class] + [str(a) for a in args]
+        return cmd
+
+    def _tools_log4j2(self) -> Path:
+        p = self.state_dir / "config" / "tools-log4j2.xml"
+        if not p.exists():
+            _write_atomic(p, TOOLS_LOG4J2)
+        return p
+
+    def run_tool(self, main_class: str, *args: Any, check: bool = True, timeout: float = 120,
+                 input: Optional[str] = None, stdin=None, heap: str = "512m",
+                 jvm_opts: Sequence[str] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+                 ) -> subprocess.CompletedProcess:
+        """Run a Kafka tool class on the Kafka classpath; text output (stdout, stderr)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        cmd = self.java_cmd(main_class, [str(a) for a in args], heap=heap, jvm_opts=jvm_opts)
+        try:
+            proc = subprocess.run(cmd, input=input, stdin=stdin if input is None else None,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise HarnessError(f"{main_class} timed out after {timeout}s: {shlex.join(cmd)}\n"
+                               f"stdout: {(e.stdout or '')[-2000:]}\nstderr: {(e.stderr or '')[-2000:]}"
+                               ) from e
+        if check and proc.returncode != 0:
+            raise HarnessError(f"{main_class} exited {proc.returncode}: {' '.join(map(str, args))}\n"
+                               f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}")
+        return proc
+
+    # ---- leaders and replicas (several brokers)
+
+    def describe_topic(self, topic: str) -> Dict[int, Dict[str, Any]]:
+        """{partition: {'leader': node id (-1 none), 'replicas': [...], 'isr': [...]}} from
+        TopicCommand --describe."""
+        out = self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--describe",
+                            "--topic", topic).stdout
+        res: Dict[int, Dict[str, Any]] = {}
+
+        def ids(s):
+            return [int(x) for x in s.split(",") if x.strip().lstrip("-").isdigit()]
+
+        for line in out.splitlines():
+            fields = dict(re.findall(r"(\w+):\s*(\S*)", line))
+            if "Partition" not in fields or not fields["Partition"].isdigit():
+                continue
+            leader = fields.get("Leader", "-1")
+            res[int(fields["Partition"])] = {
+                "leader": int(leader) if leader.lstrip("-").isdigit() else -1,
+                "replicas": ids(fields.get("Replicas", "")),
+                "isr": ids(fields.get("Isr", "")),
+            }
+        return res
+
+    def leaders(self, topic: str) -> Dict[int, int]:
+        """{partition: leader node id}; node id i + 1 is broker index i."""
+        return {p: d["leader"] for p, d in self.describe_topic(topic).items()}
+
+    def broker_index(self, node_id: int) -> int:
+        return node_id - 1
+
+    def elect_leaders(self, topic: Optional[str] = None, partitions: Optional[Iterable[int]] = None,
+                      election: str = "preferred") -> str:
+        """Leader election (`preferred` or `unclean`) for `topic`'s partitions (all of them, or
+        `partitions`), or for every partition of the cluster when `topic` is None."""
+        args = ["--bootstrap-server", self.bootstrap, "--election-type", election.upper()]
+        if topic is None:
+            args.append("--all-topic-partitions")
+        else:
+            ps = list(partitions) if partitions is not None else sorted(self.describe_topic(topic))
+            path = self.state_dir / f"elect-{uuid.uuid4().hex[:8]}.json"
+            _write_atomic(path, json.dumps({"partitions": [{"topic": topic, "partition": p}
+                                                           for p in ps]}))
+            args += ["--path-to-json-file", path]
+        p = self.run_tool(LEADER_ELECTION_COMMAND, *args, check=False, timeout=120)
+        if p.returncode != 0 and "ElectionNotNeeded" not in p.stdout + p.stderr:
+            raise HarnessError(f"leader election failed: {p.stdout}{p.stderr}")
+        return p.stdout
+
+    def reassign_partitions(self, topic: str, replicas: Mapping[int, Sequence[int]],
+                            timeout: float = 120) -> None:
+        """Move `topic`'s partitions to the given replica lists (node ids, the first is the
+        preferred leader) and wait until the reassignment is complete."""
+        plan = {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": list(r)}
+                                             for p, r in replicas.items()]}
+        path = self.state_dir / f"reassign-{uuid.uuid4().hex[:8]}.json"
+        _write_atomic(path, json.dumps(plan))
+        self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
+                      "--reassignment-json-file", path, "--execute", timeout=120)
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
+                                "--reassignment-json-file", path, "--verify", check=False,
+                                timeout=120).stdout
+            if "is still in progress" not in out and "complete" in out:
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"reassignment of {topic} not complete after {timeout}s:\n{out}")
+            time.sleep(1)
+
+    def wait_in_sync(self, topic: str, timeout: float = 120) -> None:
+        """Waits until every replica of every partition of `topic` is in sync and led."""
+        deadline = time.monotonic() + timeout
+        while True:
+            d = self.describe_topic(topic)
+            if d and all(v["leader"] >= 0 and sorted(v["isr"]) == sorted(v["replicas"])
+                         for v in d.values()):
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{topic} not in sync after {timeout}s: {d}")
+            time.sleep(1)
+
+    # ---- Kafka admin helpers (through the Kafka tools)
+
+    def features(self, full: bool = False) -> Dict[str, Any]:
+        """Finalized feature levels, e.g. {'share.version': 2, 'metadata.version': '4.4-IV2'}."""
+        out = self.run_tool(FEATURE_COMMAND, "--bootstrap-server", self.bootstrap, "describe").stdout
+        res: Dict[str, Any] = {}
+        for line in out.splitlines():
+            parts = dict()
+            toks = line.replace("\t", " ").split()
+            i = 0
+            while i < len(toks) - 1:
+                if toks[i].endswith(":"):
+                    parts[toks[i][:-1]] = toks[i + 1]
+                    i += 2
+                else:
+                    i += 1
+            if "Feature" not in parts:
+                continue
+            lvl = parts.get("FinalizedVersionLevel")
+            val: Any = int(lvl) if lvl is not None and lvl.lstrip("-").isdigit() else lvl
+            res[parts["Feature"]] = parts if full else val
+        return res
+
+    def create_topic(self, name: str, partitions: int = 1,
+                     config: Optional[Mapping[str, Any]] = None) -> None:
+        args = ["--bootstrap-server", self.bootstrap, "--create", "--if-not-exists",
+                "--topic", name, "--partitions", partitions, "--replication-factor",
+                self.replication]
+        for k, v in (config or {}).items():
+            args += ["--config", f"{k}={v}"]
+        self.run_tool(TOPIC_COMMAND, *args)
+
+    def delete_topic(self, name: str) -> None:
+        self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--delete",
+                      "--if-exists", "--topic", name)
+
+    def list_topics(self) -> List[str]:
+        out = self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--list").stdout
+        return [l.strip() for l in out.splitlines() if l.strip()]
+
+    @staticmethod
+    def _config_arg(cfg: Mapping[str, Any]) -> str:
+        items = []
+        for k, v in cfg.items():
+            v = str(v).lower() if isinstance(v, bool) else str(v)
+            if "," in v and not v.startswith("["):
+                v = f"[{v}]"
+            items.append(f"{k}={v}")
+        return ",".join(items)
+
+    def set_group_config(self, group: str, config: Mapping[str, Any]) -> None:
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "groups", "--entity-name", group,
+                      "--add-config", self._config_arg(config))
+
+    def delete_group_config(self, group: str, keys: Iterable[str]) -> None:
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "groups", "--entity-name", group,
+                      "--delete-config", ",".join(keys))
+
+    def describe_configs(self, entity_type: str, name: str, all: bool = True) -> Dict[str, str]:
+        """Effective configs of a group/topic/broker as {key: value}."""
+        args = ["--bootstrap-server", self.bootstrap, "--describe", "--entity-type", entity_type,
+                "--entity-name", name]
+        if all:
+            args.append("--all")
+        out = self.run_tool(CONFIG_COMMAND, *args).stdout
+        res = {}
+        for line in out.splitlines():
+            line = line.strip()
+            if "=" not in line or line.startswith(("All configs", "Dynamic configs")):
+                continue
+            kv = line.split(" sensitive=")[0]
+            k, _, v = kv.partition("=")
+            res[k] = v
+        return res
+
+    def set_broker_config(self, config: Mapping[str, Any]) -> None:
+        """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "brokers", "--entity-default",
+                      "--add-config", self._config_arg(config))
+
+    def produce(self, topic: str, values: Union[int, Iterable[Union[str, bytes, None]]],
+                keys: Optional[Iterable[Union[str, bytes, None]]] = None,
+                headers: Optional[Iterable[Optional[Mapping[str, str]]]] = None, *,
+                record_size: int = 100, producer_props: Optional[Mapping[str, Any]] = None,
+                timeout: float = 600) -> int:
+        """Produce records; returns how many.
+
+        `values` as a list of strings: exactly those records, in order, through the console
+        producer (no newlines in keys, values or headers; None = null value/key). `values` as
+        an int N: N generated records of `record_size` bytes, through the producer perf tool
+        (1e6 records take seconds)."""
+        # retries: the console producer's own default is 3 (100 ms apart), which gives up on a
+        # batch while a leader moves; the client's default retries until delivery.timeout.ms.
+        props = {"acks": "all", "linger.ms": 5, "batch.size": 262144,
+                 "compression.type": "none", "retries": 2147483647}
+        props.update(producer_props or {})
+        if isinstance(values, int):
+            n = values
+            args = ["--topic", topic, "--num-records", n, "--record-size", record_size,
+                    "--throughput", -1, "--producer-props", f"bootstrap.servers={self.bootstrap}"]
+            args += [f"{k}={v}" for k, v in props.items()]
+            self.run_tool(PRODUCER_PERF, *args, timeout=timeout, heap="1g", jvm_opts=())
+            return n
+        vals = list(values)
+        ks = list(keys) if keys is not None else None
+        hs = list(headers) if headers is not None else None
+        if ks is not None and len(ks) != len(vals):
+            raise ValueError("keys and values differ in length")
+        if hs is not None and len(hs) != len(vals):
+            raise ValueError("headers and values differ in length")
+        ksep, hdelim, hsep, hksep, null = "\x1f", "\x1e", "\x1d", "\x1c", "\x1a"
+
+        def s(x, what):
+            if x is None:
+                return null
+            x = x.decode() if isinstance(x, bytes) else str(x)
+            if "\n" in x or "\r" in x or any(c in x for c in (ksep, hdelim, hsep, hksep, null)):
+                raise ValueError(f"{what} {x!r} contains a newline or a separator character")
+            return x
+
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".records",
+                                         dir=self.state_dir, delete=False) as f:
+            for i, v in enumerate(vals):
+                line = ""
+                if hs is not None:
+                    h = hs[i] or {}
+                    line += hsep.join(f"{s(k, 'header key')}{hksep}{s(hv, 'header value')}"
+                                      for k, hv in h.items()) if h else null
+                    line += hdelim
+                if ks is not None:
+                    line += s(ks[i], "key") + ksep
+                line += s(v, "value")
+                f.write(line + "\n")
+            path = f.name
+        try:
+            args = ["--bootstrap-server", self.bootstrap, "--topic", topic,
+                    "--reader-property", f"null.marker={null}"]
+            if ks is not None:
+                args += ["--reader-property", "parse.key=true", "--reader-property", f"key.separator={ksep}"]
+            if hs is not None:
+                args += ["--reader-property", "parse.headers=true",
+                         "--reader-property", f"headers.delimiter={hdelim}",
+                         "--reader-property", f"headers.separator={hsep}",
+                         "--reader-property", f"headers.key.separator={hksep}",
+                         "--reader-property", "ignore.error=false"]
+            for k, v in props.items():
+                args += ["--command-property", f"{k}={v}"]
+            with open(path, "rb") as inp:
+                proc = self.run_tool(CONSOLE_PRODUCER, *args, stdin=inp, timeout=timeout,
+                                     heap="1g", jvm_opts=())
+            # Without --sync the console producer logs a record it could not send and still
+            # exits 0: such a record is not in the log, so this produce did not happen.
+            dropped = proc.stderr.count(SEND_ERROR)
+            if dropped:
+                raise HarnessError(f"console producer could not send {dropped} of {len(vals)} "
+                                   f"records to {topic}: {proc.stderr[-3000:]}")
+        finally:
+            os.unlink(path)
+        return len(vals)
+
+    def consume(self, topic: str, max_messages: int, timeout_ms: int = 30000,
+                from_beginning: bool = True, print_key: bool = False,
+                print_headers: bool = False, group: Optional[str] = None) -> List[str]:
+        """Read up to `max_messages` records with the classic console consumer; one string per
+        record (key/headers prefixed and tab-separated when asked)."""
+        args = ["--bootstrap-server", self.bootstrap, "--topic", topic,
+                "--max-messages", max_messages, "--timeout-ms", timeout_ms]
+        if from_beginning:
+            args.append("--from-beginning")
+        if group:
+            args += ["--group", group]
+        if print_key:
+            args += ["--formatter-property", "print.key=true"]
+        if print_headers:
+            args += ["--formatter-property", "print.headers=true"]
+        p = self.run_tool(CONSOLE_CONSUMER, *args, check=False, timeout=timeout_ms / 1000 + 60)
+        if p.returncode not in (0, 1) or "ERROR" in p.stderr and "TimeoutException" not in p.stderr:
+            raise HarnessError(f"console consumer failed ({p.returncode}): {p.stderr[-3000:]}")
+        return p.stdout.splitlines()
+
+    def share_consume(self, topic: str, group: str, num_records: int, *, threads: int = 1,
+                      timeout_ms: int = 60000, props: Optional[Mapping[str, Any]] = None,
+                      check: bool = True) -> Dict[str, Any]:
+        """Consume through the Java KafkaShareConsumer (ShareConsumerPerformance, implicit
+        acknowledgement). Returns {'records': total consumed, 'stdout': ..., 'stderr': ...}.
+        The tool stops after `num_records` or when `timeout_ms` passes without progress."""
+        args = ["--bootstrap-server", self.bootstrap, "--topic", topic, "--group", group,
+                "--num-records", num_records, "--timeout", timeout_ms, "--threads", threads]
+        for k, v in (props or {}).items():
+            args += ["--command-property", f"{k}={v}"]
+        p = self.run_tool(SHARE_CONSUMER_PERF, *args, check=check,
+                          timeout=timeout_ms / 1000 * 3 + 120, heap="1g", jvm_opts=())
+        records = None
+        header = None
+        for line in p.stdout.splitlines():
+            cols = [c.strip() for c in line.split(",")]
+            if "data.consumed.in.nMsg" in cols:
+                header = cols
+            elif header and len(cols) >= len(header) and "for share consumer" not in line:
+                with contextlib.suppress(ValueError):
+                    records = int(cols[header.index("data.consumed.in.nMsg")])
+        if records is None and check:
+            raise HarnessError(f"cannot read the consumed count from ShareConsumerPerformance:\n"
+                               f"{p.stdout}\n{p.stderr[-2000:]}")
+        return {"records": records, "stdout": p.stdout, "stderr": p.stderr}
