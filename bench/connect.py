@@ -54,6 +54,12 @@ LAT_SLOW_FRACTIONS = (0.5, 1.5)
 # this many seconds, i.e. (d) classic x this many records, sent flat out
 SUSTAINED_RECORDS_S = 5
 SCALE_RECORDS_PER_PUT = 10  # (f): records per put
+# (g) autoscaling: the slow sink of (a) under a burst then a trickle, tasks between these two
+AUTOSCALE_MIN, AUTOSCALE_MAX = 2, 12
+AUTOSCALE_TRICKLE = 20.0   # rows/s before, during and after the burst (two tasks carry ~90/s)
+AUTOSCALE_BURST_RATE = 20_000.0  # the burst is sent flat out at up to this rate
+AUTOSCALE_GOAL_DRAIN = 1.15      # autoscaled drain time <= this x the fixed maximum's
+AUTOSCALE_GOAL_TASK_S = 0.6      # autoscaled task-seconds <= this x the fixed maximum's
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
@@ -107,6 +113,11 @@ class Connect:
         self.scale_tasks = (12, 50, 100)        # (f) sharesink tasks on the 12-partition topic
         self.run_f = 12 if q else 40            # (f) measured run length after the first row
         self.n_scale = 150_000 if q else 300_000
+        self.g_quiet = 15                       # (g) trickle alone before the burst
+        self.g_burst = 30_000 if q else 60_000  # (g) records in the burst
+        self.g_after = 240 if q else 480        # (g) trickle after the burst starts
+        self.g_min_cap = 60 if q else 120       # (g) fixed minimum: measured this long, then
+        #                                         its drain is extrapolated from its rate
 
     # ---- set-up
 
@@ -119,11 +130,12 @@ class Connect:
         self.rest = self.c.rest(0)
         self.pg_version = self.sql("SHOW server_version").strip()
         ctx.say(f"connect: worker {self.c.worker_url(0)}, PostgreSQL {self.pg_version}")
-        ctx.say(f"connect: producing {self.n_slow:,} JSON records to bench_slow and "
-                f"{self.n_fast:,} fixed-width records to bench_fast (3 partitions each)")
-        self.c.create_topic("bench_slow", partitions=3)
         chunk = 50_000
-        for s in range(0, self.n_slow, chunk):
+        if set("abce") & ctx.scenarios:
+            ctx.say(f"connect: producing {self.n_slow:,} JSON records to bench_slow "
+                    "(3 partitions)")
+            self.c.create_topic("bench_slow", partitions=3)
+        for s in range(0, self.n_slow if set("abce") & ctx.scenarios else 0, chunk):
             ids = range(s, min(self.n_slow, s + chunk))
             self.c.produce("bench_slow", [_value(i) for i in ids], keys=[str(i) for i in ids],
                            timeout=1800)
@@ -135,10 +147,13 @@ class Connect:
                 ids = range(s, min(self.n_scale, s + chunk))
                 self.c.produce("bench_scale", [_value(i) for i in ids],
                                keys=[str(i) for i in ids], timeout=1800)
-        self.c.create_topic("bench_fast", partitions=3)
         self.fast_width = 10
         chunk = 500_000
-        for s in range(0, self.n_fast, chunk):
+        if set("de") & ctx.scenarios:
+            ctx.say(f"connect: producing {self.n_fast:,} fixed-width records to bench_fast "
+                    "(3 partitions)")
+            self.c.create_topic("bench_fast", partitions=3)
+        for s in range(0, self.n_fast if set("de") & ctx.scenarios else 0, chunk):
             self.c.produce("bench_fast", [f"v{i:09d}" for i in range(s, min(self.n_fast, s + chunk))],
                            timeout=1800)
 
@@ -410,7 +425,8 @@ END $$;
         ns = sum(1 for t in ts if st_lo <= t < st_hi)
         rb, rs = nb / (base_hi - base_lo), ns / (st_hi - st_lo)
         return {"runtime": runtime, "tasks": tasks, "stall_s": self.stall,
-                "settings": dict(extra or {}), "rows_per_s_before": round(rb, 1), "rows_per_s_during_stall": round(rs, 1),
+                "settings": dict(extra or {}), "rows_per_s_before": round(rb, 1),
+                "rows_per_s_during_stall": round(rs, 1),
                 "loss": round(1 - rs / rb, 3) if rb else None, "failed": self.failed(name)}
 
     def task_change(self, runtime: str, t1: int, t2: int) -> Dict[str, Any]:
@@ -590,11 +606,9 @@ END $$;
                 r[f"{who}_cpu_s_per_m"] = round(cpu[f"{who}_cpu_s"] * 1e6 / lines, 2)
         return r
 
-    def latency_slow(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
-        """(e) the JDBC sink with the slow trigger at a fixed produce rate: produce -> INSERT."""
-        name, table = self.fresh("e", runtime)
-        topic = f"lat_{name}"
-        self.c.create_topic(topic, partitions=3)
+    def slow_timed_table(self, table: str) -> None:
+        """(Re)creates `table` for the timed slow sink of (e) and (g): each row's produce time and
+        the moment its INSERT finished, behind a trigger that sleeps ROW_SLEEP s per row."""
         self.sql(f"""
 DROP TABLE IF EXISTS {table};
 CREATE TABLE {table} (id bigint NOT NULL, produced_us bigint NOT NULL,
@@ -604,6 +618,13 @@ CREATE FUNCTION {table}_slow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM pg_sleep({ROW_SLEEP}); NEW.written_at := clock_timestamp(); RETURN NEW; END $$;
 CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION {table}_slow();
 """)
+
+    def latency_slow(self, runtime: str, tasks: int, rate: float) -> Dict[str, Any]:
+        """(e) the JDBC sink with the slow trigger at a fixed produce rate: produce -> INSERT."""
+        name, table = self.fresh("e", runtime)
+        topic = f"lat_{name}"
+        self.c.create_topic(topic, partitions=3)
+        self.slow_timed_table(table)
         cfg = self.jdbc_config(runtime, name, table, tasks)
         cfg["topics"] = topic
         self.start(name, cfg, tasks)
@@ -703,6 +724,183 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         r["engine_off_heap_mib"] = engine_mib
         r["engine_off_heap_mib_per_task"] = round(engine_mib / tasks, 2) if engine_mib else None
         return r
+
+    def autoscale(self, mode: str) -> Dict[str, Any]:
+        """(g) the slow sink of (a) under a burst then a trickle: `mode` 'auto' (sharesink's
+        autoscaler between AUTOSCALE_MIN and AUTOSCALE_MAX = tasks.max), 'max' or 'min' (fixed
+        tasks.max). Time to drain the burst (its first record to the moment every record
+        produced up to its last is written), and task-seconds (RUNNING tasks in the connector's
+        status, sampled every 0.5 s, over the run: the trickle's first record to the moment
+        every record is written). The fixed minimum is cut g_min_cap s after the burst and its
+        drain extrapolated from the rate it drained at (at ~70 rows/s net it would take many
+        minutes)."""
+        import threading
+        name, table = self.fresh("g", mode)
+        topic = f"burst_{name}"
+        self.c.create_topic(topic, partitions=3)
+        self.slow_timed_table(table)
+        fixed = AUTOSCALE_MIN if mode == "min" else AUTOSCALE_MAX
+        cfg = self.jdbc_config("share", name, table, fixed)
+        cfg["topics"] = topic
+        if mode == "auto":
+            cfg.update({"share.tasks.autoscale": "true",
+                        "share.tasks.autoscale.min": str(AUTOSCALE_MIN)})
+        start_tasks = AUTOSCALE_MIN if mode in ("auto", "min") else AUTOSCALE_MAX
+        self.start(name, cfg, start_tasks)
+
+        samples: List[Tuple[float, int, int]] = []  # (wall time, RUNNING tasks, tasks listed)
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                try:
+                    ts = self.rest.connector_status(name).get("tasks", [])
+                    samples.append((time.time(), sum(1 for t in ts if t.get("state") == "RUNNING"),
+                                    len(ts)))
+                except Exception:  # noqa: BLE001 - a missed sample, the next one counts
+                    pass
+                stop.wait(0.5)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        log = self.ctx.log
+        trickle = burst = None
+        failed = None
+        load0 = round(os.getloadavg()[0], 2)
+        t_launch = time.time()
+        try:
+            trickle = self.start_producer(topic, AUTOSCALE_TRICKLE, self.g_quiet + self.g_after,
+                                          "json", log(f"rate-producer-{name}-trickle"))
+            time.sleep(self.g_quiet)
+            burst = self.start_producer(topic, AUTOSCALE_BURST_RATE,
+                                        self.g_burst / AUTOSCALE_BURST_RATE, "json",
+                                        log(f"rate-producer-{name}-burst"))
+            b = self.producer_result(burst, 300)
+            b_first = b["first_us"] / 1e6
+            b_last = b_first + b["seconds"]
+            ctx_cap = b_first + self.g_min_cap if mode == "min" else None
+            while trickle.poll() is None:
+                if ctx_cap and time.time() >= ctx_cap:
+                    trickle.kill()
+                    break
+                time.sleep(1)
+                f = self.failed(name)
+                if f:
+                    raise RuntimeError(f"{name} failed: {f}")
+            tr = self.producer_result(trickle, 60) if not ctx_cap or trickle.returncode == 0 \
+                else None
+            sent = b["sent"] + (tr["sent"] if tr else 0)
+            deadline = time.time() + 90
+            while tr and time.time() < deadline and self.count(table) < sent:
+                time.sleep(0.5)
+            t_end = time.time()
+        finally:
+            for pr in (trickle, burst):
+                if pr is not None and pr.poll() is None:
+                    pr.kill()
+            stop.set()
+            sampler.join(timeout=10)
+            failed = self.failed(name)
+            self.stop(name)
+        # the burst's drain: every record produced up to its last one written
+        b_last_us = int(b_last * 1e6)
+        out = self.sql(f"SELECT count(*), extract(epoch FROM max(written_at)) FROM {table} "
+                       f"WHERE produced_us <= {b_last_us}").split("|")
+        written_by_burst_end = int(out[0])
+        drained_at = float(out[1]) if out[1].strip() else None
+        tr_first = t_launch
+        if tr:
+            tr_first = tr["first_us"] / 1e6
+        # records produced before the burst ended: the burst, and the trickle up to then
+        expected = b["sent"] + int(AUTOSCALE_TRICKLE * max(0.0, b_last - tr_first))
+        extrapolated = False
+        if written_by_burst_end < expected - AUTOSCALE_TRICKLE:  # not drained (cut: fixed min)
+            extrapolated = True
+            rows = [float(x) for x in self.sql(
+                f"SELECT extract(epoch FROM written_at) FROM {table} "
+                f"WHERE written_at >= to_timestamp({b_first + 10})").split()]
+            span = (max(rows) - (b_first + 10)) if rows else 0
+            net = len(rows) / span - AUTOSCALE_TRICKLE if span > 0 else 0
+            left = expected - written_by_burst_end
+            drained_at = (max(rows) if rows else t_end) + (left / net if net > 0 else float("inf"))
+        drain_s = drained_at - b_first if drained_at is not None else None
+        # task-seconds: the RUNNING tasks between the trickle's first record and the end (every
+        # record written; the extrapolated drain for the cut fixed minimum)
+        t0 = tr_first
+        t1 = max(t_end, drained_at) if extrapolated and drained_at != float("inf") else t_end
+        task_s, last_t, last_n = 0.0, t0, None
+        for t, n, _ in samples:
+            if t < t0:
+                last_n = n
+                continue
+            if last_n is not None:
+                task_s += last_n * (min(t, t1) - last_t)
+            last_t, last_n = t, n
+            if t >= t1:
+                break
+        if last_n is not None and last_t < t1:
+            task_s += last_n * (t1 - last_t)  # the cut fixed run goes on at its count
+        # what the autoscaler decided, from the worker's log
+        steps = self._autoscale_steps(name, samples, b_first) if mode == "auto" else []
+        r = {"mode": mode, "tasks_fixed": None if mode == "auto" else fixed,
+             "burst": b["sent"], "burst_send_s": round(b["seconds"], 2),
+             "trickle_per_s": AUTOSCALE_TRICKLE, "trickle_sent": tr["sent"] if tr else None,
+             "drain_s": round(drain_s, 1) if drain_s is not None else None,
+             "drain_extrapolated": extrapolated,
+             "run_s": round(t1 - t0, 1), "task_seconds": round(task_s),
+             "mean_tasks": round(task_s / (t1 - t0), 2) if t1 > t0 else None,
+             "max_running": max((n for _, n, _ in samples), default=None),
+             "steps": steps, "failed": failed}
+        r["tasks_timeline"] = self._timeline(samples, b_first)
+        r["load_avg_1m"] = [load0, round(os.getloadavg()[0], 2)]
+        # rows/s while the run's most tasks were RUNNING and the burst was still draining: what
+        # the same tasks did in each run (the machine is shared; a busier one drains slower)
+        top = r["max_running"]
+        t_top = next((t for t, n, _ in samples if n == top and t >= b_first), None)
+        if t_top is not None and drained_at is not None and not extrapolated \
+                and drained_at - 5 > t_top + 5:
+            n = int(self.sql(f"SELECT count(*) FROM {table} WHERE written_at BETWEEN "
+                             f"to_timestamp({t_top + 5}) AND to_timestamp({drained_at - 5})")
+                    or 0)
+            r["rows_per_s_at_most_tasks"] = round(n / (drained_at - 5 - (t_top + 5)), 1)
+            r["s_to_most_tasks"] = round(t_top - b_first, 1)
+        return r
+
+    def _autoscale_steps(self, name: str, samples, t_burst: float) -> List[Dict[str, Any]]:
+        """Each "autoscaling to N tasks" line of the worker's log, with what it cost: the time
+        from the decision until N tasks were RUNNING, and the longest time without a row written
+        from the decision to 15 s after it (one record per put, 20 ms each: ~2 ms between rows
+        at 12 tasks, ~11 ms at 2)."""
+        import re
+        text = self.c.current_log("worker-0")
+        steps = []
+        for m in re.finditer(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] INFO .*?"
+                             r"Connector " + re.escape(name) + r": autoscaling to (\d+) tasks: "
+                             r"([^\n]*?)(?: \(io\.sharesink[^)\n]*\))?$", text, re.M):
+            t = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + \
+                int(m.group(2)) / 1000
+            to = int(m.group(3))
+            running = next((st for st, n, listed in samples if st >= t and n == to
+                            and listed == to), None)
+            ts = [float(x) for x in self.sql(
+                f"SELECT extract(epoch FROM written_at) FROM {name} WHERE written_at BETWEEN "
+                f"to_timestamp({t}) AND to_timestamp({t + 15}) ORDER BY written_at").split()]
+            edges = [t] + ts + [t + 15]
+            gap = max((b - a for a, b in zip(edges, edges[1:])), default=None)
+            steps.append({"to": to, "at": round(t, 3), "s_after_burst": round(t - t_burst, 1),
+                          "s_to_running": round(running - t, 1) if running else None,
+                          "longest_gap_ms": round(gap * 1000) if gap is not None else None,
+                          "why": m.group(4)[:300]})
+        return steps
+
+    @staticmethod
+    def _timeline(samples, t_ref: float) -> List[List[float]]:
+        """[seconds from t_ref, RUNNING tasks] at each change of the count."""
+        out, last = [], None
+        for t, n, _ in samples:
+            if n != last:
+                out.append([round(t - t_ref, 1), n])
+                last = n
+        return out
 
     @staticmethod
     def _heap_used_mib(pid: int, jcmd: str) -> Optional[float]:
@@ -919,6 +1117,36 @@ def run(ctx, res: Dict[str, Any]) -> None:
         res[f"scale_{n}_tasks_rss_mib"] = (val(r, "running") or {}).get("rss_mib")
         res[f"scale_{n}_tasks_machine_busy"] = val(r, "machine_busy")
 
+    # (g) autoscaling: a burst then a trickle, autoscaled against fixed maximum and minimum
+    g = {}
+    if "g" in ctx.scenarios:
+        for mode in ("auto", "max", "min"):
+            g[mode] = attempt(f"g_{mode}", cx.autoscale, mode)
+    for mode, r in g.items():
+        for k in ("drain_s", "task_seconds", "mean_tasks"):
+            res[f"autoscale_{mode}_{k}"] = val(r, k)
+    ga, gm = g.get("auto", {}), g.get("max", {})
+    not_g = "not run (--scenarios)" if "g" not in ctx.scenarios else None
+    put("autoscale_drain_vs_fixed_max",
+        round(val(ga, "drain_s") / val(gm, "drain_s"), 2)
+        if val(ga, "drain_s") and val(gm, "drain_s") else None,
+        not_g or ga.get("error") or gm.get("error") or "no drain measured")
+    put("autoscale_task_seconds_vs_fixed_max",
+        round(val(ga, "task_seconds") / val(gm, "task_seconds"), 2)
+        if val(ga, "task_seconds") and val(gm, "task_seconds") else None,
+        not_g or ga.get("error") or gm.get("error") or "no task-seconds measured")
+    steps = (val(ga, "steps") or []) if ga else []
+    res["autoscale_reconfigurations"] = len(steps) if ga and not ga.get("error") else None
+    gaps = [st["longest_gap_ms"] for st in steps if st.get("longest_gap_ms") is not None]
+    res["autoscale_step_longest_gap_ms"] = max(gaps) if gaps else None
+    secs = [st["s_to_running"] for st in steps if st.get("s_to_running") is not None]
+    res["autoscale_step_s_to_running_max"] = max(secs) if secs else None
+    out["autoscale"] = {
+        "min": AUTOSCALE_MIN, "max": AUTOSCALE_MAX, "trickle_per_s": AUTOSCALE_TRICKLE,
+        "burst": cx.g_burst, "quiet_s": cx.g_quiet, "after_s": cx.g_after,
+        "min_cap_s": cx.g_min_cap, "goal_drain": AUTOSCALE_GOAL_DRAIN,
+        "goal_task_seconds": AUTOSCALE_GOAL_TASK_S, "runs": g}
+
     ra, rs = val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")
     put("connect_beyond_partitions", round(rs / ra, 2) if ra and rs else None,
         a_sh.get("error") or a_cl.get("error") or "no rows")
@@ -944,7 +1172,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
         + ("one broker" if cx.c.brokers == 1 else
            f"{cx.c.brokers} brokers (replication factor {cx.c.replication}, min ISR 2)")
         + ", PostgreSQL "
-        f"{cx.pg_version} (harness: fsync off, synchronous_commit off). Slow sink = Debezium JDBC sink 3.6.0 (unmodified) into PostgreSQL, one "
+        f"{cx.pg_version} (harness: fsync off, synchronous_commit off). Slow sink = Debezium JDBC "
+        "sink 3.6.0 (unmodified) into PostgreSQL, one "
         "record per put (`max.poll.records=1` for both runtimes; sharesink also "
         "`share.acquire.mode=record_limit`), latency injected by a PostgreSQL `BEFORE INSERT` "
         f"trigger running `pg_sleep({ROW_SLEEP})` per row, so each put takes ~20 ms plus the "
@@ -958,7 +1187,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
         "10 ms. Rows (b') and (d') are the same with "
         + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items())
         + ", Kafka's default window (`group.share.partition.max.record.locks`) and sharesink's "
-        "default before it set the maximum. Every run is a fresh connector and group reading from the start. Before (d), "
+        "default before it set the maximum. Every run is a fresh connector and group reading from "
+        "the start. Before (d), "
         f"one classic and {cx.warm_share} sharesink runs, not recorded as (d), warm the broker "
         "and the worker up (their figures are in the findings); (d) itself is "
         + (f"{cx.fast_pairs} classic and {cx.fast_pairs} sharesink runs, alternating, each "

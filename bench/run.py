@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-sys.path.insert(0, str(BENCH))
+# Run as a script, bench/ is sys.path[0]; the harness is in tests/.
 sys.path.insert(0, str(ROOT / "tests"))
 
 os.environ.setdefault("SHARESINK_CLUSTER_DIR", str(ROOT / "build" / "bench-cluster"))
@@ -62,7 +62,7 @@ class Ctx:
         # The JNI pair is short (seconds per run) and swings by tens of percent on a shared
         # machine: five rounds in full mode make its median steadier.
         self.pair_rounds = max(3 if args.quick else 5, self.rounds)
-        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f").split(","))
+        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f,g").split(","))
 
     def say(self, msg: str) -> None:
         el = time.monotonic() - self.t0
@@ -116,7 +116,8 @@ def machine() -> Dict[str, Any]:
         "kernel": platform.release(), "load_avg_at_start": os.getloadavg(),
         "java": java[0] if java else "?", "rustc": out(["rustc", "--version"]),
         "python": platform.python_version(), "kafka": "4.4.0 (harness broker and tools)",
-        "krafka": "0.28.1", "franz_go": _franz_version(), "git": git + (" (+ uncommitted changes)" if dirty else ""),
+        "krafka": "0.28.1", "franz_go": _franz_version(),
+        "git": git + (" (+ uncommitted changes)" if dirty else ""),
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
 
@@ -228,9 +229,11 @@ def main(argv=None) -> int:
                     help="repeat each consumer run N times, report the median (default: quick 1, "
                          "full 3)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
-    ap.add_argument("--scenarios", default="a,b,c,d,e,f",
+    ap.add_argument("--scenarios", default="a,b,c,d,e,f,g",
                     help="Connect scenarios to run (a slow sink, b stalled task, c task change, "
-                         "d fast sink, e latency at fixed rates, f 12/50/100 tasks on 12 partitions); the others are reported as not run")
+                         "d fast sink, e latency at fixed rates, f 12/50/100 tasks on 12 partitions, "
+                         "g autoscaling under a burst then a trickle); the others are reported "
+                         "as not run")
     ap.add_argument("--brokers", type=int, default=1,
                     help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
                          "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")
