@@ -24,7 +24,7 @@ declare -A STAGE_DOC=(
   [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench and ops unit tests; the release archives"
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
   [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
-  [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
+  [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end; beside the e2e stage (after older) when both run"
   [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1); beside the e2e stage when both run"
 )
 
@@ -41,12 +41,25 @@ ensure_plugin_archive() {
   ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1 || mvn -B -q -DskipTests package
 }
 
+# What the script started, stopped however it ends: the one-broker cluster of the broker and
+# e2e stages, and the stages running beside the e2e tests (their own clusters).
+on_exit() {
+  if [[ -n "$BESIDE_PID" ]]; then
+    kill "$BESIDE_PID" 2>/dev/null || true
+    wait "$BESIDE_PID" 2>/dev/null || true
+    for dir in "$ROOT/build/cluster-kafka-$OLDER_KAFKA" "$ROOT/build/cluster3"; do
+      SHARESINK_CLUSTER_DIR="$dir" cluster down >/dev/null 2>&1 || true
+    done
+  fi
+  if ((ONE_BROKER_UP == 1)); then cluster down >/dev/null 2>&1 || true; fi
+}
+
 # The one-broker cluster of the broker and e2e stages: started once, reused by the next stage.
 ONE_BROKER_UP=0
 one_broker_cluster() {
   if ((ONE_BROKER_UP == 0)); then
     log "Local cluster: Kafka 4.4.0 broker (PLAINTEXT + SASL_SSL)"
-    trap 'cluster down >/dev/null 2>&1 || true' EXIT
+    trap on_exit EXIT
     cluster up --sasl-ssl
     ONE_BROKER_UP=1
   fi
@@ -123,24 +136,59 @@ stage_broker() {
   cargo test -p sharesink-engine --features broker-tests --test broker_restart
 }
 
-# The older Kafka's core scenarios run on a cluster of their own (another state dir and port
-# block), so when both stages are asked for they run beside the end-to-end tests: both mostly
-# wait on brokers, workers and timers. The older stage then only waits for them.
+# The older Kafka's core scenarios and the three-broker stage run on clusters of their own (other
+# state dirs and port blocks), so when they are asked for with the e2e stage they run beside it,
+# one after the other: all mostly wait on brokers, workers and timers, and at most two clusters
+# are up at once. Their stages then only wait for them.
 OLDER_KAFKA="${SHARESINK_OLDER_KAFKA:-4.3.1}"
-OLDER_PID=""
-start_older_in_background() {
-  log "Core scenarios on Kafka $OLDER_KAFKA, beside the end-to-end tests (output in build/older-kafka.log)"
-  SHARESINK_PORT_BASE="${SHARESINK_OLDER_PORT_BASE:-29300}" \
-    bash scripts/test.sh --kafka "$OLDER_KAFKA" >build/older-kafka.log 2>&1 &
-  OLDER_PID=$!
+BESIDE_PID=""
+BESIDE_STAGES=()
+run_beside() {
+  case "$1" in
+    older) SHARESINK_PORT_BASE="${SHARESINK_OLDER_PORT_BASE:-29300}" \
+      bash scripts/test.sh --kafka "$OLDER_KAFKA" ;;
+    cluster3) SHARESINK_PORT_BASE="${SHARESINK_CLUSTER3_PORT_BASE:-29600}" \
+      SHARESINK_TEST_TIMINGS="build/test-timings-beside.txt" bash scripts/test.sh cluster3 ;;
+  esac
+}
+start_beside_e2e() {
+  local s
+  for s in older cluster3; do
+    if [[ " ${selected[*]} " == *" $s "* ]]; then BESIDE_STAGES+=("$s"); fi
+  done
+  ((${#BESIDE_STAGES[@]})) || return 0
+  log "Stages ${BESIDE_STAGES[*]} beside the end-to-end tests, one after the other (output in build/beside-e2e.log)"
+  trap on_exit EXIT
+  (
+    for s in "${BESIDE_STAGES[@]}"; do
+      t=$(date +%s)
+      run_beside "$s"
+      echo "== beside e2e: stage $s passed in $(( $(date +%s) - t )) s"
+    done
+  ) >build/beside-e2e.log 2>&1 &
+  BESIDE_PID=$!
+}
+# True when stage $1 ran beside the e2e tests (and passed; exits when it failed).
+ran_beside() {
+  [[ " ${BESIDE_STAGES[*]} " == *" $1 "* ]] || return 1
+  one_broker_down
+  if [[ -n "$BESIDE_PID" ]]; then
+    local rc=0
+    wait "$BESIDE_PID" || rc=$?
+    BESIDE_PID=""
+    tail -n 40 build/beside-e2e.log
+    if ((rc != 0)); then
+      echo "beside the end-to-end tests, ${BESIDE_STAGES[*]} failed (build/beside-e2e.log)" >&2
+      exit 1
+    fi
+  fi
+  grep '^== beside e2e' build/beside-e2e.log || true
 }
 
 stage_e2e() {
   ensure_plugin_archive
   ensure_release_archives
-  if [[ " ${selected[*]} " == *" older "* ]]; then
-    start_older_in_background
-  fi
+  start_beside_e2e
   one_broker_cluster
   SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q --durations=15 tests/e2e
   log "The release archives, installed as their installers install them"
@@ -148,6 +196,7 @@ stage_e2e() {
 }
 
 stage_cluster3() {
+  if ran_beside cluster3; then return; fi
   ensure_plugin_archive
   one_broker_down
   (
@@ -164,17 +213,7 @@ stage_cluster3() {
 }
 
 stage_older() {
-  if [[ -n "$OLDER_PID" ]]; then
-    local rc=0
-    wait "$OLDER_PID" || rc=$?
-    OLDER_PID=""
-    tail -n 30 build/older-kafka.log
-    if ((rc != 0)); then
-      echo "the core scenarios on Kafka $OLDER_KAFKA failed (build/older-kafka.log)" >&2
-      exit 1
-    fi
-    return
-  fi
+  if ran_beside older; then return; fi
   one_broker_down
   bash scripts/test.sh --kafka "$OLDER_KAFKA"
 }
@@ -208,7 +247,7 @@ for s in "${selected[@]}"; do
 done
 
 mkdir -p build
-timings="build/test-timings.txt"
+timings="${SHARESINK_TEST_TIMINGS:-build/test-timings.txt}"
 : >"$timings"
 for s in "${selected[@]}"; do
   log "stage $s: ${STAGE_DOC[$s]}"
