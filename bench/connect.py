@@ -240,8 +240,10 @@ class Connect:
         raise RuntimeError(f"RateProducer exited {p.returncode} without its summary")
 
     def cluster_pids(self) -> Dict[str, Optional[int]]:
-        """The broker's and the worker's pids (None when not running)."""
-        rec = {n: self.c._recorded(n) for n in ("worker-0", "broker")}
+        """The worker's and each broker's pids (None when not running): "broker" on one broker,
+        "broker-0".."broker-<n-1>" on several (proc sums them as "broker")."""
+        names = ["worker-0"] + [self.c.broker_name(i) for i in range(self.c.brokers)]
+        rec = {n: self.c._recorded(n) for n in names}
         return {"worker" if n == "worker-0" else n: (int(r["pid"]) if r else None)
                 for n, r in rec.items()}
 

@@ -85,6 +85,21 @@ def machine_cpu() -> Tuple[float, float]:
     return busy, total
 
 
+def brokers_together(window: dict) -> dict:
+    """With several brokers ("broker-0".."broker-<n-1>"), their sum as "broker_cpu_s" and
+    "broker_cpu_s_by_thread", so that a row reads the same on one broker or three, the
+    per-broker figures beside it saying how the load spread. {} with one broker."""
+    each = sorted(k for k in window if k.startswith("broker-") and k.endswith("_cpu_s"))
+    if not each or "broker_cpu_s" in window:
+        return {}
+    by_thread: dict = {}
+    for k in each:
+        for g, v in (window.get(f"{k}_by_thread") or {}).items():
+            by_thread[g] = round(by_thread.get(g, 0.0) + v, 2)
+    return {"broker_cpu_s": round(sum(window[k] for k in each), 2),
+            "broker_cpu_s_by_thread": by_thread}
+
+
 class CpuWindow:
     """CPU used by a set of processes and by the whole machine between start() and stop()."""
 
@@ -102,6 +117,7 @@ class CpuWindow:
             if c1 is not None and self.p0.get(k) is not None:
                 out[f"{k}_cpu_s"] = round(c1 - self.p0[k], 2)
                 out[f"{k}_cpu_s_by_thread"] = self._by_thread(k, v, c1 - self.p0[k])
+        out.update(brokers_together(out))
         b1, t1 = machine_cpu()
         busy, total = b1 - self.m0[0], t1 - self.m0[1]
         out["machine_busy"] = round(busy / total, 3) if total > 0 else None
@@ -299,6 +315,11 @@ class LoadTimeline:
                 except OSError:
                     pass
             out[f"{k}_gc"] = gc
+        each = [k for k in self.pids if k.startswith("broker-")]
+        if each and "broker" not in self.pids:
+            # several brokers: "broker" is all of them, as the one broker is on its own
+            for suffix in ("", "_gc"):
+                out[f"broker{suffix}"] = sum(out.get(f"{k}{suffix}", 0.0) for k in each)
         return out
 
     def stop(self) -> None:
