@@ -41,6 +41,8 @@ THREAD_GROUPS = (
     ("gc", ("GC Thread#", "G1 ")),
     ("requests", ("data-plane-kafk",)),
     ("share_state", ("PersisterStateM", "share-coordinat")),
+    # followers fetching from leaders: with replication factor 3 every write is read twice more
+    ("replication", ("ReplicaFetcherT",)),
     # A Connect worker's task threads (task-thread-<connector>-<n>, sharesink's too) and
     # sharesink's native runtime: how the worker's CPU splits between the per-record work of the
     # runtimes and the engine.

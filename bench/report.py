@@ -6,6 +6,7 @@ part was measured), findings.md (the findings, filled in with a run's figures) a
 
 from __future__ import annotations
 
+import collections
 import json
 import struct
 import zlib
@@ -775,6 +776,8 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
     ws, wc = d_sh.get("worker_cpu_s_by_thread"), d_cl.get("worker_cpu_s_by_thread")
     if not (bs and bc and ws and wc):
         return ""
+    # runs recorded before a thread group existed show "?" for it
+    bs, bc = (collections.defaultdict(lambda: "?", b) for b in (bs, bc))
     return " " + _t("d_by_thread", bs=bs, bc=bc, ws=ws, wc=wc, share_tasks=ws.get("tasks", "?"),
                     classic_tasks=wc.get("tasks", "?"), share_engine=ws.get("engine", "?"))
 
