@@ -543,7 +543,8 @@ public class ShareSinkConfig extends AbstractConfig {
         SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG,
         SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG,
         SinkDriverConfig.COMMIT_MIN_INTERVAL_MS_CONFIG,
-        SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG);
+        SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG,
+        SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG);
     includeDriverKeys(
         def,
         SinkDriverConfig.TASK_RESTART_MAX_ATTEMPTS_CONFIG,

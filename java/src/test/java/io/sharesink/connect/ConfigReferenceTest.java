@@ -3,6 +3,7 @@ package io.sharesink.connect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,6 +31,17 @@ class ConfigReferenceTest {
         document,
         "docs/configuration.md is stale: run `mvn -Dnative.skip test -Dtest=ConfigReferenceTest"
             + " -Dsharesink.docs.update=true` in java/");
+  }
+
+  @Test
+  void everyShareKeyOfTheDriverIsOneOfTheConnectors() {
+    // A key the driver reads but the connector does not define is neither validated nor in the
+    // reference (share.task.stuck.timeout.ms was such a key).
+    for (String key : SinkDriverConfig.CONFIG_DEF.names()) {
+      if (key.startsWith("share.")) {
+        assertTrue(ShareSinkConfig.CONFIG_DEF.names().contains(key), key);
+      }
+    }
   }
 
   @Test
