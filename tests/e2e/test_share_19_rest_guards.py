@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import http.client
 import json
 import re
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Dict, Optional, Tuple
 
 import pytest
@@ -51,19 +50,39 @@ def _q(name: str) -> str:
 
 
 def _status(rest: Rest, method: str, path: str, body=None) -> Tuple[int, object]:
-    """(HTTP status, parsed body or text) of one request, without raising or retrying."""
+    """(HTTP status, parsed body or text) of one request, without raising or retrying.
+
+    A server that answers before reading a large body (401 before authentication reads it, 413
+    past the limit) may close the connection while the body is still being sent: the client then
+    sees a broken pipe or a reset on send, though the answer is already on its way. So the body is
+    sent apart from the headers, a failure to send it is noted, and the answer is read anyway; only
+    when no answer arrives is that failure the result."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(rest.base_url + path, data=data, method=method)
-    req.add_header("Accept", "application/json")
+    url = urllib.parse.urlsplit(rest.base_url + path)
+    target = url.path + (f"?{url.query}" if url.query else "")
+    headers = {"Accept": "application/json", **rest.headers}
     if data is not None:
-        req.add_header("Content-Type", "application/json")
-    for k, v in rest.headers.items():
-        req.add_header(k, v)
+        headers["Content-Type"] = "application/json"
+        headers["Content-Length"] = str(len(data))
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
     try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        status, raw = e.code, e.read()
+        conn.putrequest(method, target, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        unsent: Optional[OSError] = None
+        if data is not None:
+            try:
+                conn.send(data)
+            except (BrokenPipeError, ConnectionResetError) as e:
+                unsent = e
+        try:
+            resp = conn.getresponse()
+        except (http.client.HTTPException, OSError) as e:
+            raise AssertionError(f"{method} {path}: no answer (sending the body: {unsent!r})") from e
+        status, raw = resp.status, resp.read()
+    finally:
+        conn.close()
     text = raw.decode("utf-8", "replace")
     try:
         return status, json.loads(text) if text.strip() else None
