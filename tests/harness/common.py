@@ -12,8 +12,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 HARNESS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = HARNESS_DIR.parent.parent
@@ -82,14 +83,30 @@ def _props(d: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# Locks this process holds, by (path, thread): an install taken under a lock that needs another
+# install under the same lock (a plugin's shim needs Kafka's jars) must not wait for itself.
+_HELD_LOCKS: Dict[Tuple[str, int], int] = {}
+
+
 @contextlib.contextmanager
 def _file_lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    """An exclusive lock on `path` across processes; reentrant within one thread."""
+    held = (str(path.resolve()), threading.get_ident())
+    if _HELD_LOCKS.get(held):
+        _HELD_LOCKS[held] += 1
         try:
             yield
         finally:
+            _HELD_LOCKS[held] -= 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        _HELD_LOCKS[held] = 1
+        try:
+            yield
+        finally:
+            del _HELD_LOCKS[held]
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
