@@ -4,6 +4,7 @@ basic-auth REST extension, and the sharesink plugin archive to install."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -15,7 +16,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from harness.common import (HARNESS_DIR, REPO_ROOT, HarnessError, _file_lock, _java, _log, _run,
                             _write_atomic)
@@ -136,6 +137,21 @@ def ensure_jmx_exporter() -> Path:
     return jar
 
 
+@contextlib.contextmanager
+def _staged_dir(base: Path, name: str, target: Path) -> Iterator[Path]:
+    """A fresh directory beside `target` to fill: when the block ends without error it replaces
+    `target` whole (readers never see half an install); on any error it is removed."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=base))
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def ensure_plugin(name: str) -> Path:
     """Own plugin directory of a third-party plugin: 'connect-file', 'debezium-jdbc' or
     'iceberg'."""
@@ -155,9 +171,8 @@ def ensure_plugin(name: str) -> Path:
         if _marker_ok(marker, key) and target.is_dir():
             return target
         base.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=base))
         chosen = None
-        try:
+        with _staged_dir(base, name, target) as tmp:
             if name == "connect-file":
                 for v in CONNECT_FILE_VERSIONS:
                     if _copy_artifact(f"org.apache.kafka:connect-file:{v}", tmp):
@@ -194,12 +209,6 @@ def ensure_plugin(name: str) -> Path:
                 name, DEBEZIUM_JDBC_VERSIONS)[0]
             if chosen != preferred:
                 _log(f"plugin {name}: using version {chosen} (preferred version not served)")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         _write_atomic(marker, json.dumps({"key": key, "version": chosen}))
         return target
 
@@ -218,8 +227,7 @@ def ensure_basic_auth_extension() -> Path:
         if _marker_ok(marker, key) and target.is_dir():
             return target
         base.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dir_name}.", dir=base))
-        try:
+        with _staged_dir(base, dir_name, target) as tmp:
             chosen = next((v for v in BASIC_AUTH_VERSIONS if _copy_artifact(
                 f"org.apache.kafka:connect-basic-auth-extension:{v}", tmp)), None)
             if chosen is None:
@@ -228,12 +236,6 @@ def ensure_basic_auth_extension() -> Path:
                 _build_appinfo_shim(tmp)
             if chosen != BASIC_AUTH_VERSIONS[0]:
                 _log(f"connect-basic-auth-extension: using {chosen} (preferred version not served)")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         _write_atomic(marker, json.dumps({"key": key, "version": chosen}))
         return target
 

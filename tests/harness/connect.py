@@ -205,6 +205,18 @@ class Rest:
         return f"\n(worker log: {self.log_path})" if self.log_path else ""
 
 
+def _link_plugin_dir(link: Path, src: Path) -> None:
+    """Makes `link` in the plugin path a symlink to the plugin directory `src`, replacing
+    whatever stood there (a link elsewhere, a file, a directory)."""
+    if link.is_symlink() and Path(os.readlink(link)) == src:
+        return
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    elif link.exists():
+        shutil.rmtree(link)
+    link.symlink_to(src, target_is_directory=True)
+
+
 class Workers:
     """Connect workers 0 and 1 (a part of ``Cluster``: uses its ``state_dir``, ``logs_dir``,
     ``port_base``, ``bootstrap``, ``replication``, its processes and ``java_cmd``)."""
@@ -227,15 +239,7 @@ class Workers:
         pp = self._plugin_path_dir()
         pp.mkdir(parents=True, exist_ok=True)
         for name in THIRD_PARTY_PLUGINS:
-            src = ensure_plugin(name)
-            link = pp / name
-            if link.is_symlink() and Path(os.readlink(link)) == src:
-                continue
-            if link.is_symlink() or link.is_file():
-                link.unlink()
-            elif link.exists():
-                shutil.rmtree(link)
-            link.symlink_to(src, target_is_directory=True)
+            _link_plugin_dir(pp / name, ensure_plugin(name))
         self._prepare_test_sinks(pp)
         if plugin_archive is None:
             plugin_archive = default_plugin_archive()
@@ -275,15 +279,7 @@ class Workers:
     def _prepare_test_sinks(self, pp: Path) -> None:
         """Links each test sink's plugin directory (ensure_test_sink) into the plugin path."""
         for name in TEST_SINKS:
-            src = ensure_test_sink(name)
-            link = pp / name
-            if link.is_symlink() and Path(os.readlink(link)) == src:
-                continue
-            if link.is_symlink() or link.is_file():
-                link.unlink()
-            elif link.exists():
-                shutil.rmtree(link)
-            link.symlink_to(src, target_is_directory=True)
+            _link_plugin_dir(pp / name, ensure_test_sink(name))
 
     def worker_properties(self, index: int, discovery: str = "hybrid_warn",
                           extra: Optional[Mapping[str, Any]] = None,
