@@ -148,7 +148,11 @@ def test_redelivered_below_the_last_commit_survive_kill_9(cluster: Cluster, work
         cluster.start_worker(0, plugin_archive=default_plugin_archive())
         killed = False
         fig["seconds_kill_to_worker_up"] = round(time.monotonic() - t_kill, 1)
-        worker.wait_connector_running(name, tasks=2, timeout=180)
+        # Not wait_connector_running, which fails on any FAILED task: task A FAILED before the
+        # kill, and the status topic says so until its restarted task reports RUNNING.
+        wait_for("both tasks RUNNING after the restart",
+                 lambda: task_states(worker, name) == {0: "RUNNING", 1: "RUNNING"},
+                 timeout=180, on_timeout=diagnostics)
         fig["seconds_kill_to_tasks_running"] = round(time.monotonic() - t_kill, 1)
 
         complete_s = drain_after_kill(cluster, sink, group, produced, t_kill, LOCK_MS)
