@@ -24,9 +24,11 @@ produce -> written latency comes per record, for both runtimes, same sink, same 
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -64,6 +66,11 @@ LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes re
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
 JMX_READ = Path(__file__).resolve().parent / "peers" / "jmx-read" / "JmxRead.java"
+# the requests counted on each broker over a (d) run: a classic consumer's fetches, a share
+# member's fetches and acknowledgements, the share-state reads and writes (from the brokers'
+# persisters to the share coordinator) and replication's fetches (Fetch counts both kinds)
+BROKER_REQUESTS = ("Fetch", "ShareFetch", "ShareAcknowledge", "ReadShareGroupState",
+                   "WriteShareGroupState", "ShareGroupHeartbeat", "OffsetCommit")
 
 SCHEMA = json.dumps({"type": "struct", "optional": False, "name": "bench.Row", "fields": [
     {"field": "id", "type": "int64", "optional": False},
@@ -197,6 +204,57 @@ class Connect:
         values = self.jmx(pid, f"kafka.connect:type=plugins,connector={connector},*",
                           "share-engine-off-heap-bytes")
         return round(max(values.values()) / 2 ** 20, 1) if values else None
+
+    ENGINE_COUNTERS = ("share-engine-fetch-requests-total", "share-engine-fetch-requests-empty-total",
+                       "share-engine-records-fetched-total", "share-engine-ack-requests-total",
+                       "share-engine-ack-errors-total", "share-engine-session-resets-total",
+                       "share-engine-rejoins-total")
+    ENGINE_AVERAGES = ("share-engine-fetch-latency-avg-ms", "share-engine-ack-latency-avg-ms")
+
+    def engine_counters(self, connector: str) -> Dict[str, Any]:
+        """sharesink's engine counters (from the task's start), summed over the connector's
+        tasks, and the engines' average round trips (each task's in `per_task`); {} when JMX is
+        unavailable."""
+        pid = int(self.c._recorded("worker-0")["pid"])
+        pattern = f"kafka.connect:type=plugins,connector={connector},*"
+        out: Dict[str, Any] = {}
+        for name in self.ENGINE_COUNTERS + self.ENGINE_AVERAGES:
+            values = self.jmx(pid, pattern, name)
+            if not values:
+                continue
+            key = name.removeprefix("share-engine-").removesuffix("-total").replace("-", "_")
+            if name in self.ENGINE_COUNTERS:
+                out[key] = round(sum(values.values()))
+            else:
+                out[key] = round(sum(values.values()) / len(values), 2)
+                out[key + "_per_task"] = sorted(round(v, 2) for v in values.values())
+        return out
+
+    def broker_requests(self) -> Dict[str, Dict[str, int]]:
+        """{broker: {request: count since its start}} for the requests a sink's reading makes
+        a broker handle (a leader's fetches and acknowledgements, the share-state writes its
+        persister sends the share coordinator); read before and after a run, the difference
+        is the run's."""
+        out: Dict[str, Dict[str, int]] = {}
+        for i in range(self.c.brokers):
+            rec = self.c._recorded(self.c.broker_name(i))
+            if not rec:
+                continue
+            values = self.jmx(int(rec["pid"]),
+                              "kafka.network:type=RequestMetrics,name=RequestsPerSec,*", "Count")
+            counts: Dict[str, int] = collections.Counter()
+            for mbean, v in values.items():
+                request = re.search(r"request=([A-Za-z]+)", mbean)
+                if request and request.group(1) in BROKER_REQUESTS:
+                    counts[request.group(1)] += int(v)
+            out[self.c.broker_name(i)] = dict(counts)
+        return out
+
+    @staticmethod
+    def requests_between(before: Dict[str, Dict[str, int]],
+                         after: Dict[str, Dict[str, int]]) -> Dict[str, Dict[str, int]]:
+        return {b: {k: v - before.get(b, {}).get(k, 0) for k, v in counts.items()}
+                for b, counts in after.items()}
 
     def runtime_client_connections(self, pid: int, connector: str) -> Dict[str, float]:
         """Connections of the Kafka clients Connect's runtime builds for the connector's tasks
@@ -384,21 +442,30 @@ END $$;
         name, table = self.fresh("a", runtime)
         self.make_table(table)
         self.set_trigger(table, ROW_SLEEP, 0)
+        requests_before = self.broker_requests()
         self.start(name, self.jdbc_config(runtime, name, table, tasks), tasks)
-        cpu = {}
+        cpu, requests, engine, rows_then = {}, {}, {}, None
         try:
             t0 = self.wait_first_row(table)
             self._sleep_until(t0 + self.run_a / 2, table, name)
             w = self.cpu_window()
             self._sleep_until(t0 + self.run_a, table, name)
             cpu = w.stop()
+            # after the window: the reads cost the worker and brokers a JMX attach
+            requests = self.requests_between(requests_before, self.broker_requests())
+            if runtime == "share":
+                engine = self.engine_counters(name)
+            rows_then = int(self.sql(f"SELECT count(*) FROM {table}").split()[0])
         finally:
             self.stop(name)
         ts = self.times(table)
         lo, hi, n = self.second_half(ts, t0, self.run_a)
         r = {"runtime": runtime, "tasks": tasks, "rows_total": len(ts),
              "window_s": hi - lo, "rows_in_window": n, "rows_per_s": round(n / (hi - lo), 1),
-             "failed": self.failed(name)}
+             "failed": self.failed(name), "broker_requests": requests,
+             "rows_when_requests_read": rows_then}
+        if engine:
+            r["engine"] = engine
         r.update(cpu)
         if n and cpu.get("worker_cpu_s") is not None:
             r["worker_cpu_ms_per_row"] = round(cpu["worker_cpu_s"] * 1000 / n, 2)
@@ -486,9 +553,12 @@ END $$;
         target = self.n_fast * width
         cfg = self.file_config(runtime, name, path, tasks)
         cfg.update(extra or {})
+        requests_before = self.broker_requests()
         self.rest.put_connector(name, cfg)
         t_first = t_done = None
         w = None
+        engine: Dict[str, Any] = {}
+        requests: Dict[str, Dict[str, int]] = {}
         last_size, last_change = 0, time.monotonic()
         timeline = []
         try:
@@ -510,6 +580,11 @@ END $$;
                 time.sleep(0.05)
         finally:
             cpu = w.stop() if w else {}
+            if t_done is not None:
+                # after the clock stopped: the reads cost the worker and brokers a JMX attach
+                requests = self.requests_between(requests_before, self.broker_requests())
+                if runtime == "share":
+                    engine = self.engine_counters(name)
             self.stop(name)
             try:
                 path.unlink()
@@ -523,7 +598,10 @@ END $$;
         n = min(self.n_fast, last_size // width)
         r = {"runtime": runtime, "tasks": tasks, "records": n, "complete": n >= self.n_fast,
              "seconds": round(secs, 2), "records_per_s": round(n / secs),
-             "settings": extra or {}, "lines_by_second": timeline[:120]}
+             "settings": extra or {}, "lines_by_second": timeline[:120],
+             "broker_requests": requests}
+        if engine:
+            r["engine"] = engine
         r.update(cpu)
         if n and cpu.get("worker_cpu_s") is not None:
             r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)

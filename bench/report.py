@@ -570,6 +570,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
                             window=a_sh.get("window_wall_s"),
                             classic_worker=a_cl.get("worker_cpu_s"),
                             classic_broker=a_cl.get("broker_cpu_s"))
+        txt += _slow_requests(a_sh, a_cl)
         out.append(txt)
     b_sh, b_cl = cres.get("b_share") or {}, cres.get("b_classic") or {}
     if b_sh.get("loss") is not None and b_cl.get("loss") is not None:
@@ -627,6 +628,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
             txt += " " + _t("d_runs", pairs="; ".join(
                 f"{_fmt(c)} / {_fmt(s)}" + (f" ({s / c:.2f})" if c and s else "") for c, s in pairs))
         txt += _cpu_by_thread(d_sh, d_cl)
+        txt += _engine_round_trips(d_sh) + _broker_requests(d_sh, d_cl)
         warm = [w for w in cres.get("d_warmup") or [] if w.get("records_per_s")]
         if warm:
             shares = [w for w in warm if w["runtime"] == "share"]
@@ -780,6 +782,73 @@ def _cpu_by_thread(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
     bs, bc = (collections.defaultdict(lambda: "?", b) for b in (bs, bc))
     return " " + _t("d_by_thread", bs=bs, bc=bc, ws=ws, wc=wc, share_tasks=ws.get("tasks", "?"),
                     classic_tasks=wc.get("tasks", "?"), share_engine=ws.get("engine", "?"))
+
+
+def _slow_requests(a_sh: Dict[str, Any], a_cl: Dict[str, Any]) -> str:
+    """(a): the requests each broker handled per row written, and the CPU of the window (empty
+    when the counts were not read)."""
+    def per_row(r: Dict[str, Any]) -> str:
+        rows = r.get("rows_when_requests_read")
+        reqs = r.get("broker_requests") or {}
+        if not rows or not reqs:
+            return "not counted"
+        return ", ".join(
+            f"{b} " + " ".join(f"{k} {v / rows:.2f}" for k, v in sorted(c.items()) if v)
+            for b, c in sorted(reqs.items()))
+    if not (a_sh.get("broker_requests") or a_cl.get("broker_requests")):
+        return ""
+    return " " + _t("a_requests", share=per_row(a_sh), classic=per_row(a_cl),
+                    busy_sh=a_sh.get("machine_busy") or 0, busy_cl=a_cl.get("machine_busy") or 0,
+                    broker_sh=a_sh.get("broker_cpu_s"), broker_cl=a_cl.get("broker_cpu_s"),
+                    worker_sh=a_sh.get("worker_cpu_s"), worker_cl=a_cl.get("worker_cpu_s"),
+                    engine=_slow_engine(a_sh))
+
+
+def _slow_engine(a_sh: Dict[str, Any]) -> str:
+    e = a_sh.get("engine") or {}
+    rows = a_sh.get("rows_when_requests_read")
+    if not e.get("fetch_requests") or not rows:
+        return ""
+    return " " + _t("a_engine", fetches=e["fetch_requests"] / rows,
+                    acks=e.get("ack_requests", 0) / rows,
+                    empty=(e.get("fetch_requests_empty") or 0) / e["fetch_requests"],
+                    fetch_ms=e.get("fetch_latency_avg_ms", "?"),
+                    ack_ms=e.get("ack_latency_avg_ms", "?"),
+                    resets=e.get("session_resets", "?"))
+
+
+def _engine_round_trips(d_sh: Dict[str, Any]) -> str:
+    """What sharesink's engine asked of the brokers over the median (d) run (empty when its
+    counters were not read)."""
+    e = d_sh.get("engine") or {}
+    fetches, seconds = e.get("fetch_requests"), d_sh.get("seconds")
+    if not fetches or not seconds:
+        return ""
+    empty = e.get("fetch_requests_empty") or 0
+    records = e.get("records_fetched", 0)
+    return " " + _t("d_engine", tasks=d_sh.get("tasks", "?"), fetches=fetches,
+                    per_s=fetches / seconds, seconds=seconds, empty=empty,
+                    empty_share=empty / fetches,
+                    per_fetch=records / max(fetches - empty, 1),
+                    acks=e.get("ack_requests", 0), ack_errors=e.get("ack_errors", 0),
+                    fetch_ms=e.get("fetch_latency_avg_ms", "?"),
+                    ack_ms=e.get("ack_latency_avg_ms", "?"),
+                    fetch_ms_tasks=", ".join(map(str, e.get("fetch_latency_avg_ms_per_task", []))),
+                    resets=e.get("session_resets", "?"), rejoins=e.get("rejoins", "?"))
+
+
+def _broker_requests(d_sh: Dict[str, Any], d_cl: Dict[str, Any]) -> str:
+    """The requests each broker handled over the median (d) runs, sharesink then classic."""
+    sh, cl = d_sh.get("broker_requests") or {}, d_cl.get("broker_requests") or {}
+    if not sh or not cl:
+        return ""
+
+    def counts(c: Dict[str, int]) -> str:
+        return ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()) if v) or "none"
+
+    rows = "; ".join(f"{b}: {counts(sh.get(b, {}))} | {counts(cl.get(b, {}))}"
+                     for b in sorted(set(sh) | set(cl)))
+    return " " + _t("d_broker_requests", rows=rows)
 
 
 def _spread(r: Dict) -> str:
