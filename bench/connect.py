@@ -310,6 +310,18 @@ class Connect:
         return proc.LoadTimeline({**self.cluster_pids(), "producer": producer_pid,
                                   "bench": os.getpid()})
 
+    def place_on_own_cores(self, own: bool) -> None:
+        """With `own`, every thread of the brokers on core 0 and of the worker on core 1 (new
+        threads inherit their creator's cores); without, every process on every core again.
+        Models a worker that does not share its CPU with the brokers, as on a real cluster."""
+        every = f"0-{(os.cpu_count() or 1) - 1}"
+        for name, pid in self.cluster_pids().items():
+            if pid is None:
+                continue
+            cores = every if not own else ("1" if name == "worker" else "0")
+            subprocess.run(["taskset", "-a", "-cp", cores, str(pid)], check=True,
+                           capture_output=True)
+
     def cpu_window(self):
         import proc
         return proc.CpuWindow(self.cluster_pids())
@@ -1105,6 +1117,25 @@ def run(ctx, res: Dict[str, Any]) -> None:
     d_sh = results["d_share"] = median_run(d_sh_runs, "records_per_s", ("broker_cpu_s",))
     # (d') Kafka's default record-lock window, against sharesink's default (the maximum)
     d_sh2 = attempt("d_share_window_2000", cx.fast, "share", 3, dict(KAFKA_DEFAULT_WINDOW))
+    # (d*) on several brokers: the same pairs with the brokers on one core and the worker on
+    # the other, so that the brokers' share-group work no longer takes the worker's CPU
+    dpin_cl = dpin_sh = {"error": "not run (one broker or one core)"}
+    if "d" in ctx.scenarios and cx.c.brokers > 1 and (os.cpu_count() or 1) >= 2:
+        ctx.say("connect: (d*) the brokers on core 0, the worker on core 1")
+        pin_cl_runs, pin_sh_runs = [], []
+        try:
+            cx.place_on_own_cores(True)
+            for _ in range(cx.fast_pairs):
+                pin_cl_runs.append(attempt("dpin_classic", cx.fast, "classic", 3))
+                pin_sh_runs.append(attempt("dpin_share", cx.fast, "share", 3))
+        except (OSError, subprocess.CalledProcessError) as e:
+            ctx.say(f"connect: (d*) not run: {e}")
+        finally:
+            cx.place_on_own_cores(False)
+        if pin_cl_runs:
+            dpin_cl = median_run(pin_cl_runs, "records_per_s", ("broker_cpu_s",))
+            dpin_sh = median_run(pin_sh_runs, "records_per_s", ("broker_cpu_s",))
+    results["dpin_classic"], results["dpin_share"] = dpin_cl, dpin_sh
 
     def val(r, k):
         return None if r.get("error") else r.get(k)
@@ -1240,6 +1271,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
         d_sh.get("error") or d_cl.get("error") or "no result")
     fs2 = val(d_sh2, "records_per_s")
     res["connect_overhead_window_2000"] = round(fs2 / fd, 3) if fd and fs2 else None
+    pd, ps = val(dpin_cl, "records_per_s"), val(dpin_sh, "records_per_s")
+    res["connect_overhead_worker_own_core"] = round(ps / pd, 3) if pd and ps else None
 
     def cell(r, k, unit=""):
         if r.get("error"):
@@ -1305,6 +1338,9 @@ def run(ctx, res: Dict[str, Any]) -> None:
          + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
          cell(d_cl, "records_per_s"), cell(d_sh2, "records_per_s"),
          f"{res.get('connect_overhead_window_2000')}"],
+        ["(d*) the same as (d), the brokers on core 0 and the worker on core 1",
+         cell(dpin_cl, "records_per_s"), cell(dpin_sh, "records_per_s"),
+         f"{res.get('connect_overhead_worker_own_core')}"],
         ["worker CPU: (a) ms per row / (d) ms per 1000 records",
          f"{cell(a_cl, 'worker_cpu_ms_per_row')} / {cell(d_cl, 'worker_cpu_ms_per_1000')}",
          f"{cell(a_sh, 'worker_cpu_ms_per_row')} / {cell(d_sh, 'worker_cpu_ms_per_1000')}", ""],
@@ -1313,6 +1349,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
          f"{cell(a_sh, 'machine_busy')} / {cell(d_sh, 'machine_busy')} (d': "
          f"{cell(d_sh2, 'machine_busy')})", ""],
     ]
+    if cx.c.brokers == 1:
+        out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d*)")]
     def lat_cell(r):
         if r.get("error"):
             return "failed: " + r["error"][:150]

@@ -645,6 +645,9 @@ def findings(res: Dict[str, Any]) -> List[str]:
                             rate=r["records_per_s"],
                             of_classic=round(r["records_per_s"] / d_cl["records_per_s"], 3))
         out.append(txt)
+    pinned = _fast_on_own_cores(cres)
+    if pinned:
+        out.append(pinned)
     lat = _fast_latency_cpu(cres)
     if lat:
         out.append(lat)
@@ -815,6 +818,21 @@ def _slow_engine(a_sh: Dict[str, Any]) -> str:
                     fetch_ms=e.get("fetch_latency_avg_ms", "?"),
                     ack_ms=e.get("ack_latency_avg_ms", "?"),
                     resets=e.get("session_resets", "?"))
+
+
+def _fast_on_own_cores(cres: Dict[str, Any]) -> str:
+    """(d*): the (d) pairs with the brokers on one core and the worker on the other."""
+    sh, cl = cres.get("dpin_share") or {}, cres.get("dpin_classic") or {}
+    if not sh.get("records_per_s") or not cl.get("records_per_s"):
+        return ""
+    pairs = [(c.get("records_per_s"), s.get("records_per_s"))
+             for c, s in zip(cl.get("runs") or [cl], sh.get("runs") or [sh])]
+    return _t("dpin", share=sh["records_per_s"], classic=cl["records_per_s"],
+              ratio=sh["records_per_s"] / cl["records_per_s"],
+              pairs="; ".join(f"{_fmt(c)} / {_fmt(s)}" for c, s in pairs),
+              ws=_per_m(sh, "worker_cpu_s"), wc=_per_m(cl, "worker_cpu_s"),
+              bs=_per_m(sh, "broker_cpu_s"), bc=_per_m(cl, "broker_cpu_s"),
+              busy_sh=sh.get("machine_busy") or 0, busy_cl=cl.get("machine_busy") or 0)
 
 
 def _engine_round_trips(d_sh: Dict[str, Any]) -> str:

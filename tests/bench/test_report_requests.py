@@ -56,3 +56,19 @@ def test_slow_sink_requests_are_per_row_written_when_read():
     assert "classic broker-0 Fetch 0.20" in text
     assert "1.20 ShareFetches (25% of them empty) and 0.10" in text
     assert report._slow_requests({}, {}) == ""
+
+
+def test_own_cores_finding_pairs_each_classic_run_with_its_sharesink_run():
+    cl = {"records_per_s": 540_000, "records": 2_000_000, "worker_cpu_s": 3.6,
+          "broker_cpu_s": 0.6, "machine_busy": 0.8,
+          "runs": [{"records_per_s": 574_000}, {"records_per_s": 490_000},
+                   {"records_per_s": 540_000}]}
+    sh = {"records_per_s": 549_000, "records": 2_000_000, "worker_cpu_s": 2.9,
+          "broker_cpu_s": 2.5, "machine_busy": 0.76,
+          "runs": [{"records_per_s": 549_000}, {"records_per_s": 562_000},
+                   {"records_per_s": 476_000}]}
+    text = report._fast_on_own_cores({"dpin_share": sh, "dpin_classic": cl})
+    assert "sharesink 549,000 records/s" in text and "(1.02)" in text
+    assert "574,000 / 549,000; 490,000 / 562,000; 540,000 / 476,000" in text
+    assert "worker 1.45 vs 1.8 s, brokers 1.25 vs 0.3 s" in text
+    assert report._fast_on_own_cores({"dpin_share": {"error": "x"}}) == ""
