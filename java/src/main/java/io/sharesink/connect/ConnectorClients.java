@@ -152,9 +152,20 @@ final class ConnectorClients {
           policy.refusals(connectorName, connectorClass, clientType, byClientKey);
       overrides.stream()
           .filter(o -> o.clientType() == clientType && answers.containsKey(o.clientKey()))
-          .forEach(o -> refused.put(o.connectorKey(), answers.get(o.clientKey())));
+          .forEach(o -> refused.put(o.connectorKey(), named(o, answers.get(o.clientKey()))));
     }
     return refused;
+  }
+
+  /**
+   * The policy's messages, each naming the key when they come from sharesink itself (an invisible
+   * worker configuration): Connect's answer to a create lists the messages without their keys.
+   */
+  private List<String> named(Override override, List<String> messages) {
+    if (worker.visible()) {
+      return messages;
+    }
+    return messages.stream().map(m -> override.connectorKey() + ": " + m).toList();
   }
 
   /** {@link #refusals} over every client type. */

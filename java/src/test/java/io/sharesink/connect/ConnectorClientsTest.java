@@ -331,8 +331,9 @@ class ConnectorClientsTest {
             WorkerDefaults.invisible("nothing of it is visible in this test"), props);
     Map<String, List<String>> refused = c.refusals("c", FileStreamSinkConnector.class);
     assertEquals(props.keySet(), refused.keySet(), refused::toString);
-    for (List<String> messages : refused.values()) {
-      String m = String.join(" ", messages);
+    for (Map.Entry<String, List<String>> e : refused.entrySet()) {
+      String m = String.join(" ", e.getValue());
+      assertTrue(m.startsWith(e.getKey() + ": "), m);
       assertTrue(m.contains("cannot see this worker's configuration"), m);
       assertTrue(m.contains("rest.extension.classes"), m);
       assertTrue(m.contains("io.sharesink.connect.rest.ShareModeRestExtension"), m);
