@@ -3,7 +3,8 @@
 A slow sink: Debezium's JDBC sink upserting into a table whose BEFORE INSERT trigger sleeps 20 ms
 per row, one record per put. tasks.max=6, the autoscaler on from one task, its timings shortened
 for a test (a reading every 2 s, a 10 s scale-down window, a 10 s drain target; at most one
-change per 60 s, the floor, since every change rebalances the Connect cluster). A backlog of 4,000 rows waits when the connector starts (one task: ~90 s):
+change per 60 s, the floor, since every change rebalances the Connect cluster). A backlog of
+4,000 rows waits when the connector starts (one task: ~90 s):
 
 - the connector starts with one task (its share group has no members yet);
 - within 30 s it runs more, and reaches tasks.max (the backlog over 10 s at one task's rate
