@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster import Cluster, Rest
+from harness.cluster import Cluster, Rest, RestError
 from harness.tls import TENANT_USERS
 from harness.tools import CONFIG_COMMAND
 from helpers import (FILE_SINK, SHARE_SINK, STRING_CONVERTER, connector_trace, delete_connector,
@@ -65,7 +65,10 @@ def _tenant_config(cluster: Cluster, name: str, topic: str, out, group: str, use
 def _wait_failed(worker: Rest, name: str) -> str:
     """The trace of the connector (or a task) once it FAILED."""
     def failed():
-        st = worker.connector_status(name)
+        try:
+            st = worker.connector_status(name)
+        except RestError:
+            return False  # not there yet
         states = [st.get("connector", {}).get("state")] + [t.get("state") for t in st.get("tasks", [])]
         return "FAILED" in states
     wait_for(f"connector {name} FAILED", failed, timeout=120,
