@@ -144,6 +144,29 @@ class ShareSinkConnectorTest {
     }
   }
 
+  @Test
+  void onAWorkerWhoseConfigurationCannotBeSeenValidationRefusesEveryOverrideOnItsKey() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    props.put("share.consumer.max.poll.records", "7");
+    props.put("producer.override.linger.ms", "5");
+    ShareSinkConnector connector = new ShareSinkConnector();
+    connector.workerDefaults = () -> WorkerDefaults.invisible("nothing visible in this test");
+    Map<String, List<String>> errors = errors(connector.validate(props));
+    // The producer's too, which the runtime would ask its own policy about: the start refuses it.
+    assertEquals(
+        Set.of("share.consumer.max.poll.records", "producer.override.linger.ms"),
+        errors.keySet(),
+        errors::toString);
+    errors.forEach(
+        (key, messages) ->
+            assertTrue(String.join(" ", messages).contains("rest.extension.classes"), key));
+    // Without overrides there is nothing to refuse.
+    props.remove("share.consumer.max.poll.records");
+    props.remove("producer.override.linger.ms");
+    assertEquals(Map.of(), errors(connector.validate(props)));
+  }
+
   /** A sink connector the worker could not instantiate: no public no-argument constructor. */
   public static class NoDefaultConstructorSink
       extends org.apache.kafka.connect.file.FileStreamSinkConnector {
