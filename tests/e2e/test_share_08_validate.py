@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from harness.cluster import Cluster, Rest
+import pytest
+
+from harness.cluster import Cluster, Rest, RestError
 from helpers import FILE_SINK, FILE_SOURCE, JDBC_SINK, record_figures, uniq
 
 PLUGIN = "ShareSinkConnector"
@@ -80,6 +82,26 @@ def test_share_sink_connector_itself_is_not_a_legacy_sink(cluster: Cluster, work
     errs = _errors(worker, _base(cluster, **{"share.sink.connector.class":
                                              "io.sharesink.connect.ShareSinkConnector"}))
     assert "share.sink.connector.class" in errs, errs
+
+
+@pytest.mark.parametrize("cls", ["java.lang.Object", "java.lang.Runnable",
+                                 "org.apache.kafka.connect.sink.SinkConnector"])
+def test_no_runnable_sink_class_is_an_error_on_its_key_not_a_500(cluster: Cluster, worker: Rest,
+                                                                 cls: str):
+    """Issue 40: an interface or java.lang.Object made the class check throw (a 500 from both
+    validate and create); the abstract SinkConnector itself passed it."""
+    cfg = _base(cluster, **{"share.sink.connector.class": cls})
+    errs = _errors(worker, cfg)
+    assert "share.sink.connector.class" in errs, errs
+    assert cls in " ".join(errs["share.sink.connector.class"]), errs
+    body = {"name": cfg["name"], "config": dict(cfg, **{"connector.class": PLUGIN})}
+    try:
+        worker.post("/connectors", body)
+        pytest.fail(f"a connector naming {cls} was created")
+    except RestError as e:
+        assert e.status == 400, e
+        assert cls in str(e.body), e.body
+    assert cfg["name"] not in worker.connectors()
 
 
 def test_commit_interval_too_close_to_lock_duration(cluster: Cluster, worker: Rest):

@@ -23,6 +23,9 @@ SHARE_VERSION = 2 if _version(KAFKA_VERSION) >= (4, 4) else 1
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 BROKER_MAIN = "kafka.Kafka"
 
+# The KRaft authorizer (ACLs in the metadata log), for start_broker(authorizer=True).
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 # Port offsets from SHARESINK_PORT_BASE (DEVELOPING.md; tests/harness/README.md has them all): a
 # worker's in connect.py, PostgreSQL's in postgres.py; +88 is taken by the tests' credential
 # recorder (credential_recorder.py, OFF_CREDENTIAL_RECORDER).
@@ -123,7 +126,8 @@ class Brokers:
     def _data_dir(self, index: int) -> Path:
         return self.state_dir / ("kafka-data" if not self.multi else f"kafka-data-{index}")
 
-    def _broker_properties(self, sasl_ssl: bool, index: int = 0) -> Dict[str, Any]:
+    def _broker_properties(self, sasl_ssl: bool, index: int = 0,
+                           authorizer: bool = False) -> Dict[str, Any]:
         ports = self.broker_ports(index)
         listeners = [f"PLAINTEXT://127.0.0.1:{ports.plaintext}",
                      f"CONTROLLER://127.0.0.1:{ports.controller}"]
@@ -175,6 +179,16 @@ class Brokers:
         if self.multi:
             # Leaders return to their preferred broker soon after it comes back.
             props["leader.imbalance.check.interval.seconds"] = 30
+        if authorizer:
+            # ACLs for the tests that need them (start_broker(authorizer=True)): a resource
+            # without ACLs stays open to everyone, so the other tests see no difference; the
+            # PLAINTEXT principal (ANONYMOUS: inter-broker, controller, the harness's tools and
+            # the workers' own clients) and the harness's SCRAM user are super users.
+            props.update({
+                "authorizer.class.name": AUTHORIZER,
+                "allow.everyone.if.no.acl.found": "true",
+                "super.users": f"User:ANONYMOUS;User:{SCRAM_USER}",
+            })
         if sasl_ssl:
             jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             props.update({
@@ -189,15 +203,20 @@ class Brokers:
         return props
 
     def start_broker(self, sasl_ssl: Optional[bool] = None, fresh: bool = False,
-                     timeout: float = 120, index: Optional[int] = None) -> str:
+                     timeout: float = 120, index: Optional[int] = None,
+                     authorizer: Optional[bool] = None) -> str:
         """Start the KRaft node(s) (formatting their storage on first start): broker `index`, or
         every broker with None (several start together: none finishes starting without a
         controller quorum).
 
         Data in the state dir is kept across stop/start; `fresh=True` wipes it first. sasl_ssl
-        None keeps what the cluster was started with. Returns the PLAINTEXT bootstrap."""
+        None keeps what the cluster was started with; so does authorizer (True: Kafka's
+        StandardAuthorizer, resources without ACLs open to everyone, see _broker_properties).
+        Returns the PLAINTEXT bootstrap."""
         if sasl_ssl is None:
             sasl_ssl = bool(self.sasl_ssl)
+        if authorizer is None:
+            authorizer = bool(self._load_broker_meta().get("authorizer", False))
         indices = [i for i in self._indices(index) if not self.is_running(self.broker_name(i))]
         if self.broker_running() and bool(sasl_ssl) != bool(self.sasl_ssl):
             raise HarnessError("broker already running with sasl_ssl="
@@ -233,7 +252,8 @@ class Brokers:
         for i in range(self.brokers):
             name = "server.properties" if not self.multi else f"server-{i}.properties"
             props_files[i] = cfg_dir / name
-            _write_atomic(props_files[i], _props(self._broker_properties(sasl_ssl, i)))
+            _write_atomic(props_files[i],
+                          _props(self._broker_properties(sasl_ssl, i, authorizer=authorizer)))
         if not meta:
             cluster_id = self._new_cluster_id()
             for i in range(self.brokers):
@@ -251,6 +271,7 @@ class Brokers:
             meta = {"cluster_id": cluster_id, "port_base": self.port_base, "scram": True,
                     "brokers": self.brokers}
         meta["sasl_ssl"] = bool(sasl_ssl)
+        meta["authorizer"] = bool(authorizer)
         _write_atomic(self._broker_meta_path(), json.dumps(meta, indent=1))
         self.sasl_ssl = bool(sasl_ssl)
         heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g" if not self.multi else "768m")
@@ -298,7 +319,14 @@ class Brokers:
             self._stop(self.broker_name(i), kill=True)
             self.stop_proxy(i)
 
-    def restart_broker(self, index: Optional[int] = None, timeout: float = 120) -> str:
-        """Stop and start broker `index` (every broker with None) with the same settings."""
+    def restart_broker(self, index: Optional[int] = None, timeout: float = 120,
+                       authorizer: Optional[bool] = None) -> str:
+        """Stop and start broker `index` (every broker with None) with the same settings, or
+        with the authorizer switched on or off (its data kept)."""
         self.stop_broker(index=index)
-        return self.start_broker(timeout=timeout, index=index)
+        return self.start_broker(timeout=timeout, index=index, authorizer=authorizer)
+
+    @property
+    def authorizer(self) -> bool:
+        """Whether the broker(s) run with the StandardAuthorizer."""
+        return bool(self._load_broker_meta().get("authorizer", False))

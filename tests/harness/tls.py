@@ -10,10 +10,16 @@ from pathlib import Path
 from typing import Dict
 
 from harness.common import HarnessError, _java, _props, _run, _write_atomic
+from harness.tools import CONFIG_COMMAND
 
 SCRAM_USER = "sharesink"
 SCRAM_PASSWORD = "sharesink-secret"
 TLS_PASSWORD = "sharesink-tls"
+
+# Two tenants of a shared Connect cluster, each its own principal (SCRAM over SASL_SSL), for the
+# tests with ACLs (ensure_scram_user; a broker with authorizer=True). Unlike SCRAM_USER they are
+# no super users.
+TENANT_USERS = {"tenant-a": "tenant-a-secret", "tenant-b": "tenant-b-secret"}
 
 
 class Tls:
@@ -42,21 +48,35 @@ class Tls:
         """Client config file (SCRAM-SHA-512 over TLS) for Kafka tools and tests."""
         return self.tls_dir / "client-sasl-ssl.properties"
 
-    def sasl_ssl_client_properties_file(self, mechanism: str = "SCRAM-SHA-512") -> Path:
-        """A client config file for `mechanism` (SCRAM-SHA-512 or SCRAM-SHA-256), for
+    def sasl_ssl_client_properties_file(self, mechanism: str = "SCRAM-SHA-512",
+                                       user: str = SCRAM_USER) -> Path:
+        """A client config file for `mechanism` (SCRAM-SHA-512 or SCRAM-SHA-256) and `user`, for
         `--command-config` of the Kafka tools."""
-        path = self.tls_dir / f"client-sasl-ssl-{mechanism.lower()}.properties"
-        _write_atomic(path, _props({k: v for k, v in self.sasl_ssl_client_config(mechanism).items()
+        suffix = "" if user == SCRAM_USER else f"-{user}"
+        path = self.tls_dir / f"client-sasl-ssl-{mechanism.lower()}{suffix}.properties"
+        _write_atomic(path, _props({k: v for k, v in
+                                    self.sasl_ssl_client_config(mechanism, user).items()
                                     if k != "bootstrap.servers"}))
         return path
 
-    def sasl_ssl_client_config(self, mechanism: str = "SCRAM-SHA-512") -> Dict[str, str]:
+    def ensure_scram_user(self, user: str) -> None:
+        """Gives TENANT_USERS' `user` its SCRAM-SHA-512 credential on the running broker (an
+        AlterUserScramCredentials through the PLAINTEXT listener; idempotent)."""
+        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+                      "--entity-type", "users", "--entity-name", user, "--add-config",
+                      f"SCRAM-SHA-512=[iterations=4096,password={TENANT_USERS[user]}]")
+
+    def sasl_ssl_client_config(self, mechanism: str = "SCRAM-SHA-512",
+                               user: str = SCRAM_USER) -> Dict[str, str]:
+        """SASL_SSL client settings for `user` (the harness's super user, or a TENANT_USERS
+        name)."""
+        password = SCRAM_PASSWORD if user == SCRAM_USER else TENANT_USERS[user]
         return {
             "bootstrap.servers": self.sasl_ssl_bootstrap,
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": mechanism,
             "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
-                                f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+                                f'username="{user}" password="{password}";',
             "ssl.truststore.location": str(self.truststore_p12),
             "ssl.truststore.type": "PKCS12",
             "ssl.truststore.password": TLS_PASSWORD,

@@ -28,6 +28,7 @@ PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 SHARE_CONSUMER_PERF = "org.apache.kafka.tools.ShareConsumerPerformance"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
+ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 # What the console producer's ErrorLoggingCallback logs (ERROR) for a record it gave up on.
@@ -247,6 +248,14 @@ class KafkaTools:
             k, _, v = kv.partition("=")
             res[k] = v
         return res
+
+    def allow_group_prefix(self, principal: str, prefix: str) -> None:
+        """An ACL (broker with authorizer=True): `principal` (e.g. User:tenant-a) may do every
+        operation on the groups whose id starts with `prefix`; from then on nobody else may
+        (but super users), those groups having ACLs."""
+        self.run_tool(ACL_COMMAND, "--bootstrap-server", self.bootstrap, "--add",
+                      "--allow-principal", principal, "--operation", "All",
+                      "--group", prefix, "--resource-pattern-type", "prefixed")
 
     def set_broker_config(self, config: Mapping[str, Any]) -> None:
         """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""

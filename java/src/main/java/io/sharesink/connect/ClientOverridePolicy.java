@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  * worker's class path; the connect-api interface is all this plugin compiles against), instantiated
  * and configured with the worker's configuration as the worker does. A policy that cannot be loaded
  * refuses every override: it exists to keep connectors from overriding settings, so not being able
- * to ask it must not allow them.
+ * to ask it must not allow them. For the same reason, when the worker's configuration cannot be
+ * seen at all ({@link WorkerDefaults#visible()}), the policy is taken as {@code None}: every
+ * override refused, each refusal naming how to make the configuration visible.
  */
 final class ClientOverridePolicy {
 
@@ -45,25 +47,44 @@ final class ClientOverridePolicy {
   private static final String BUILT_IN_PACKAGE = "org.apache.kafka.connect.connector.policy.";
   private static final String SUFFIX = "ConnectorClientConfigOverridePolicy";
 
+  /** The most restrictive of Kafka's built-in policies. */
+  static final String POLICY_NONE = "None";
+
   private final String policyName;
   private final Map<String, ?> workerConfig;
 
-  private ClientOverridePolicy(String policyName, Map<String, ?> workerConfig) {
+  /** Why the worker's configuration cannot be seen, when this policy stands in for it. */
+  private final String invisibleBecause;
+
+  private ClientOverridePolicy(
+      String policyName, Map<String, ?> workerConfig, String invisibleBecause) {
     this.policyName = policyName;
     this.workerConfig = workerConfig;
+    this.invisibleBecause = invisibleBecause;
   }
 
-  /** The policy {@code worker} names, or Connect's default. */
+  /**
+   * The policy {@code worker} names, or Connect's default; {@code None} when the worker's
+   * configuration cannot be seen (warned about once).
+   */
   static ClientOverridePolicy of(WorkerDefaults worker) {
+    if (!worker.visible()) {
+      worker.warnOnceIfInvisible();
+      return new ClientOverridePolicy(
+          POLICY_NONE, Map.of(), worker.invisibleBecause().orElse("unknown"));
+    }
     String name = worker.settings().get(POLICY_CONFIG);
     if (name == null || name.isBlank()) {
       name = POLICY_DEFAULT;
     }
-    return new ClientOverridePolicy(name.trim(), worker.settings());
+    return new ClientOverridePolicy(name.trim(), worker.settings(), null);
   }
 
+  /** The policy's name as the worker's setting would say it. */
   String name() {
-    return policyName;
+    return invisibleBecause == null
+        ? policyName
+        : policyName + " (sharesink cannot see the worker's configuration)";
   }
 
   /**
@@ -81,6 +102,17 @@ final class ClientOverridePolicy {
       Map<String, String> overrides) {
     Map<String, List<String>> refused = new LinkedHashMap<>();
     if (overrides.isEmpty()) {
+      return refused;
+    }
+    if (invisibleBecause != null) {
+      String message =
+          "sharesink cannot see this worker's configuration, so it cannot ask the worker's "
+              + POLICY_CONFIG
+              + " about this override and allows none ("
+              + invisibleBecause
+              + "); to fix it, "
+              + WorkerDefaults.HOW_TO_MAKE_VISIBLE;
+      overrides.keySet().forEach(k -> refused.put(k, List.of(message)));
       return refused;
     }
     List<ConfigValue> answers;

@@ -7,6 +7,7 @@ import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -151,9 +152,20 @@ final class ConnectorClients {
           policy.refusals(connectorName, connectorClass, clientType, byClientKey);
       overrides.stream()
           .filter(o -> o.clientType() == clientType && answers.containsKey(o.clientKey()))
-          .forEach(o -> refused.put(o.connectorKey(), answers.get(o.clientKey())));
+          .forEach(o -> refused.put(o.connectorKey(), named(o, answers.get(o.clientKey()))));
     }
     return refused;
+  }
+
+  /**
+   * The policy's messages, each naming the key when they come from sharesink itself (an invisible
+   * worker configuration): Connect's answer to a create lists the messages without their keys.
+   */
+  private List<String> named(Override override, List<String> messages) {
+    if (worker.visible()) {
+      return messages;
+    }
+    return messages.stream().map(m -> override.connectorKey() + ": " + m).toList();
   }
 
   /** {@link #refusals} over every client type. */
@@ -190,9 +202,14 @@ final class ConnectorClients {
    * The client types whose overrides the runtime itself asks the policy about for our connector,
    * which it takes for a source connector (Connect's {@code AbstractHerder.connectorUses*} and
    * {@code DistributedHerder}'s): validation leaves those to it, so a refusal is not reported
-   * twice. Start checks every type regardless.
+   * twice. Start checks every type regardless. When the worker's configuration cannot be seen,
+   * none: the runtime asks the worker's real policy, but sharesink's start refuses every override
+   * then, so validation says so for every type.
    */
   Set<ClientType> askedByTheRuntime() {
+    if (!worker.visible()) {
+      return EnumSet.noneOf(ClientType.class);
+    }
     Set<ClientType> asked = EnumSet.of(ClientType.PRODUCER);
     boolean separateOffsetsClients =
         "enabled"
@@ -279,6 +296,15 @@ final class ConnectorClients {
               + " and the DLQ producer as well).");
     }
     return problems;
+  }
+
+  /**
+   * The connector key that chose the admin client's servers ({@code admin.override.bootstrap
+   * .servers}), when the connector chose them rather than the worker.
+   */
+  Optional<String> adminServersChosenBy() {
+    String origin = admin.origin(BOOTSTRAP_SERVERS);
+    return fromConnector(origin) ? Optional.of(origin) : Optional.empty();
   }
 
   /** {@link #connectionProblems} as an exception, for a connector or task about to connect. */

@@ -59,8 +59,29 @@ public final class ConnectorShareGroup {
    *     refuses the connector's client settings: its connector could not start either
    */
   public static ConnectorShareGroup of(String connectorName, Map<String, String> storedConfig) {
-    ShareSinkConfig config = new ShareSinkConfig(storedConfig);
-    ConnectorClients clients = ConnectorClients.of(WorkerDefaults.current(), storedConfig);
+    return of(connectorName, storedConfig, WorkerDefaults.current());
+  }
+
+  /**
+   * {@link #of(String, Map)} on a worker whose configuration is {@code worker}. The stored
+   * configuration is resolved with the worker's config providers first, as the herder resolves it
+   * for the connector ({@link WorkerConfigProviders}), so {@code ${file:...}} in its admin settings
+   * means here what it means to the connector.
+   */
+  static ConnectorShareGroup of(
+      String connectorName, Map<String, String> storedConfig, WorkerDefaults worker) {
+    Map<String, String> resolved = WorkerConfigProviders.resolve(worker, storedConfig);
+    ShareSinkConfig config;
+    try {
+      config = new ShareSinkConfig(resolved);
+    } catch (ConfigException e) {
+      // The message would hold a resolved value, which may be a secret.
+      throw new ConfigException(
+          "the configuration of connector "
+              + connectorName
+              + ", resolved with the worker's config providers, is not valid");
+    }
+    ConnectorClients clients = ConnectorClients.of(worker, resolved);
     clients.ensureAllowed(connectorName, legacyClassOrOurs(config));
     return new ConnectorShareGroup(
         connectorName,
@@ -81,6 +102,11 @@ public final class ConnectorShareGroup {
 
   public String groupId() {
     return groupId;
+  }
+
+  /** The settings of this group's admin clients (tests). */
+  Map<String, Object> adminSettings() {
+    return adminSettings;
   }
 
   /**

@@ -2,6 +2,8 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.sink.LoaderSwap;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Modifier;
+import java.util.Optional;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkConnector;
@@ -38,13 +40,45 @@ final class LegacyPlugins {
               + e
               + "); is the sink connector installed in a plugin.path directory of this worker?");
     }
-    if (!SinkConnector.class.isAssignableFrom(loaded)) {
-      throw new ConfigException(
-          configKey,
-          className,
-          "is a " + loaded.getSuperclass().getName() + ", not a SinkConnector");
+    Optional<String> problem = notARunnableSink(loaded);
+    if (problem.isPresent()) {
+      throw new ConfigException(configKey, className, problem.get());
     }
     return loaded.asSubclass(SinkConnector.class);
+  }
+
+  /**
+   * Why {@code loaded} cannot be run as a sink connector, in the words of an error on the key: not
+   * a {@link SinkConnector} (an interface, {@code java.lang.Object}, another kind of class),
+   * abstract, not public, or without the public no-argument constructor the worker's own plugin
+   * loading requires. Empty when it is one.
+   */
+  static Optional<String> notARunnableSink(Class<?> loaded) {
+    if (!SinkConnector.class.isAssignableFrom(loaded)) {
+      String what;
+      if (loaded.isInterface()) {
+        what = "an interface";
+      } else if (loaded.isArray() || loaded.isPrimitive() || loaded.getSuperclass() == null) {
+        what = "not a connector class";
+      } else {
+        what = "a " + loaded.getSuperclass().getName();
+      }
+      return Optional.of("is " + what + ", not a SinkConnector");
+    }
+    int modifiers = loaded.getModifiers();
+    if (Modifier.isAbstract(modifiers)) {
+      return Optional.of("is an abstract class: name a concrete SinkConnector class");
+    }
+    if (!Modifier.isPublic(modifiers)) {
+      return Optional.of("is not a public class, so the worker could not instantiate it");
+    }
+    try {
+      loaded.getConstructor();
+    } catch (NoSuchMethodException | SecurityException | LinkageError e) {
+      return Optional.of(
+          "has no public no-argument constructor, so the worker could not instantiate it");
+    }
+    return Optional.empty();
   }
 
   /**

@@ -61,7 +61,7 @@ public final class ShareModeForm {
 
   /** A request the extension refuses: a 400 with this message. */
   public static final class InvalidForm extends RuntimeException {
-    InvalidForm(String message) {
+    public InvalidForm(String message) {
       super(message);
     }
   }
@@ -175,6 +175,72 @@ public final class ShareModeForm {
         && isShareSinkConnector(stored.get(CONNECTOR_CLASS))
         && stored.containsKey(ShareSinkConfig.FORM_CONFIG)
         && stored.containsKey(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+  }
+
+  /**
+   * Why the bookkeeping of a configuration to be stored would make the API show a switch that is
+   * not what runs; empty when it would not. A configuration in the stored form ({@link
+   * ShareSinkConnector} with {@value ShareSinkConfig#FORM_CONFIG}) must say which switch made it
+   * ({@value #FORM_FLAG} with the switch's value {@code share} under {@value
+   * ShareSinkConfig#FORM_FLAG_VALUE_CONFIG}, or {@value #FORM_WORKER_DEFAULT} with none) and name
+   * its sink: only then is {@link #toOperator} a configuration that runs on a share group. The
+   * extension's own rewrites always satisfy this; a PUT of a hand-written stored form, or a PATCH
+   * of its keys however it arrives, need not.
+   */
+  public static Optional<String> bookkeepingProblem(Map<String, String> config) {
+    if (config == null
+        || !isShareSinkConnector(config.get(CONNECTOR_CLASS))
+        || !config.containsKey(ShareSinkConfig.FORM_CONFIG)) {
+      return Optional.empty(); // no stored form: shown as it is stored
+    }
+    String form = trimmed(config.get(ShareSinkConfig.FORM_CONFIG));
+    String flagValue = config.get(ShareSinkConfig.FORM_FLAG_VALUE_CONFIG);
+    String sink = config.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+    if (sink == null || sink.isBlank()) {
+      return Optional.of(
+          ShareSinkConfig.FORM_CONFIG
+              + " marks a connector stored from the operator's form, which names its sink in "
+              + ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+    }
+    if (FORM_FLAG.equals(form)) {
+      if (flagValue == null || !SHARE.equals(trimmed(flagValue).toLowerCase(Locale.ROOT))) {
+        return Optional.of(
+            ShareSinkConfig.FORM_CONFIG
+                + "="
+                + FORM_FLAG
+                + " needs "
+                + ShareSinkConfig.FORM_FLAG_VALUE_CONFIG
+                + "=share: the connector runs on a share group, so the API must not show "
+                + FLAG_CONFIG
+                + (flagValue == null ? " missing" : "=" + flagValue));
+      }
+      return Optional.empty();
+    }
+    if (FORM_WORKER_DEFAULT.equals(form)) {
+      if (flagValue != null) {
+        return Optional.of(
+            ShareSinkConfig.FORM_CONFIG
+                + "="
+                + FORM_WORKER_DEFAULT
+                + " means no "
+                + FLAG_CONFIG
+                + " was written: remove "
+                + ShareSinkConfig.FORM_FLAG_VALUE_CONFIG);
+      }
+      return Optional.empty();
+    }
+    return Optional.of(
+        ShareSinkConfig.FORM_CONFIG
+            + " must be "
+            + FORM_FLAG
+            + " or "
+            + FORM_WORKER_DEFAULT
+            + ", not "
+            + form);
+  }
+
+  private static String trimmed(String value) {
+    return value == null ? "" : value.trim();
   }
 
   /** What the operator wrote, for a stored configuration; any other map unchanged. */

@@ -249,7 +249,12 @@ public class ShareSinkConnector extends SourceConnector {
   /**
    * Where the clients connect, then the group settings against the cluster's bounds, read with the
    * connector's admin settings. An unreachable cluster is not an error here (the worker may see it
-   * later); the checks that need it then use Kafka's defaults.
+   * later); the checks that need it then use Kafka's defaults. Validation connects only to the
+   * worker's own servers: Connect's validation of a sink connector ({@code
+   * AbstractHerder.validateConnectorConfig}) connects to no Kafka cluster at all, so servers a
+   * caller chose ({@code admin.override.bootstrap.servers}) are only looked up in DNS here, and the
+   * settings are checked against Kafka's defaults, and against the cluster at the connector's
+   * start.
    */
   private static void validateCluster(
       ShareSinkConfig parsed,
@@ -270,6 +275,19 @@ public class ShareSinkConnector extends SourceConnector {
     }
     Map<String, Object> adminSettings = clients.admin();
     ClusterFacts facts = null;
+    Optional<String> chosenBy = clients.adminServersChosenBy();
+    if (chosenBy.isPresent()) {
+      log.info(
+          "Validation does not connect to the servers {} names (Connect's own validation connects"
+              + " to no cluster); the share group settings are checked against Kafka's defaults"
+              + " here, and against the cluster when the connector starts",
+          chosenBy.get());
+      parsed
+          .groupSettings()
+          .problems(null)
+          .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+      return;
+    }
     try (ShareGroupAdmin admin =
         ShareGroupAdmin.create(adminSettings, "sharesink-validate", VALIDATE_ADMIN_TIMEOUT)) {
       RuntimeException factsFailure = null;
@@ -364,7 +382,12 @@ public class ShareSinkConnector extends SourceConnector {
 
     StartChecks checked =
         StartChecks.run(
-            config, this.props, name, workerDefaults.get(), resolver, StartChecks.Order.CHECK);
+            config,
+            this.props,
+            name,
+            WorkerDefaults.atStart(Time.SYSTEM, workerDefaults),
+            resolver,
+            StartChecks.Order.CHECK);
     Class<? extends SinkConnector> legacyClass = checked.legacyClass();
     Map<String, Object> adminSettings = checked.clients().admin();
     ShareGroupAdmin admin =

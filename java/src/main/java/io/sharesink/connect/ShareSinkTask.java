@@ -124,7 +124,7 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    WorkerDefaults worker = workerDefaults.get();
+    WorkerDefaults worker = WorkerDefaults.atStart(time, workerDefaults);
     StartChecks checked =
         StartChecks.run(
             config,

@@ -5,6 +5,7 @@ import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -14,8 +15,11 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +30,13 @@ import org.slf4j.LoggerFactory;
  * named on the worker's command line ({@code ConnectDistributed <file>}, {@code ConnectStandalone
  * <file> [connector files]}). Where sharesink's REST extension is installed, the worker hands it
  * its configuration, which is then preferred to the file.
+ *
+ * <p>When neither can be seen (no extension handed it over, and no readable file after a Connect
+ * main class on the command line) the result is {@linkplain #visible() not visible}: it holds no
+ * setting, and {@link ClientOverridePolicy} then refuses every client override, as under {@code
+ * None}, with one WARN naming the fix. The herder starts connectors and tasks before the worker
+ * configures its REST extensions, so a start first waits a little for the extension ({@link
+ * #atStart}).
  */
 final class WorkerDefaults {
 
@@ -46,8 +57,29 @@ final class WorkerDefaults {
   /** Connect's default for the worker's {@code bootstrap.servers} (WorkerConfig's). */
   static final String DEFAULT_BOOTSTRAP_SERVERS = "localhost:9092";
 
-  /** An empty result: no file found, nothing to default from. */
+  /** An empty, visible configuration: the worker sets nothing (tests). */
   static final WorkerDefaults NONE = new WorkerDefaults(null, Map.of());
+
+  /**
+   * How long a connector's or task's start waits for the REST extension's handoff when the worker's
+   * configuration cannot be seen otherwise: the worker configures its REST extensions right after
+   * it starts the herder (Connect's {@code Connect.start}), well within this on a worker that has
+   * the extension; a worker without it pays this once per start, and is told why in the WARN.
+   */
+  static final Duration EXTENSION_WAIT = Duration.ofSeconds(10);
+
+  /** The fix, for the WARN and for every refusal an invisible configuration causes. */
+  static final String HOW_TO_MAKE_VISIBLE =
+      "add io.sharesink.connect.rest.ShareModeRestExtension to the worker's"
+          + " rest.extension.classes (appended to any extensions it already lists), or start the"
+          + " worker with its configuration file as the first argument of "
+          + "org.apache.kafka.connect.cli.ConnectDistributed (or ConnectStandalone)";
+
+  /** Notified when the REST extension hands the worker's configuration over. */
+  private static final Object HANDOFF = new Object();
+
+  /** Reasons already warned about: one WARN per reason and JVM. */
+  private static final Set<String> warnedInvisible = ConcurrentHashMap.newKeySet();
 
   /**
    * The worker's own configuration, as the worker handed it to sharesink's REST extension ({@code
@@ -60,14 +92,59 @@ final class WorkerDefaults {
   private final Map<String, String> settings;
   private final boolean fromWorker;
 
+  /** Why the worker's configuration cannot be seen; null when it can. */
+  private final String invisibleBecause;
+
   WorkerDefaults(Path file, Map<String, String> settings) {
-    this(file, settings, false);
+    this(file, settings, false, null);
   }
 
-  private WorkerDefaults(Path file, Map<String, String> settings, boolean fromWorker) {
+  private WorkerDefaults(
+      Path file, Map<String, String> settings, boolean fromWorker, String invisibleBecause) {
     this.file = file;
     this.settings = Map.copyOf(settings);
     this.fromWorker = fromWorker;
+    this.invisibleBecause = invisibleBecause;
+  }
+
+  /** A worker configuration sharesink cannot see, and why. */
+  static WorkerDefaults invisible(String because) {
+    return new WorkerDefaults(null, Map.of(), false, because);
+  }
+
+  /**
+   * Whether these are the worker's settings. When not, nothing is known of the worker's policy, and
+   * every client override is refused ({@link ClientOverridePolicy#of}).
+   */
+  boolean visible() {
+    return invisibleBecause == null;
+  }
+
+  /** Why the worker's configuration cannot be seen, when it cannot. */
+  Optional<String> invisibleBecause() {
+    return Optional.ofNullable(invisibleBecause);
+  }
+
+  /**
+   * One WARN per reason and JVM when the worker's configuration cannot be seen: the policy is then
+   * taken as {@code None}. Returns whether it warned.
+   */
+  boolean warnOnceIfInvisible() {
+    if (invisibleBecause == null || !warnedInvisible.add(invisibleBecause)) {
+      return false;
+    }
+    {
+      log.warn(
+          "sharesink cannot see this worker's configuration: {}. It therefore takes the worker's {}"
+              + " as None: every client setting a share-mode connector adds (consumer.override.*,"
+              + " share.consumer.*, share.group.id, producer.override.*, admin.override.*) is"
+              + " refused, and the worker's consumer.*, producer.* and admin.* settings are not"
+              + " applied. To fix it, {}",
+          invisibleBecause,
+          ClientOverridePolicy.POLICY_CONFIG,
+          HOW_TO_MAKE_VISIBLE);
+    }
+    return true;
   }
 
   /**
@@ -82,7 +159,10 @@ final class WorkerDefaults {
             settings.put(key, value.toString().trim());
           }
         });
-    fromRestExtension = new WorkerDefaults(null, settings, true);
+    synchronized (HANDOFF) {
+      fromRestExtension = new WorkerDefaults(null, settings, true, null);
+      HANDOFF.notifyAll();
+    }
     log.info(
         "sharesink takes worker defaults from the worker configuration handed to its REST"
             + " extension ({} settings)",
@@ -154,15 +234,58 @@ final class WorkerDefaults {
 
   /**
    * The worker's configuration: as the worker handed it to sharesink's REST extension, else the
-   * file named on the worker's command line, else {@link #NONE}. Only the worker process decides
-   * where its configuration is: no connector setting can name another file.
+   * file named on the worker's command line, else an {@linkplain #invisible invisible} one saying
+   * why. Only the worker process decides where its configuration is: no connector setting can name
+   * another file.
    */
   static WorkerDefaults current() {
     WorkerDefaults worker = fromRestExtension;
     if (worker != null) {
       return worker;
     }
-    return commandLineFile().map(WorkerDefaults::read).orElse(NONE);
+    Optional<String> named = commandLineArgument();
+    if (named.isEmpty()) {
+      return invisible(
+          "its REST extension has not been handed the worker's configuration, and this JVM's"
+              + " command line names no worker configuration file after "
+              + String.join(" or ", WORKER_MAIN_CLASSES));
+    }
+    Path path = Path.of(named.get());
+    if (!Files.isRegularFile(path) || !Files.isReadable(path)) {
+      return invisible(
+          "its REST extension has not been handed the worker's configuration, and the worker"
+              + " configuration file "
+              + path
+              + " named on this JVM's command line cannot be read (it is missing, not a regular"
+              + " file, or not readable by the worker's user)");
+    }
+    try {
+      return read(path);
+    } catch (IllegalArgumentException e) {
+      return invisible(e.getMessage());
+    }
+  }
+
+  /**
+   * {@link #current()} for a connector's or task's start. The herder starts them before the worker
+   * configures its REST extensions, so while the configuration cannot be seen this waits up to
+   * {@link #EXTENSION_WAIT} (on {@code time}) for the extension's handoff, then asks {@code
+   * current} again. A visible configuration is returned at once.
+   */
+  static WorkerDefaults atStart(Time time, Supplier<WorkerDefaults> current) {
+    WorkerDefaults worker = current.get();
+    if (worker.visible()) {
+      return worker;
+    }
+    long deadlineMs = time.milliseconds() + EXTENSION_WAIT.toMillis();
+    try {
+      time.waitObject(HANDOFF, () -> fromRestExtension != null, deadlineMs);
+    } catch (TimeoutException e) {
+      // nothing was handed over: the configuration stays invisible
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return current.get();
   }
 
   static WorkerDefaults read(Path path) {
@@ -213,33 +336,48 @@ final class WorkerDefaults {
     }
   }
 
-  /** The worker configuration file named on this JVM's command line, if there is one. */
+  /** The worker configuration file named on this JVM's command line, if it is readable. */
   static Optional<Path> commandLineFile() {
+    return commandLineArgument().flatMap(WorkerDefaults::existing);
+  }
+
+  /** The argument after a Connect main class on this JVM's command line, readable or not. */
+  static Optional<String> commandLineArgument() {
     Optional<String[]> arguments = ProcessHandle.current().info().arguments();
     if (arguments.isPresent()) {
-      Optional<Path> found = fromArguments(Arrays.asList(arguments.get()));
+      Optional<String> found = argumentAfterMain(Arrays.asList(arguments.get()));
       if (found.isPresent()) {
         return found;
       }
     }
-    return fromJavaCommand(System.getProperty("sun.java.command"));
+    return argumentAfterMain(System.getProperty("sun.java.command"));
+  }
+
+  /** The argument right after a Connect main class, in a JVM's argument list, if readable. */
+  static Optional<Path> fromArguments(List<String> arguments) {
+    return argumentAfterMain(arguments).flatMap(WorkerDefaults::existing);
   }
 
   /** The argument right after a Connect main class, in a JVM's argument list. */
-  static Optional<Path> fromArguments(List<String> arguments) {
+  static Optional<String> argumentAfterMain(List<String> arguments) {
     for (int i = 0; i + 1 < arguments.size(); i++) {
       if (WORKER_MAIN_CLASSES.contains(arguments.get(i))) {
-        return existing(arguments.get(i + 1));
+        return Optional.of(arguments.get(i + 1));
       }
     }
     return Optional.empty();
+  }
+
+  /** {@link #argumentAfterMain(String)} if readable. */
+  static Optional<Path> fromJavaCommand(String javaCommand) {
+    return argumentAfterMain(javaCommand).flatMap(WorkerDefaults::existing);
   }
 
   /**
    * From {@code sun.java.command} ("main-class arg1 arg2 ..."): the first argument. Paths with
    * spaces cannot be told apart from two arguments here; the argument list above comes first.
    */
-  static Optional<Path> fromJavaCommand(String javaCommand) {
+  static Optional<String> argumentAfterMain(String javaCommand) {
     if (javaCommand == null || javaCommand.isBlank()) {
       return Optional.empty();
     }
@@ -247,18 +385,23 @@ final class WorkerDefaults {
     if (parts.length < 2 || !WORKER_MAIN_CLASSES.contains(parts[0])) {
       return Optional.empty();
     }
-    return existing(parts[1]);
+    return Optional.of(parts[1]);
   }
 
   private static Optional<Path> existing(String argument) {
     Path path = Path.of(argument);
-    return Files.isReadable(path) ? Optional.of(path) : Optional.empty();
+    return Files.isRegularFile(path) && Files.isReadable(path)
+        ? Optional.of(path)
+        : Optional.empty();
   }
 
   @Override
   public String toString() {
     if (fromWorker) {
       return "the worker configuration (handed to sharesink's REST extension)";
+    }
+    if (invisibleBecause != null) {
+      return "no worker configuration sharesink can see";
     }
     return file == null ? "no worker configuration file" : "worker configuration file " + file;
   }

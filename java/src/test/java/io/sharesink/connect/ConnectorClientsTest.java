@@ -317,6 +317,44 @@ class ConnectorClientsTest {
   }
 
   @Test
+  void aWorkerConfigurationThatCannotBeSeenRefusesEveryOverrideAsNone() {
+    // Before: no worker configuration seen was taken as an empty one, whose policy is Kafka's
+    // default All, so every override went through.
+    Map<String, String> props = new LinkedHashMap<>();
+    props.put("consumer.override.max.poll.records", "5");
+    props.put("share.consumer.security.protocol", "SASL_SSL");
+    props.put("share.group.id", "someone-elses-group");
+    props.put("producer.override.linger.ms", "5");
+    props.put("admin.override.bootstrap.servers", "elsewhere:9092");
+    ConnectorClients c =
+        ConnectorClients.of(
+            WorkerDefaults.invisible("nothing of it is visible in this test"), props);
+    Map<String, List<String>> refused = c.refusals("c", FileStreamSinkConnector.class);
+    assertEquals(props.keySet(), refused.keySet(), refused::toString);
+    for (Map.Entry<String, List<String>> e : refused.entrySet()) {
+      String m = String.join(" ", e.getValue());
+      assertTrue(m.startsWith(e.getKey() + ": "), m);
+      assertTrue(m.contains("cannot see this worker's configuration"), m);
+      assertTrue(m.contains("rest.extension.classes"), m);
+      assertTrue(m.contains("io.sharesink.connect.rest.ShareModeRestExtension"), m);
+      assertTrue(m.contains("ConnectDistributed"), m);
+      assertFalse(m.contains("elsewhere") || m.contains("someone-elses-group"), m);
+    }
+    ConnectException e =
+        assertThrows(
+            ConnectException.class, () -> c.ensureAllowed("c", FileStreamSinkConnector.class));
+    assertTrue(e.getMessage().contains("policy=None"), e.getMessage());
+    assertTrue(e.getMessage().contains("consumer.override.max.poll.records"), e.getMessage());
+    // Validation asks about every client type itself then: sharesink's start would refuse them.
+    assertEquals(Set.of(), c.askedByTheRuntime());
+    // Without overrides there is nothing to refuse.
+    assertEquals(
+        Map.of(),
+        ConnectorClients.of(WorkerDefaults.invisible("x"), Map.of())
+            .refusals("c", FileStreamSinkConnector.class));
+  }
+
+  @Test
   void missingOrMalformedServersAreSaidOnTheKeyTheyCameFrom() {
     Map<String, String> noServers =
         clients(Map.of("bootstrap.servers", ""), Map.of()).connectionProblems(ANY_HOST);

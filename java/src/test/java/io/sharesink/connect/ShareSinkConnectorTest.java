@@ -1,6 +1,7 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -100,6 +101,110 @@ class ShareSinkConnectorTest {
   }
 
   @Test
+  void validationConnectsToNoServersTheCallerChose() throws Exception {
+    // Before: validation built an admin client on admin.override.bootstrap.servers and connected
+    // there (with the worker's top-level and admin.* credentials unless overridden), where
+    // Connect's own validation of a sink connects to no cluster at all.
+    try (java.net.ServerSocket callers = new java.net.ServerSocket(0, 50, localhost());
+        java.net.ServerSocket workers = new java.net.ServerSocket(0, 50, localhost())) {
+      String callersServers = "127.0.0.1:" + callers.getLocalPort();
+      Map<String, String> props = ShareSinkConfigTest.validConfig();
+      props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, callersServers);
+      props.put("admin.override.bootstrap.servers", callersServers);
+      Map<String, List<String>> errors =
+          errors(
+              onWorker(Map.of("bootstrap.servers", "127.0.0.1:" + workers.getLocalPort()))
+                  .validate(props));
+      assertEquals(Map.of(), errors);
+      assertFalse(connected(callers), "validation connected to the caller's servers");
+      assertFalse(connected(workers), "nothing needed the worker's servers either");
+
+      // The control: without the caller's servers, validation reads the worker's cluster.
+      Map<String, String> own = ShareSinkConfigTest.validConfig();
+      own.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+      onWorker(Map.of("bootstrap.servers", "127.0.0.1:" + workers.getLocalPort())).validate(own);
+      assertTrue(connected(workers), "the control: validation reads the worker's own cluster");
+    }
+  }
+
+  private static java.net.InetAddress localhost() throws java.net.UnknownHostException {
+    return java.net.InetAddress.getByName("127.0.0.1");
+  }
+
+  /**
+   * Whether a client connected: a connection made during the validation completed its handshake
+   * then, so it waits in the listen queue now.
+   */
+  private static boolean connected(java.net.ServerSocket server) throws IOException {
+    server.setSoTimeout(200);
+    try (java.net.Socket ignored = server.accept()) {
+      return true;
+    } catch (java.net.SocketTimeoutException e) {
+      return false;
+    }
+  }
+
+  @Test
+  void onAWorkerWhoseConfigurationCannotBeSeenValidationRefusesEveryOverrideOnItsKey() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+    props.put("share.consumer.max.poll.records", "7");
+    props.put("producer.override.linger.ms", "5");
+    ShareSinkConnector connector = new ShareSinkConnector();
+    connector.workerDefaults = () -> WorkerDefaults.invisible("nothing visible in this test");
+    Map<String, List<String>> errors = errors(connector.validate(props));
+    // The producer's too, which the runtime would ask its own policy about: the start refuses it.
+    assertEquals(
+        Set.of("share.consumer.max.poll.records", "producer.override.linger.ms"),
+        errors.keySet(),
+        errors::toString);
+    errors.forEach(
+        (key, messages) ->
+            assertTrue(String.join(" ", messages).contains("rest.extension.classes"), key));
+    // Without overrides there is nothing to refuse.
+    props.remove("share.consumer.max.poll.records");
+    props.remove("producer.override.linger.ms");
+    assertEquals(Map.of(), errors(connector.validate(props)));
+  }
+
+  /** A sink connector the worker could not instantiate: no public no-argument constructor. */
+  public static class NoDefaultConstructorSink
+      extends org.apache.kafka.connect.file.FileStreamSinkConnector {
+    public NoDefaultConstructorSink(String unused) {}
+  }
+
+  @Test
+  void aClassThatIsNoRunnableSinkIsAnErrorOnItsKeyNotAnException() {
+    // Before: an interface or java.lang.Object made the check throw a NullPointerException
+    // (its superclass is null), which the worker answers with a 500.
+    for (String className :
+        List.of(
+            "java.lang.Object",
+            "java.lang.Runnable",
+            "org.apache.kafka.connect.connector.Task",
+            "org.apache.kafka.connect.sink.SinkConnector",
+            "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            NoDefaultConstructorSink.class.getName())) {
+      Map<String, String> props = ShareSinkConfigTest.validConfig();
+      props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+      props.put(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, className);
+      Map<String, List<String>> errors =
+          errors(onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).validate(props));
+      List<String> onKey = errors.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG);
+      assertTrue(onKey != null && !onKey.isEmpty(), className + ": " + errors);
+      assertTrue(String.join(" ", onKey).contains(className), className + ": " + onKey);
+      // And a connector start names the key too.
+      ConfigException e =
+          assertThrows(
+              ConfigException.class,
+              () -> onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).start(props),
+              className);
+      assertTrue(
+          e.getMessage().contains(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG), e.getMessage());
+    }
+  }
+
+  @Test
   void validationRefusesMalformedOrUnresolvableBootstrapServersNamingTheKey() {
     BootstrapServers.HostResolver dns =
         host -> {
@@ -109,12 +214,14 @@ class ShareSinkConnectorTest {
         };
     Map<String, String> props = ShareSinkConfigTest.validConfig();
     props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092;127.0.0.1:9093");
-    String message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    ShareSinkConnector connector = new ShareSinkConnector(dns);
+    connector.workerDefaults = () -> new WorkerDefaults(null, Map.of());
+    String message = bootstrapError(connector.validate(props));
     assertTrue(message.startsWith("share.consumer.bootstrap.servers=127.0.0.1:9092;"), message);
     assertTrue(message.contains("separate servers with ','"), message);
 
     props.put(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1,kafka-typo:9092");
-    message = bootstrapError(new ShareSinkConnector(dns).validate(props));
+    message = bootstrapError(connector.validate(props));
     assertTrue(message.startsWith("share.consumer.bootstrap.servers="), message);
     assertTrue(message.contains("host kafka-typo cannot be resolved"), message);
   }

@@ -292,6 +292,7 @@ class ShareSinkTaskLifecycleTest {
       this.engine = new IdleEngine(clock);
       time = clock;
       keeperTimer = KeeperTimer.none(); // renewals on the task thread only
+      workerDefaults = () -> WorkerDefaults.NONE; // a worker that sets nothing, visibly
     }
 
     @Override

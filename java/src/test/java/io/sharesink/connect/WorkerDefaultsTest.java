@@ -1,6 +1,8 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +12,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -107,6 +112,82 @@ class WorkerDefaultsTest {
     // Surefire's JVM is not a Connect worker.
     assertEquals(Optional.empty(), WorkerDefaults.current().file());
     assertEquals(Map.of(), WorkerDefaults.current().settings());
+  }
+
+  @Test
+  void aConfigurationThatCannotBeSeenIsSaidSoNotTakenForAnEmptyOne() {
+    // Surefire's JVM: no extension handed a configuration over, no Connect main class.
+    WorkerDefaults worker = WorkerDefaults.current();
+    assertFalse(worker.visible());
+    assertTrue(
+        worker.invisibleBecause().orElseThrow().contains("command line names no worker"),
+        worker.invisibleBecause()::toString);
+    assertTrue(new WorkerDefaults(null, Map.of()).visible());
+    // A file named after the main class that cannot be read is not a visible configuration.
+    assertEquals(
+        Optional.of("/no/such/file"),
+        WorkerDefaults.argumentAfterMain(
+            List.of("java", "org.apache.kafka.connect.cli.ConnectDistributed", "/no/such/file")));
+    assertEquals(
+        Optional.empty(),
+        WorkerDefaults.fromArguments(
+            List.of("java", "org.apache.kafka.connect.cli.ConnectDistributed", dir.toString())));
+  }
+
+  @Test
+  void theWarningIsGivenOncePerReason() {
+    WorkerDefaults worker = WorkerDefaults.invisible("a reason of this test " + System.nanoTime());
+    assertTrue(worker.warnOnceIfInvisible());
+    assertFalse(worker.warnOnceIfInvisible());
+    assertFalse(new WorkerDefaults(null, Map.of()).warnOnceIfInvisible());
+  }
+
+  @Test
+  void aStartWaitsForTheRestExtensionsHandoff() throws Exception {
+    MockTime time = new MockTime();
+    try {
+      CompletableFuture<WorkerDefaults> started =
+          CompletableFuture.supplyAsync(
+              () -> WorkerDefaults.atStart(time, WorkerDefaults::current));
+      // The worker configures its REST extensions after it started the herder.
+      while (!started.isDone() && time.milliseconds() < 1_000) {
+        time.sleep(10);
+        Thread.sleep(1);
+      }
+      assertFalse(started.isDone(), "the start gave up before the extension was configured");
+      WorkerConfigHandoff.fromRestExtension(Map.of("bootstrap.servers", "from-extension:9092"));
+      WorkerDefaults worker = started.get(30, TimeUnit.SECONDS);
+      assertTrue(worker.visible());
+      assertTrue(worker.fromRestExtension());
+      assertEquals("from-extension:9092", worker.bootstrapServers());
+    } finally {
+      WorkerConfigHandoff.forgetRestExtension();
+    }
+  }
+
+  @Test
+  void aStartWithoutTheExtensionStaysInvisibleAfterTheWait() throws Exception {
+    MockTime time = new MockTime();
+    CompletableFuture<WorkerDefaults> started =
+        CompletableFuture.supplyAsync(() -> WorkerDefaults.atStart(time, WorkerDefaults::current));
+    long waited = 0;
+    while (!started.isDone()) {
+      time.sleep(100);
+      waited += 100;
+      Thread.sleep(1);
+      assertTrue(waited < 10 * WorkerDefaults.EXTENSION_WAIT.toMillis(), "never gave up");
+    }
+    assertFalse(started.get().visible());
+    assertTrue(time.milliseconds() >= WorkerDefaults.EXTENSION_WAIT.toMillis());
+  }
+
+  @Test
+  void aVisibleConfigurationStartsWithoutWaiting() {
+    MockTime time = new MockTime();
+    WorkerDefaults file = new WorkerDefaults(dir, Map.of("bootstrap.servers", "b:9092"));
+    long before = time.milliseconds();
+    assertSame(file, WorkerDefaults.atStart(time, () -> file));
+    assertEquals(before, time.milliseconds());
   }
 
   @Test

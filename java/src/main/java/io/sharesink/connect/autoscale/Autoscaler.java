@@ -79,6 +79,18 @@ public final class Autoscaler implements AutoCloseable {
     }
     String name = props.get("name");
     TaskAutoscale.Settings settings = TaskAutoscale.Settings.of(props);
+    if (TaskAutoscale.problems(props)
+        .containsKey(TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG)) {
+      // stored before the floor existed: validation refuses it now
+      log.warn(
+          "Connector {}: {}={} is below the floor of {} ms (every change rebalances the Connect"
+              + " cluster); the autoscaler changes the tasks at most once per {} ms",
+          name,
+          TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG,
+          props.get(TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG),
+          TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_FLOOR,
+          settings.reconfigureMinIntervalMs());
+    }
     int maxTasks = maxTasks(props);
     int members = 0;
     try {

@@ -61,13 +61,28 @@ public final class TaskAutoscale {
 
   public static final String RECONFIGURE_MIN_INTERVAL_MS_CONFIG =
       "share.tasks.autoscale.reconfigure.min.interval.ms";
+
+  /**
+   * The least {@value #RECONFIGURE_MIN_INTERVAL_MS_CONFIG} a connector may set. Every change is a
+   * task reconfiguration, and on a distributed worker that is a rebalance of the whole Connect
+   * cluster: every worker rejoins (twice, with incremental cooperative rebalancing), REST requests
+   * that need the herder answer 409 meanwhile, and the connector's tasks restart. 60 s is the
+   * worker's default {@code rebalance.timeout.ms}, the time Connect allows one rebalance: changes
+   * no closer than that cannot keep the cluster rebalancing, whatever one tenant sets. It is also
+   * the autoscaler's own horizon (its drain target and scale-down window).
+   */
+  public static final long RECONFIGURE_MIN_INTERVAL_MS_FLOOR = 60_000L;
+
   static final String RECONFIGURE_MIN_INTERVAL_MS_DOC =
       "The bound on how often the autoscaler reconfigures: at least this long between two of its"
           + " changes, up or down. A change wanted sooner waits, and is decided again on the"
-          + " readings of then.";
+          + " readings of then. At least 60000 (60 s, the worker's default rebalance.timeout.ms):"
+          + " every change rebalances the whole Connect cluster, so one connector must not be"
+          + " able to keep it rebalancing. A stored configuration with less (from an older"
+          + " release) runs with 60000.";
   static final String RECONFIGURE_MIN_INTERVAL_MS_DISPLAY =
       "Autoscale: least time between changes (ms)";
-  public static final long RECONFIGURE_MIN_INTERVAL_MS_DEFAULT = 30_000L;
+  public static final long RECONFIGURE_MIN_INTERVAL_MS_DEFAULT = RECONFIGURE_MIN_INTERVAL_MS_FLOOR;
 
   public static final String SCALE_DOWN_WINDOW_MS_CONFIG =
       "share.tasks.autoscale.scale.down.window.ms";
@@ -175,13 +190,31 @@ public final class TaskAutoscale {
   }
 
   /**
-   * What validation reports beyond each key's own validator: a minimum above {@code tasks.max}, on
-   * {@value #MIN_CONFIG}. Empty when the autoscaler is off or nothing is wrong.
+   * What validation reports beyond each key's own validator: a bound between changes below {@link
+   * #RECONFIGURE_MIN_INTERVAL_MS_FLOOR}, on {@value #RECONFIGURE_MIN_INTERVAL_MS_CONFIG} (not a
+   * range of the key: a stored configuration from before the floor runs with the floor instead of
+   * failing, see {@link Settings#of}); a minimum above {@code tasks.max}, on {@value #MIN_CONFIG}.
+   * Empty when the autoscaler is off or nothing is wrong.
    */
   public static Map<String, List<String>> problems(Map<String, String> props) {
     Map<String, List<String>> problems = new LinkedHashMap<>();
     if (!enabled(props)) {
       return problems;
+    }
+    Long bound = longOrNull(props.get(RECONFIGURE_MIN_INTERVAL_MS_CONFIG));
+    if (bound != null && bound < RECONFIGURE_MIN_INTERVAL_MS_FLOOR) {
+      problems.put(
+          RECONFIGURE_MIN_INTERVAL_MS_CONFIG,
+          List.of(
+              RECONFIGURE_MIN_INTERVAL_MS_CONFIG
+                  + "="
+                  + bound
+                  + " is below "
+                  + RECONFIGURE_MIN_INTERVAL_MS_FLOOR
+                  + ": every change rebalances the whole Connect cluster, so changes may come at"
+                  + " most once per "
+                  + RECONFIGURE_MIN_INTERVAL_MS_FLOOR / 1000
+                  + " s"));
     }
     Integer min = intOrNull(props.get(MIN_CONFIG));
     Integer max = intOrNull(props.get(TASKS_MAX_CONFIG));
@@ -199,6 +232,17 @@ public final class TaskAutoscale {
                   + ": the autoscaler runs between the two"));
     }
     return problems;
+  }
+
+  private static Long longOrNull(String value) {
+    if (value == null) {
+      return null;
+    }
+    try {
+      return Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      return null; // the key's own validator says so
+    }
   }
 
   private static Integer intOrNull(String value) {
@@ -222,12 +266,18 @@ public final class TaskAutoscale {
       int maxPollRecords,
       long commitIntervalMs) {
 
-    /** The settings of a connector's configuration (parsed by {@code ShareSinkConfig} first). */
+    /**
+     * The settings of a connector's configuration (parsed by {@code ShareSinkConfig} first); the
+     * bound between changes at least {@link #RECONFIGURE_MIN_INTERVAL_MS_FLOOR}.
+     */
     public static Settings of(Map<String, String> props) {
       return new Settings(
           Math.max(1, parseInt(props, MIN_CONFIG, MIN_DEFAULT)),
           parseLong(props, INTERVAL_MS_CONFIG, INTERVAL_MS_DEFAULT),
-          parseLong(props, RECONFIGURE_MIN_INTERVAL_MS_CONFIG, RECONFIGURE_MIN_INTERVAL_MS_DEFAULT),
+          Math.max(
+              RECONFIGURE_MIN_INTERVAL_MS_FLOOR,
+              parseLong(
+                  props, RECONFIGURE_MIN_INTERVAL_MS_CONFIG, RECONFIGURE_MIN_INTERVAL_MS_DEFAULT)),
           parseLong(props, SCALE_DOWN_WINDOW_MS_CONFIG, SCALE_DOWN_WINDOW_MS_DEFAULT),
           parseLong(props, DRAIN_TARGET_MS_CONFIG, DRAIN_TARGET_MS_DEFAULT),
           Math.max(1, parseInt(props, MAX_POLL_RECORDS_CONFIG, MAX_POLL_RECORDS_DEFAULT)),

@@ -4,24 +4,32 @@ import io.sharesink.connect.Version;
 import io.sharesink.engine.NativeEngine;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Loads {@code libsharesink_jni} once per plugin class loader.
  *
- * <p>The library is packed in the plugin jar under {@code native/<platform>/}. It is copied to a
- * uniquely named file in a work directory ({@value #WORKDIR_PROPERTY}, default {@code
- * java.io.tmpdir}), loaded with {@link System#load} from this class, so that it belongs to the
- * plugin's class loader and two plugin versions can load side by side, and the file is deleted
- * right after. The only way to use another library is the explicit {@value #LIBRARY_PROPERTY}
- * property; {@code java.library.path} is never searched, because on a shared worker it may hold
- * anything.
+ * <p>The library is packed in the plugin jar under {@code native/<platform>/}. It is written into a
+ * new directory only the worker's user can write to (0700), made for this load inside a work
+ * directory ({@value #WORKDIR_PROPERTY}, default {@code java.io.tmpdir}; refused when another user
+ * owns it, or others may write to it and it is not sticky as {@code /tmp} is), whole or not at all
+ * (a temporary file forced to disk, then renamed), loaded with {@link System#load} from this class,
+ * so that it belongs to the plugin's class loader and two plugin versions can load side by side,
+ * and the file and its directory are deleted right after. The only way to use another library is
+ * the explicit {@value #LIBRARY_PROPERTY} property; {@code java.library.path} is never searched,
+ * because on a shared worker it may hold anything.
  *
  * <p>After loading, the native version must equal the jar's version. A failure is kept: every later
  * call throws a {@link NativeLoadException} with the same message, so {@code validate()} and {@code
@@ -184,6 +192,7 @@ public final class NativeLoader {
   private String extractAndLoad(String platform) {
     String resource = "native/" + platform + "/" + LIBRARY_FILE;
     Path workDir = settings.workDir();
+    Path dir = null;
     Path extracted = null;
     try (InputStream in = NativeLoader.class.getClassLoader().getResourceAsStream(resource)) {
       if (in == null) {
@@ -193,13 +202,10 @@ public final class NativeLoader {
                 + ": this build does not support "
                 + platform);
       }
-      Files.createDirectories(workDir);
-      // A unique name per load: two plugin versions, or two workers sharing a tmp dir, never
-      // overwrite each other's file, and a file is never reused after its deletion.
-      extracted =
-          Files.createTempFile(
-              workDir, "libsharesink_jni-" + settings.expectedVersion() + "-", ".so");
-      Files.copy(in, extracted, StandardCopyOption.REPLACE_EXISTING);
+      // A directory of its own per load: two plugin versions, or two workers sharing a tmp dir,
+      // never meet, and a file is never reused after its deletion.
+      dir = privateDirectory(workDir);
+      extracted = writeAtomically(in, dir, LIBRARY_FILE);
       System.load(extracted.toAbsolutePath().toString());
       return "jar:" + resource;
     } catch (IOException e) {
@@ -227,6 +233,100 @@ public final class NativeLoader {
     } finally {
       // Once loaded, the mapping keeps the code alive; the file is no longer needed.
       deleteQuietly(extracted);
+      deleteQuietly(dir);
+    }
+  }
+
+  /** Owner read, write and search only. */
+  private static final Set<PosixFilePermission> OWNER_ONLY =
+      PosixFilePermissions.fromString("rwx------");
+
+  /** The sticky bit of a directory's mode: only an entry's owner may rename or delete it. */
+  private static final int STICKY = 01000;
+
+  /**
+   * A new directory inside {@code workDir} that only this process's user can write to (0700), for
+   * one load: what is loaded from it cannot be swapped by another user between its write and its
+   * load. Refused (a {@link NativeLoadException} naming the directory) when {@code workDir} belongs
+   * to another user than this one or root, or when others may write to it and it is not sticky (as
+   * {@code /tmp} is): they could then rename the new directory away and put their own in its place.
+   */
+  static Path privateDirectory(Path workDir) throws IOException {
+    Files.createDirectories(workDir);
+    Path dir =
+        Files.createTempDirectory(
+            workDir, "sharesink-native-", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+    try {
+      int myUid = uid(dir);
+      int workDirUid = uid(workDir);
+      if (workDirUid != myUid && workDirUid != 0) {
+        throw unsafe(workDir, "it belongs to another user (uid " + workDirUid + ")");
+      }
+      int workDirMode = mode(workDir);
+      if ((workDirMode & 022) != 0 && (workDirMode & STICKY) == 0) {
+        throw unsafe(
+            workDir,
+            "other users may write to it (mode "
+                + Integer.toOctalString(workDirMode & 07777)
+                + ") and it is not sticky");
+      }
+      int dirMode = mode(dir);
+      if (uid(dir) != myUid || (dirMode & 077) != 0) {
+        throw unsafe(dir, "it is not private (mode " + Integer.toOctalString(dirMode) + ")");
+      }
+      return dir;
+    } catch (IOException | RuntimeException e) {
+      deleteQuietly(dir);
+      throw e;
+    }
+  }
+
+  private static NativeLoadException unsafe(Path dir, String why) {
+    return new NativeLoadException(
+        "sharesink will not load its native library from "
+            + dir.toAbsolutePath()
+            + ": "
+            + why
+            + ", so another user could replace the library before it is loaded. Set -D"
+            + WORKDIR_PROPERTY
+            + " to a directory of the worker's user that others cannot write to");
+  }
+
+  private static int uid(Path path) throws IOException {
+    return (Integer) Files.getAttribute(path, "unix:uid");
+  }
+
+  private static int mode(Path path) throws IOException {
+    return (Integer) Files.getAttribute(path, "unix:mode");
+  }
+
+  /**
+   * Writes {@code in} to {@code name} in {@code dir} whole or not at all: into a temporary file
+   * (owner read and write only), forced to disk, then renamed. A crash never leaves a partial
+   * library under the name that is loaded.
+   */
+  static Path writeAtomically(InputStream in, Path dir, String name) throws IOException {
+    Path part =
+        Files.createTempFile(
+            dir,
+            name + "-",
+            ".part",
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    try {
+      try (FileChannel out = FileChannel.open(part, StandardOpenOption.WRITE)) {
+        in.transferTo(Channels.newOutputStream(out));
+        out.force(true);
+      }
+      Path target = dir.resolve(name);
+      Files.move(part, target, StandardCopyOption.ATOMIC_MOVE);
+      try (FileChannel directory = FileChannel.open(dir, StandardOpenOption.READ)) {
+        directory.force(true); // the rename, on disk too
+      } catch (IOException e) {
+        log.debug("Could not sync directory {}: {}", dir, e.toString());
+      }
+      return target;
+    } finally {
+      deleteQuietly(part);
     }
   }
 

@@ -139,7 +139,8 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
     }
     if (PatchTranslation.isTranslated(patch.get())) {
       if (request.getUriInfo().getQueryParameters().containsKey("forward")) {
-        return; // translated by the follower that forwarded it
+        checkForwardedPatch(request, connector, patch.get());
+        return;
       }
       // Applied to the stored form as it is, such a patch could make the API show a switch
       // that is not what runs (share.internal.form.flag=classic on a connector on a share
@@ -187,6 +188,47 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
     RestJson.setBody(request, RestJson.bytes(translated));
   }
 
+  /**
+   * A patch of sharesink's bookkeeping that says it was forwarded: a follower translated it, or an
+   * operator added {@code ?forward=} (a query parameter anyone can add; Connect's forwarding
+   * carries no mark of its own). Either way it goes on only if what it would store keeps the
+   * bookkeeping true ({@link ShareModeForm#bookkeepingProblem}), which every follower's translation
+   * does; the leader reads the config from its own herder to check.
+   */
+  private void checkForwardedPatch(
+      ContainerRequestContext request, String connector, Map<String, String> patch) {
+    ClusterConfigs.Read current = configs.read(connector);
+    if (current instanceof ClusterConfigs.Missing) {
+      return; // Connect answers 404
+    }
+    if (current instanceof ClusterConfigs.Unavailable unavailable) {
+      request.abortWith(
+          RestJson.error(
+              unavailable.rebalancing() ? 409 : 500,
+              "sharesink could not read the configuration of connector "
+                  + connector
+                  + " to check a forwarded patch of its "
+                  + PatchTranslation.INTERNAL_PREFIX
+                  + "* keys: "
+                  + unavailable.reason()));
+      return;
+    }
+    Map<String, String> stored = ((ClusterConfigs.Found) current).config();
+    Optional<String> problem =
+        ShareModeForm.bookkeepingProblem(ShareModeForm.patched(stored, patch));
+    if (problem.isPresent()) {
+      String message =
+          "refused a patch of "
+              + PatchTranslation.INTERNAL_PREFIX
+              + "* keys, sharesink's bookkeeping (patch connector.class or "
+              + ShareModeForm.FLAG_CONFIG
+              + " instead): "
+              + problem.get();
+      log.info("Refused forwarded PATCH of connector {}: {}", connector, message);
+      request.abortWith(RestJson.error(400, message));
+    }
+  }
+
   private void validate(ContainerRequestContext request, String plugin, byte[] body) {
     Optional<Map<String, String>> operator = RestJson.stringMap(body);
     if (operator.isEmpty()) {
@@ -222,8 +264,17 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
         : name;
   }
 
+  /**
+   * The stored form of what the operator wrote; a stored form written by hand must keep its
+   * bookkeeping true ({@link ShareModeForm#bookkeepingProblem}).
+   */
   private Map<String, String> toStored(Map<String, String> operator) {
-    return ShareModeForm.toStored(operator, workerDefaultShare, classes);
+    Map<String, String> stored = ShareModeForm.toStored(operator, workerDefaultShare, classes);
+    Optional<String> problem = ShareModeForm.bookkeepingProblem(stored);
+    if (problem.isPresent()) {
+      throw new InvalidForm(problem.get());
+    }
+    return stored;
   }
 
   private static void markSent(ContainerRequestContext request, Map<String, String> sent) {

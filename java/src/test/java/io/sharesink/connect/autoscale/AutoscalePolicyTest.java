@@ -195,6 +195,47 @@ class AutoscalePolicyTest {
   }
 
   @Test
+  void aConnectorCannotSetTheBoundBelowTheFloor() {
+    // Before: share.tasks.autoscale.reconfigure.min.interval.ms=1000 let one connector rebalance
+    // the Connect cluster every second or so.
+    Map<String, String> props =
+        Map.of(
+            TaskAutoscale.ENABLE_CONFIG, "true",
+            TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG, "1000",
+            TaskAutoscale.SCALE_DOWN_WINDOW_MS_CONFIG, "0",
+            TaskAutoscale.INTERVAL_MS_CONFIG, "1000");
+    assertEquals(
+        List.of(TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG),
+        List.copyOf(TaskAutoscale.problems(props).keySet()));
+    TaskAutoscale.Settings fromProps = TaskAutoscale.Settings.of(props);
+    assertEquals(
+        TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_FLOOR, fromProps.reconfigureMinIntervalMs());
+    // A load that would flip between one task and twelve every few seconds changes at most once
+    // per floor.
+    Group g = new Group(fromProps, 12, 1, 10);
+    for (int round = 0; round < 6; round++) {
+      g.burst(100_000);
+      g.capacity = 10;
+      g.run(10);
+      g.capacity = 1_000_000;
+      g.run(10);
+    }
+    assertTrue(g.changedAt.size() >= 2, g.decisions.toString());
+    for (int i = 1; i < g.changedAt.size(); i++) {
+      long gap = g.changedAt.get(i) - g.changedAt.get(i - 1);
+      assertTrue(
+          gap >= TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_FLOOR, "changes " + gap + " ms apart");
+    }
+    // At the floor and above: no problem.
+    assertEquals(
+        Map.of(),
+        TaskAutoscale.problems(
+            Map.of(
+                TaskAutoscale.ENABLE_CONFIG, "true",
+                TaskAutoscale.RECONFIGURE_MIN_INTERVAL_MS_CONFIG, "60000")));
+  }
+
+  @Test
   void aBacklogThatNothingConsumesAddsNoTasks() {
     Group g = new Group(settings(1, 0, 60_000), 12, 2, 0); // tasks starting, stopped or failing
     g.burst(10_000);

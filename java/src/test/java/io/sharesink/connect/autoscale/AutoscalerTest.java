@@ -113,7 +113,7 @@ class AutoscalerTest {
       assertEquals(TaskAutoscale.GROUP, def.configKeys().get(key).group, key);
     }
     TaskAutoscale.Settings s = TaskAutoscale.Settings.of(Map.of());
-    assertEquals(new TaskAutoscale.Settings(1, 5_000, 30_000, 60_000, 60_000, 500, 5_000), s);
+    assertEquals(new TaskAutoscale.Settings(1, 5_000, 60_000, 60_000, 60_000, 500, 5_000), s);
   }
 
   static GroupReading reading(long end, long lag) {

@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.Version;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -18,6 +21,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -72,6 +76,70 @@ class NativeLoaderTest {
     assertEquals(BUILD_VERSION, loader.load());
     try (Stream<Path> left = Files.list(nested)) {
       assertEquals(0, left.count(), "the extracted library is deleted once loaded");
+    }
+  }
+
+  @Test
+  void theLibraryIsWrittenIntoADirectoryOnlyThisUserCanWriteTo() throws Exception {
+    Path dir = NativeLoader.privateDirectory(workDir);
+    try {
+      assertEquals(workDir, dir.getParent());
+      assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
+      Path lib =
+          NativeLoader.writeAtomically(
+              new ByteArrayInputStream("library bytes".getBytes(StandardCharsets.UTF_8)),
+              dir,
+              NativeLoader.LIBRARY_FILE);
+      assertEquals(dir.resolve(NativeLoader.LIBRARY_FILE), lib);
+      assertEquals("library bytes", Files.readString(lib));
+      assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(lib)));
+      try (Stream<Path> files = Files.list(dir)) {
+        assertEquals(List.of(lib), files.toList(), "no temporary file left beside it");
+      }
+      Files.delete(lib);
+    } finally {
+      Files.deleteIfExists(dir);
+    }
+  }
+
+  @Test
+  void aWorkDirOthersMayWriteToIsRefusedUnlessSticky() throws Exception {
+    // Before: the library was copied straight into the work dir under a name anyone could guess
+    // once it was listed, and loaded from there, whoever could write to the directory.
+    Path shared = workDir.resolve("shared");
+    Files.createDirectories(shared);
+    Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+    NativeLoader loader = new NativeLoader(new NativeLoader.Settings(null, shared, BUILD_VERSION));
+    NativeLoadException e = assertThrows(NativeLoadException.class, loader::load);
+    assertTrue(e.getMessage().contains(shared.toString()), e.getMessage());
+    assertTrue(e.getMessage().contains("other users may write to it"), e.getMessage());
+    try (Stream<Path> left = Files.list(shared)) {
+      assertEquals(0, left.count(), "nothing left behind");
+    }
+    // Sticky, as /tmp: others cannot rename what this user creates there.
+    Files.setAttribute(shared, "unix:mode", 01777);
+    Path dir = NativeLoader.privateDirectory(shared);
+    Files.delete(dir);
+  }
+
+  @Test
+  void aWorkDirOfAnotherUserIsRefused() throws Exception {
+    Path theirs = workDir.resolve("theirs");
+    Files.createDirectories(theirs);
+    // Only root may give a directory away; elsewhere there is no other user's directory to try.
+    boolean given;
+    try {
+      Files.setAttribute(theirs, "unix:uid", 65534);
+      given = (Integer) Files.getAttribute(theirs, "unix:uid") == 65534;
+    } catch (IOException | SecurityException e) {
+      given = false;
+    }
+    Assumptions.assumeTrue(given, "not running as root: cannot make another user's directory");
+    NativeLoadException e =
+        assertThrows(NativeLoadException.class, () -> NativeLoader.privateDirectory(theirs));
+    assertTrue(e.getMessage().contains("belongs to another user"), e.getMessage());
+    try (Stream<Path> left = Files.list(theirs)) {
+      assertEquals(0, left.count(), "nothing left behind");
     }
   }
 

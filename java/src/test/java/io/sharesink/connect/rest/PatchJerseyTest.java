@@ -236,7 +236,64 @@ class PatchJerseyTest {
     Answer answer = call(app, "PATCH", "/connectors/orders/config?forward=true", forwarded);
     assertEquals(200, answer.status(), answer.text());
     assertEquals(List.of(forwarded), connect.patches);
-    assertEquals(0, connect.clusterState.configCalls.get());
+    // The leader reads its own stored config to check it (once), and sends the patch on as it is.
+    assertEquals(1, connect.clusterState.configCalls.get());
+
+    // Back to classic, as a follower translates it: the bookkeeping removed.
+    Map<String, String> off =
+        new HashMap<>(nulls("share.internal.form", "share.internal.form.flag"));
+    off.put("connector.class", FILE_SINK);
+    off.put("share.sink.connector.class", null);
+    off.put(FLAG, "classic");
+    Answer classicAgain = call(app, "PATCH", "/connectors/orders/config?forward=false", off);
+    assertEquals(200, classicAgain.status(), classicAgain.text());
+    assertEquals(FILE_SINK, connect.stored.get("orders").get("connector.class"));
+  }
+
+  @Test
+  void anOperatorsForwardParameterDoesNotSkipTheGuard() throws Exception {
+    // Before: any patch with ?forward= was taken for a follower's translation and sent on, so
+    // an operator could store share.internal.form.flag=classic on a connector that runs on a
+    // share group, which the API then showed as a classic one.
+    put(operator());
+    for (String query : List.of("?forward=false", "?forward=true", "?forward=")) {
+      Answer answer =
+          call(
+              app,
+              "PATCH",
+              "/connectors/orders/config" + query,
+              Map.of("share.internal.form.flag", "classic"));
+      assertEquals(400, answer.status(), query + " " + answer.text());
+      assertTrue(
+          answer.body().get("message").asText().contains("share.internal.form.flag"),
+          answer.text());
+      Answer unknownForm =
+          call(
+              app,
+              "PATCH",
+              "/connectors/orders/config" + query,
+              Map.of("share.internal.form", "anything"));
+      assertEquals(400, unknownForm.status(), query + " " + unknownForm.text());
+    }
+    assertEquals(List.of(), connect.patches);
+    assertEquals("share", connect.stored.get("orders").get("share.internal.form.flag"));
+  }
+
+  @Test
+  void aHandWrittenStoredFormMustKeepItsBookkeepingTrue() throws Exception {
+    Map<String, String> stored = new LinkedHashMap<>();
+    stored.put("name", "orders");
+    stored.put("connector.class", SHARE_SINK);
+    stored.put("share.sink.connector.class", FILE_SINK);
+    stored.put("topics", "orders");
+    stored.put("share.internal.form", "flag");
+    stored.put("share.internal.form.flag", "classic");
+    Answer lying = call(app, "PUT", "/connectors/orders/config", stored);
+    assertEquals(400, lying.status(), lying.text());
+    assertFalse(connect.stored.containsKey("orders"));
+    stored.put("share.internal.form.flag", "share");
+    Answer truthful = call(app, "PUT", "/connectors/orders/config", stored);
+    assertTrue(truthful.status() < 300, truthful.text());
   }
 
   @Test
