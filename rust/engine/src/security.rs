@@ -1,5 +1,7 @@
 //! Connection security from Kafka's client settings: `security.protocol`, `sasl.mechanism`,
-//! `sasl.jaas.config` and `ssl.*` (truststore as PEM or PKCS12; JKS is not readable here).
+//! `sasl.jaas.config` and `ssl.*` (truststore as PEM or PKCS12; JKS is not readable here), under
+//! the rules of Kafka 4.4's client for which settings go together. Store files are read only when
+//! regular and bounded (`setting_files`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,6 +17,8 @@ use tokio_rustls::rustls::{
 };
 
 use crate::error::EngineError;
+use crate::pem_key;
+use crate::setting_files::read_setting_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecurityProtocol {
@@ -193,20 +197,48 @@ fn jaas_option(jaas: &str, name: &str) -> Option<String> {
     None
 }
 
+fn store_type(props: &HashMap<String, String>, key: &str) -> String {
+    // Kafka's default store type is JKS.
+    get(props, key).unwrap_or("JKS").to_ascii_uppercase()
+}
+
+/// The CA certificates to trust, from the settings Kafka's client reads and under its rules
+/// (`DefaultSslEngineFactory.createTruststore`): `ssl.truststore.certificates` only with type
+/// PEM, never with a location, and a PEM store never with a password.
 fn trust_anchors(
     props: &HashMap<String, String>,
 ) -> Result<Vec<CertificateDer<'static>>, EngineError> {
-    let kind = get(props, "ssl.truststore.type")
-        .unwrap_or("JKS")
-        .to_ascii_uppercase();
+    let kind = store_type(props, "ssl.truststore.type");
+    let location = get(props, "ssl.truststore.location");
+    let password = get(props, "ssl.truststore.password");
     if let Some(pem) = get(props, "ssl.truststore.certificates") {
-        return CertificateDer::pem_slice_iter(pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                EngineError::config("ssl.truststore.certificates", format!("bad PEM: {e}"))
-            });
+        if kind != "PEM" {
+            return Err(EngineError::config(
+                "ssl.truststore.certificates",
+                format!("can be set only with ssl.truststore.type=PEM, not {kind}"),
+            ));
+        }
+        if location.is_some() {
+            return Err(EngineError::config(
+                "ssl.truststore.location",
+                "cannot be set together with ssl.truststore.certificates",
+            ));
+        }
+        if password.is_some() {
+            return Err(EngineError::config(
+                "ssl.truststore.password",
+                "cannot be set for a PEM trust store",
+            ));
+        }
+        return pem_certificates(pem.as_bytes(), "ssl.truststore.certificates");
     }
-    let Some(location) = get(props, "ssl.truststore.location") else {
+    let Some(location) = location else {
+        if password.is_some() {
+            return Err(EngineError::config(
+                "ssl.truststore.password",
+                "set without ssl.truststore.location",
+            ));
+        }
         // Like Java's default trust store: the system's certificates.
         let found = rustls_native_certs::load_native_certs();
         if found.certs.is_empty() {
@@ -217,41 +249,48 @@ fn trust_anchors(
         }
         return Ok(found.certs);
     };
-    let data = std::fs::read(location).map_err(|e| {
-        EngineError::config(
-            "ssl.truststore.location",
-            format!("cannot read {location}: {e}"),
-        )
-    })?;
-    match kind.as_str() {
-        "PEM" => CertificateDer::pem_slice_iter(&data)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                EngineError::config(
-                    "ssl.truststore.location",
-                    format!("bad PEM in {location}: {e}"),
-                )
-            }),
-        "PKCS12" => {
-            let password = get(props, "ssl.truststore.password").unwrap_or("");
-            let archive =
-                p12_keystore::Pkcs12Archive::from_pkcs12(&data, password).map_err(|e| {
-                    EngineError::config(
-                        "ssl.truststore.location",
-                        format!("cannot open PKCS12 {location}: {e}"),
-                    )
-                })?;
-            Ok(archive
-                .certs
-                .iter()
-                .map(|bag| CertificateDer::from(bag.cert.as_der().to_vec()))
-                .collect())
-        }
-        other => Err(EngineError::config(
-            "ssl.truststore.type",
-            format!("{other} truststores cannot be read by the engine; use PKCS12 or PEM"),
-        )),
+    if kind == "PEM" && password.is_some() {
+        return Err(EngineError::config(
+            "ssl.truststore.password",
+            "cannot be set for a PEM trust store",
+        ));
     }
+    if kind != "PEM" && kind != "PKCS12" {
+        return Err(EngineError::config(
+            "ssl.truststore.type",
+            format!("{kind} truststores cannot be read by the engine; use PKCS12 or PEM"),
+        ));
+    }
+    let data = read_setting_file("ssl.truststore.location", location)?;
+    if kind == "PEM" {
+        return pem_certificates(&data, "ssl.truststore.location");
+    }
+    let archive =
+        p12_keystore::Pkcs12Archive::from_pkcs12(&data, password.unwrap_or("")).map_err(|e| {
+            EngineError::config(
+                "ssl.truststore.location",
+                format!("cannot open PKCS12 {location}: {e}"),
+            )
+        })?;
+    Ok(archive
+        .certs
+        .iter()
+        .map(|bag| CertificateDer::from(bag.cert.as_der().to_vec()))
+        .collect())
+}
+
+/// The certificates of a PEM text; at least one, as Kafka's client requires.
+fn pem_certificates(
+    pem: &[u8],
+    setting: &str,
+) -> Result<Vec<CertificateDer<'static>>, EngineError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::config(setting, format!("bad PEM certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(EngineError::config(setting, "no certificate found"));
+    }
+    Ok(certs)
 }
 
 fn tls_config(props: &HashMap<String, String>) -> Result<ClientConfig, EngineError> {
@@ -294,103 +333,137 @@ fn tls_config(props: &HashMap<String, String>) -> Result<ClientConfig, EngineErr
 
 type ClientIdentity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 
-fn pem_identity(pem: &[u8], setting: &str) -> Result<ClientIdentity, EngineError> {
-    let chain = CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::config(setting, format!("bad PEM certificate: {e}")))?;
-    if chain.is_empty() {
-        return Err(EngineError::config(setting, "no certificate found"));
-    }
-    let key = PrivateKeyDer::from_pem_slice(pem)
-        .map_err(|e| EngineError::config(setting, format!("no unencrypted private key: {e}")))?;
+/// A PEM key store: the certificate chain and the one private key (`pem_key`), each from the text
+/// of the setting named with it.
+fn pem_identity(
+    chain: (&str, &str),
+    key: (&str, &str),
+    key_password: Option<&str>,
+) -> Result<ClientIdentity, EngineError> {
+    let key = pem_key::private_key(key.0, key_password, key.1)?;
+    let chain = pem_certificates(chain.0.as_bytes(), chain.1)?;
     Ok((chain, key))
 }
 
-/// The client certificate chain and key for mutual TLS, from Kafka's PEM settings
-/// (`ssl.keystore.certificate.chain` + `ssl.keystore.key`, or a PEM file at
-/// `ssl.keystore.location` with `ssl.keystore.type=PEM`) or a PKCS12 keystore. Encrypted PEM
-/// keys are refused.
+/// The client certificate chain and key for mutual TLS, from Kafka's settings and under its rules
+/// (`DefaultSslEngineFactory.createKeystore`): `ssl.keystore.certificate.chain` with
+/// `ssl.keystore.key` (type PEM, no location, no store password), a PEM file at
+/// `ssl.keystore.location` (no store password), or a PKCS12 keystore with its password. A PEM
+/// key follows `pem_key`'s rule.
 fn client_identity(props: &HashMap<String, String>) -> Result<Option<ClientIdentity>, EngineError> {
-    if let (Some(chain), Some(key)) = (
-        get(props, "ssl.keystore.certificate.chain"),
-        get(props, "ssl.keystore.key"),
-    ) {
-        if get(props, "ssl.key.password").is_some() {
+    let kind = store_type(props, "ssl.keystore.type");
+    let location = get(props, "ssl.keystore.location");
+    let password = get(props, "ssl.keystore.password");
+    let key_password = get(props, "ssl.key.password");
+    let pem_password_refused = || {
+        EngineError::config(
+            "ssl.keystore.password",
+            "cannot be set for a PEM key store; only ssl.key.password can",
+        )
+    };
+    let chain = get(props, "ssl.keystore.certificate.chain");
+    if let Some(key) = get(props, "ssl.keystore.key") {
+        if kind != "PEM" {
             return Err(EngineError::config(
-                "ssl.key.password",
-                "encrypted PEM keys are not supported; pass an unencrypted PKCS#8 key",
+                "ssl.keystore.key",
+                format!("can be set only with ssl.keystore.type=PEM, not {kind}"),
             ));
         }
-        let (certs, _) = pem_identity(
-            format!("{chain}\n{key}").as_bytes(),
-            "ssl.keystore.certificate.chain",
-        )?;
-        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
-            EngineError::config(
-                "ssl.keystore.key",
-                format!("no unencrypted private key: {e}"),
-            )
-        })?;
-        return Ok(Some((certs, key)));
+        let Some(chain) = chain else {
+            return Err(EngineError::config(
+                "ssl.keystore.certificate.chain",
+                "required with ssl.keystore.key",
+            ));
+        };
+        if location.is_some() {
+            return Err(EngineError::config(
+                "ssl.keystore.location",
+                "cannot be set together with ssl.keystore.key",
+            ));
+        }
+        if password.is_some() {
+            return Err(pem_password_refused());
+        }
+        return pem_identity(
+            (chain, "ssl.keystore.certificate.chain"),
+            (key, "ssl.keystore.key"),
+            key_password,
+        )
+        .map(Some);
     }
-    let Some(location) = get(props, "ssl.keystore.location") else {
+    if chain.is_some() {
+        return Err(EngineError::config(
+            "ssl.keystore.certificate.chain",
+            "set without ssl.keystore.key",
+        ));
+    }
+    let Some(location) = location else {
+        if password.is_some() {
+            return Err(EngineError::config(
+                "ssl.keystore.password",
+                "set without ssl.keystore.location",
+            ));
+        }
         return Ok(None);
     };
-    let data = std::fs::read(location).map_err(|e| {
+    if kind == "PEM" {
+        if password.is_some() {
+            return Err(pem_password_refused());
+        }
+        // Kafka reads the file as both the chain and the key.
+        let data = read_setting_file("ssl.keystore.location", location)?;
+        let text = String::from_utf8_lossy(&data);
+        let setting = "ssl.keystore.location";
+        return pem_identity((&text, setting), (&text, setting), key_password).map(Some);
+    }
+    if kind != "PKCS12" {
+        return Err(EngineError::config(
+            "ssl.keystore.type",
+            format!("{kind} keystores cannot be read by the engine; use PKCS12 or PEM"),
+        ));
+    }
+    let Some(password) = password else {
+        return Err(EngineError::config(
+            "ssl.keystore.password",
+            "required with ssl.keystore.location",
+        ));
+    };
+    let data = read_setting_file("ssl.keystore.location", location)?;
+    let store = p12_keystore::KeyStore::from_pkcs12(
+        &data,
+        password,
+        p12_keystore::Pkcs12ImportPolicy::Relaxed,
+    )
+    .map_err(|e| {
         EngineError::config(
             "ssl.keystore.location",
-            format!("cannot read {location}: {e}"),
+            format!("cannot open PKCS12 {location}: {e}"),
         )
     })?;
-    match get(props, "ssl.keystore.type")
-        .unwrap_or("JKS")
-        .to_ascii_uppercase()
-        .as_str()
-    {
-        "PEM" => pem_identity(&data, "ssl.keystore.location").map(Some),
-        "PKCS12" => {
-            let password = get(props, "ssl.keystore.password").unwrap_or("");
-            let store = p12_keystore::KeyStore::from_pkcs12(
-                &data,
-                password,
-                p12_keystore::Pkcs12ImportPolicy::Relaxed,
+    let chain = store
+        .entries()
+        .find_map(|(_, entry)| match entry {
+            p12_keystore::KeyStoreEntry::PrivateKeyChain(chain) => Some(chain.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            EngineError::config(
+                "ssl.keystore.location",
+                format!("{location} holds no private key"),
             )
-            .map_err(|e| {
-                EngineError::config(
-                    "ssl.keystore.location",
-                    format!("cannot open PKCS12 {location}: {e}"),
-                )
-            })?;
-            let chain = store
-                .entries()
-                .find_map(|(_, entry)| match entry {
-                    p12_keystore::KeyStoreEntry::PrivateKeyChain(chain) => Some(chain.clone()),
-                    _ => None,
-                })
-                .ok_or_else(|| {
-                    EngineError::config(
-                        "ssl.keystore.location",
-                        format!("{location} holds no private key"),
-                    )
-                })?;
-            let certs = chain
-                .certs()
-                .iter()
-                .map(|c| CertificateDer::from(c.as_der().to_vec()))
-                .collect();
-            let key = PrivateKeyDer::try_from(chain.key().as_der().to_vec()).map_err(|e| {
-                EngineError::config(
-                    "ssl.keystore.location",
-                    format!("unusable private key: {e}"),
-                )
-            })?;
-            Ok(Some((certs, key)))
-        }
-        other => Err(EngineError::config(
-            "ssl.keystore.type",
-            format!("{other} keystores cannot be read by the engine; use PKCS12 or PEM"),
-        )),
-    }
+        })?;
+    let certs = chain
+        .certs()
+        .iter()
+        .map(|c| CertificateDer::from(c.as_der().to_vec()))
+        .collect();
+    let key = PrivateKeyDer::try_from(chain.key().as_der().to_vec()).map_err(|e| {
+        EngineError::config(
+            "ssl.keystore.location",
+            format!("unusable private key: {e}"),
+        )
+    })?;
+    Ok(Some((certs, key)))
 }
 
 /// Checks the certificate chain but accepts any host name.
@@ -456,6 +529,8 @@ pub(crate) fn server_name(addr: &str) -> Result<pki_types::ServerName<'static>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::setting_files::test_support::{FifoWithWriter, TempDir};
+    use crate::setting_files::MAX_SETTING_FILE_BYTES;
 
     fn props(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
@@ -569,6 +644,225 @@ mod tests {
             "{wrong}"
         );
         assert!(!has_client_cert(with(&[]).unwrap()));
+    }
+
+    /// `pem-key-rule.txt`: the rows of Kafka 4.4's rule for a PEM key store's key, each with
+    /// what the engine must do, for the inline settings and for a PEM file.
+    #[test]
+    fn pem_keys_follow_kafkas_rule() {
+        let dir = TempDir::new("pem-rule");
+        let cert = std::fs::read_to_string(data("client-cert.pem")).unwrap();
+        let table = std::fs::read_to_string(data("pem-key-rule.txt")).unwrap();
+        let mut rows = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let [keys, password, _kafka, engine] = cols[..] else {
+                panic!("bad row {line:?}");
+            };
+            let key: String = keys
+                .split('+')
+                .map(|f| std::fs::read_to_string(data(f)).unwrap())
+                .collect();
+            let file = dir.path(&format!("row{rows}.pem"));
+            std::fs::write(&file, format!("{cert}{key}")).unwrap();
+            let base = |extra: &[(&str, &str)]| {
+                let mut p = props(&[
+                    ("security.protocol", "SSL"),
+                    ("ssl.truststore.type", "PEM"),
+                    ("ssl.keystore.type", "PEM"),
+                ]);
+                p.insert("ssl.truststore.certificates".into(), cert.clone());
+                if password != "-" {
+                    p.insert("ssl.key.password".into(), password.into());
+                }
+                for (k, v) in extra {
+                    p.insert(k.to_string(), v.to_string());
+                }
+                p
+            };
+            let inline = base(&[
+                ("ssl.keystore.certificate.chain", &cert),
+                ("ssl.keystore.key", &key),
+            ]);
+            let in_file = base(&[("ssl.keystore.location", file.to_str().unwrap())]);
+            for (form, settings, own_key) in [
+                ("inline", inline, "ssl.keystore.key"),
+                ("file", in_file, "ssl.keystore.location"),
+            ] {
+                let outcome = Security::from_properties(&settings);
+                let expected_key = match engine {
+                    "accepts" => {
+                        assert!(outcome.is_ok(), "{line} ({form}): {:?}", outcome.err());
+                        continue;
+                    }
+                    "refuses" => own_key,
+                    "refuses:ssl.key.password" => "ssl.key.password",
+                    other => panic!("unknown outcome {other}"),
+                };
+                match outcome {
+                    Err(EngineError::Config { key, message }) => {
+                        assert_eq!(key, expected_key, "{line} ({form}): {message}");
+                        assert!(!message.contains("BEGIN"), "no key material: {message}");
+                    }
+                    other => panic!("{line} ({form}): expected a refusal, got {other:?}"),
+                }
+            }
+            rows += 1;
+        }
+        assert!(rows >= 8, "the table has {rows} rows");
+    }
+
+    /// Kafka's client refuses these combinations of store settings; so does the engine, on the
+    /// setting named.
+    #[test]
+    fn store_settings_combine_as_kafkas_client_allows() {
+        let cert = std::fs::read_to_string(data("client-cert.pem")).unwrap();
+        let key = std::fs::read_to_string(data("client-key.pk8.pem")).unwrap();
+        let p12 = data("client.p12");
+        let refused_on = |pairs: &[(&str, &str)]| -> String {
+            let mut p = props(&[("security.protocol", "SSL")]);
+            for (k, v) in pairs {
+                p.insert(k.to_string(), v.to_string());
+            }
+            match Security::from_properties(&p) {
+                Err(EngineError::Config { key, .. }) => key,
+                other => panic!("{pairs:?}: expected a refusal, got {other:?}"),
+            }
+        };
+        let trust_pem = [
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.certificates", cert.as_str()),
+        ];
+        fn joined<'a>(
+            a: &[(&'a str, &'a str)],
+            b: &[(&'a str, &'a str)],
+        ) -> Vec<(&'a str, &'a str)> {
+            a.iter().chain(b).copied().collect()
+        }
+        assert_eq!(
+            refused_on(&[("ssl.truststore.certificates", cert.as_str())]),
+            "ssl.truststore.certificates",
+            "certificates need type PEM (Kafka's default is JKS)"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[("ssl.truststore.location", p12.as_str())]
+            )),
+            "ssl.truststore.location"
+        );
+        assert_eq!(
+            refused_on(&joined(&trust_pem, &[("ssl.truststore.password", "x")])),
+            "ssl.truststore.password"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[
+                    ("ssl.keystore.type", "PEM"),
+                    ("ssl.keystore.key", key.as_str()),
+                ]
+            )),
+            "ssl.keystore.certificate.chain",
+            "a key without its chain"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[
+                    ("ssl.keystore.type", "PEM"),
+                    ("ssl.keystore.certificate.chain", cert.as_str()),
+                ]
+            )),
+            "ssl.keystore.certificate.chain",
+            "a chain without its key"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[
+                    ("ssl.keystore.certificate.chain", cert.as_str()),
+                    ("ssl.keystore.key", key.as_str()),
+                ]
+            )),
+            "ssl.keystore.key",
+            "an inline key needs type PEM"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[
+                    ("ssl.keystore.type", "PEM"),
+                    ("ssl.keystore.certificate.chain", cert.as_str()),
+                    ("ssl.keystore.key", key.as_str()),
+                    ("ssl.keystore.password", "x"),
+                ]
+            )),
+            "ssl.keystore.password"
+        );
+        assert_eq!(
+            refused_on(&joined(
+                &trust_pem,
+                &[
+                    ("ssl.keystore.type", "PKCS12"),
+                    ("ssl.keystore.location", p12.as_str()),
+                ]
+            )),
+            "ssl.keystore.password",
+            "a PKCS12 key store needs its password"
+        );
+    }
+
+    /// Hostile paths for either store: refused on the store's location setting, without
+    /// blocking on a FIFO or reading past the bound.
+    #[test]
+    fn store_files_are_regular_and_bounded() {
+        let dir = TempDir::new("hostile-stores");
+        let cert = std::fs::read_to_string(data("client-cert.pem")).unwrap();
+        let key = std::fs::read_to_string(data("client-key.pk8.pem")).unwrap();
+        let sparse = dir.path("sparse.pem");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(MAX_SETTING_FILE_BYTES + 1)
+            .unwrap();
+        let directory = dir.path("a-directory");
+        std::fs::create_dir(&directory).unwrap();
+        for (store, content) in [
+            ("ssl.truststore.location", cert.clone()),
+            ("ssl.keystore.location", format!("{cert}{key}")),
+        ] {
+            // Every FIFO has a writer ready with a store that would be taken if it were read.
+            let fifo = FifoWithWriter::new(
+                dir.path(&format!("{store}.fifo")),
+                content.clone().into_bytes(),
+            );
+            for path in [
+                fifo.path(),
+                "/dev/zero",
+                sparse.to_str().unwrap(),
+                directory.to_str().unwrap(),
+            ] {
+                let mut p = props(&[
+                    ("security.protocol", "SSL"),
+                    ("ssl.truststore.type", "PEM"),
+                    ("ssl.keystore.type", "PEM"),
+                ]);
+                if store == "ssl.keystore.location" {
+                    p.insert("ssl.truststore.certificates".into(), cert.clone());
+                }
+                p.insert(store.into(), path.into());
+                match Security::from_properties(&p) {
+                    Err(EngineError::Config { key, message }) => {
+                        assert_eq!(key, store, "{path}: {message}");
+                        assert!(message.contains(path), "{message}");
+                    }
+                    other => panic!("{store}={path}: expected a refusal, got {other:?}"),
+                }
+            }
+        }
     }
 
     #[test]

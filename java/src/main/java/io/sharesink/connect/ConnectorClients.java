@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -99,6 +100,20 @@ final class ConnectorClients {
   /** The worker configuration these settings come from. */
   WorkerDefaults worker() {
     return worker;
+  }
+
+  /**
+   * One client's settings (by Kafka client name) and where each came from ({@code origin}: the
+   * connector key, or {@code worker <key>}).
+   */
+  record Client(ClientType type, Map<String, Object> settings, Function<String, String> origin) {}
+
+  /** The share consumer's, the DLQ producer's and the admin clients' settings. */
+  List<Client> all() {
+    return List.of(
+        new Client(ClientType.CONSUMER, consumer.settings(), consumer::origin),
+        new Client(ClientType.PRODUCER, producer.settings(), producer::origin),
+        new Client(ClientType.ADMIN, admin.settings(), admin::origin));
   }
 
   // ------------------------------------------------------------------------------------------
@@ -323,7 +338,8 @@ final class ConnectorClients {
         + worker;
   }
 
-  private static boolean fromConnector(String origin) {
+  /** Whether a setting's origin is a connector key (not the worker's configuration). */
+  static boolean fromConnector(String origin) {
     return origin != null && !origin.startsWith("worker ");
   }
 

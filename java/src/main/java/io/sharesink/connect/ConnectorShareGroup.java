@@ -57,6 +57,8 @@ public final class ConnectorShareGroup {
    * @throws ConfigException when the stored configuration is not valid (any more)
    * @throws org.apache.kafka.connect.errors.ConnectException when the worker's override policy
    *     refuses the connector's client settings: its connector could not start either
+   * @throws ConfigException when a file the admin settings name is no regular file within the bound
+   *     ({@link ClientFiles})
    */
   public static ConnectorShareGroup of(String connectorName, Map<String, String> storedConfig) {
     return of(connectorName, storedConfig, WorkerDefaults.current());
@@ -83,6 +85,7 @@ public final class ConnectorShareGroup {
     }
     ConnectorClients clients = ConnectorClients.of(worker, resolved);
     clients.ensureAllowed(connectorName, legacyClassOrOurs(config));
+    ClientFiles.ensureSafe(clients);
     return new ConnectorShareGroup(
         connectorName,
         config.groupId(connectorName),

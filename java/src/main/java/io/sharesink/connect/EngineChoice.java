@@ -16,7 +16,9 @@ import java.util.function.Supplier;
  *
  * <p>The native engine speaks SASL PLAIN and SCRAM-SHA-256/512 with Kafka's own JAAS settings;
  * OAUTHBEARER, GSSAPI, any other mechanism, and login or callback handler classes (AWS MSK's IAM
- * module, OAuth token providers) need the Java client.
+ * module, OAuth token providers) need the Java client, as does an encrypted PEM key (a PEM key
+ * store with {@code ssl.key.password}: the engine decrypts no key, {@code
+ * rust/engine/src/pem_key.rs}).
  *
  * @param engine {@link ShareSinkConfig#ENGINE_NATIVE} or {@link ShareSinkConfig#ENGINE_JAVA}
  * @param fallbackReason why {@code auto} fell back to the Java engine (null otherwise), for the
@@ -78,6 +80,12 @@ public record EngineChoice(String engine, String fallbackReason) {
             + String.join(", ", NATIVE_MECHANISMS.stream().sorted().toList())
             + ")";
       }
+    }
+    if ((protocol.equals("SSL") || protocol.equals("SASL_SSL"))
+        && text(settings.get("ssl.keystore.type")).equalsIgnoreCase("PEM")
+        && !text(settings.get("ssl.key.password")).isEmpty()) {
+      return "ssl.key.password is set for a PEM key store: Kafka's client decrypts the key, the"
+          + " native engine decrypts none";
     }
     for (String key : JAVA_ONLY_CLASSES.stream().sorted().toList()) {
       if (!text(settings.get(key)).isEmpty()) {

@@ -123,9 +123,10 @@ public class ShareSinkConnector extends SourceConnector {
    * plus checks no single key can make: the native library loads (reported on {@value
    * ShareSinkConfig#SINK_CONNECTOR_CLASS_CONFIG}, the key that turns on share mode), the worker's
    * override policy allows every client setting the connector adds (each refusal on its key; while
-   * any is refused nothing connects anywhere), bootstrap servers are known, well-formed and
-   * resolvable, and the group settings fit the cluster's bounds (when the cluster answers within a
-   * few seconds).
+   * any is refused nothing connects anywhere), the files those settings name are regular and
+   * bounded and a PEM key store one Kafka's client takes ({@link ClientFiles}), bootstrap servers
+   * are known, well-formed and resolvable, and the group settings fit the cluster's bounds (when
+   * the cluster answers within a few seconds).
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
@@ -174,10 +175,19 @@ public class ShareSinkConnector extends SourceConnector {
     boolean anyRefused =
         !refused.isEmpty() || !clients.refusals(name, policyClass, askedByRuntime).isEmpty();
 
+    // Files the allowed settings name: regular and bounded, before any client would read them
+    // (the admin client of the cluster checks below reads its own).
+    boolean badFiles = false;
+    if (!anyRefused) {
+      Map<String, String> fileProblems = ClientFiles.problems(clients);
+      fileProblems.forEach((key, message) -> value(values, key).addErrorMessage(message));
+      badFiles = !fileProblems.isEmpty();
+    }
+
     if (!configErrors) {
       ShareSinkConfig parsed = new ShareSinkConfig(connectorConfigs);
       validateLegacy(parsed, connectorConfigs, values);
-      if (!anyRefused) {
+      if (!anyRefused && !badFiles) {
         validateCluster(parsed, name, values, clients, resolver);
       }
     }

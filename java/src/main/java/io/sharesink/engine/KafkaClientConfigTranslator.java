@@ -1,8 +1,8 @@
 package io.sharesink.engine;
 
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.Key;
@@ -28,7 +28,8 @@ import org.apache.kafka.common.config.types.Password;
  * {@code ssl.truststore.certificates}; a JKS or PKCS12 keystore becomes {@code
  * ssl.keystore.type=PEM} plus {@code ssl.keystore.certificate.chain} and an unencrypted PKCS#8
  * {@code ssl.keystore.key} (Kafka's own PEM settings), so the engine never needs the store
- * passwords. Everything else passes through unchanged; the engine ignores keys it does not know.
+ * passwords. Everything else passes through unchanged; the engine ignores keys it does not know. A
+ * store file is read only when regular and bounded ({@link SettingFiles}).
  */
 public final class KafkaClientConfigTranslator {
 
@@ -142,10 +143,12 @@ public final class KafkaClientConfigTranslator {
   }
 
   private static KeyStore load(String location, String type, String password, String key) {
-    try (InputStream in = Files.newInputStream(Path.of(location))) {
+    try (InputStream in = new ByteArrayInputStream(SettingFiles.read(Path.of(location)))) {
       KeyStore store = KeyStore.getInstance(type);
       store.load(in, chars(password));
       return store;
+    } catch (SettingFiles.RefusedFileException e) {
+      throw configError(key, e.getMessage(), e);
     } catch (IOException | GeneralSecurityException e) {
       throw configError(key, "cannot open " + type + " store " + location + ": " + e, e);
     }

@@ -534,6 +534,31 @@ class ShareSinkTaskLifecycleTest {
   }
 
   @Test
+  void aTaskWhoseTruststoreIsAFifoFailsNamingTheKeyWithoutOpeningIt() throws Exception {
+    try (io.sharesink.engine.HostileFiles.Fifo fifo =
+        new io.sharesink.engine.HostileFiles.Fifo(dir.resolve("trust.pem"), new byte[0])) {
+      ScriptedTask task = new ScriptedTask();
+      task.initialize(CONTEXT);
+      Map<String, String> props = taskProps();
+      props.put("share.consumer.security.protocol", "SSL");
+      props.put("share.consumer.ssl.truststore.type", "PEM");
+      props.put("share.consumer.ssl.truststore.location", fifo.path().toString());
+      org.apache.kafka.common.config.ConfigException e =
+          assertThrows(
+              org.apache.kafka.common.config.ConfigException.class, () -> task.start(props));
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  "share.consumer.ssl.truststore.location: "
+                      + fifo.path()
+                      + " is a FIFO, not a regular file"),
+          e.getMessage());
+      assertNull(task.clientSettings, "no engine was opened");
+      task.stop();
+    }
+  }
+
+  @Test
   void settingsTheNativeEngineDoesNotUseAreNamedWhereTheyWereSet() {
     WorkerDefaults worker =
         new WorkerDefaults(
