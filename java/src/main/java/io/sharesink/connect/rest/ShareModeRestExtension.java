@@ -47,6 +47,8 @@ public class ShareModeRestExtension implements ConnectRestExtension {
   public void configure(Map<String, ?> workerConfig) {
     workerDefaultShare = ShareModeForm.workerDefaultIsShare(workerConfig);
     WorkerConfigHandoff.fromRestExtension(workerConfig);
+    RestAuthentication.warning(workerConfig, ShareModeRestExtension.class.getName())
+        .ifPresent(log::warn);
   }
 
   @Override
