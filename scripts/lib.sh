@@ -85,3 +85,20 @@ ensure_prometheus() {
   ((added)) && rm -f "$policy"
   return $rc
 }
+
+# What tests/native/test_native_loading.py runs each native library with, from Debian's packages:
+# qemu-user (aarch64 binaries on an x86_64 machine), musl's x86_64 loader, and through dpkg's
+# multiarch the aarch64 glibc and musl loaders (libc6:arm64, musl:arm64) that qemu runs.
+ensure_native_loaders() {
+  local missing=()
+  command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+  [[ -e /lib/ld-musl-x86_64.so.1 ]] || missing+=(musl)
+  [[ -e /lib/ld-linux-aarch64.so.1 ]] || missing+=(libc6:arm64)
+  [[ -e /lib/ld-musl-aarch64.so.1 ]] || missing+=(musl:arm64)
+  ((${#missing[@]})) || return 0
+  log "installing ${missing[*]} from Debian's packages (native library loading test)"
+  if [[ " ${missing[*]} " == *":arm64 "* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
