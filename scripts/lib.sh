@@ -26,6 +26,8 @@ ensure_prerequisites() {
   fi
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
   python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+  python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
+  ensure_prometheus
   # ruff at the version tests/requirements.txt pins: another version may report other findings.
   local ruff_pin
   ruff_pin="$(sed -n 's/^ruff==\([^ ]*\).*/\1/p' tests/requirements.txt)"
@@ -65,4 +67,38 @@ ensure_cross_toolchain() {
   python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
   command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
   command -v readelf >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils; }
+}
+
+# Debian's prometheus package: promtool for the rules' unit test (tests/ops) and the server the
+# alert test starts on 127.0.0.1 (tests/e2e/test_share_23_alerts.py). The package's own service is
+# kept from starting while it installs (a policy-rc.d that refuses, when the machine has none): a
+# Prometheus on every interface is no part of a test.
+ensure_prometheus() {
+  command -v prometheus >/dev/null && command -v promtool >/dev/null && return 0
+  local policy=/usr/sbin/policy-rc.d added=0
+  if [[ ! -e "$policy" ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added=1
+  fi
+  log "installing prometheus (promtool and the server) from Debian's packages"
+  local rc=0
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } || rc=$?
+  ((added)) && rm -f "$policy"
+  return $rc
+}
+
+# What tests/native/test_native_loading.py runs each native library with, from Debian's packages:
+# qemu-user (aarch64 binaries on an x86_64 machine), musl's x86_64 loader, and through dpkg's
+# multiarch the aarch64 glibc and musl loaders (libc6:arm64, musl:arm64) that qemu runs.
+ensure_native_loaders() {
+  local missing=()
+  command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+  [[ -e /lib/ld-musl-x86_64.so.1 ]] || missing+=(musl)
+  [[ -e /lib/ld-linux-aarch64.so.1 ]] || missing+=(libc6:arm64)
+  [[ -e /lib/ld-musl-aarch64.so.1 ]] || missing+=(musl:arm64)
+  ((${#missing[@]})) || return 0
+  log "installing ${missing[*]} from Debian's packages (native library loading test)"
+  if [[ " ${missing[*]} " == *":arm64 "* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }

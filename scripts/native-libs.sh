@@ -7,7 +7,8 @@
 #   rust/target/native-stage/native/linux-aarch_64-musl/ musl (Alpine), aarch64
 # `mvn -Dnative.all package` runs this and packs the stage (NativeLoader picks by os.arch and
 # the JVM's libc). tests/native/test_native_libraries.py checks each library's machine type
-# and the glibc symbol versions it needs.
+# and the glibc symbol versions it needs; tests/native/test_native_loading.py loads each one under
+# its own platform's loader (aarch64 under qemu-user, musl through musl's loader).
 source "$(dirname "$0")/lib.sh"
 ensure_cross_toolchain
 profile="${NATIVE_PROFILE:-release}"

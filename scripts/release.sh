@@ -7,8 +7,10 @@
 #   sharesink-sharesink-connect-VERSION.zip   the same as a Confluent Hub component archive
 #                                             (manifest.json, lib/, doc/, etc/, assets/), for
 #                                             `confluent-hub install <file>`
-#   SHA256SUMS, THIRD-PARTY-NOTICES.md        sums of both, and the license notices of every
-#                                             bundled dependency (also inside both archives)
+#   SHA256SUMS, SHA512SUMS (Strimzi's sha512sum),
+#   THIRD-PARTY-NOTICES.md                    sums of both, and the license notices of every
+#                                             bundled dependency (also inside both archives,
+#                                             with the docs and ops/)
 #
 #   scripts/release.sh VERSION [--home-url URL] [--no-build]
 #
@@ -45,4 +47,4 @@ out="build/release/$version"
 rm -rf "$out"
 log "Release archives into $out"
 python3 scripts/release_archives.py --version "$version" --plugin-zip "$zip" --out "$out" "${extra[@]}"
-(cd "$out" && sha256sum -c SHA256SUMS)
+(cd "$out" && sha256sum -c SHA256SUMS && sha512sum -c SHA512SUMS)

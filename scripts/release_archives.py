@@ -154,8 +154,14 @@ def plugin_natives(plugin_zip: Path) -> List[str]:
             return sorted(n for n in jar.namelist() if n.startswith("native/") and n.endswith(".so"))
 
 
+def ops_files() -> List[Path]:
+    """Everything under ops/: exporter and alert rules, dashboard, Strimzi and KEDA examples."""
+    return sorted(p for p in (ROOT / "ops").rglob("*") if p.is_file())
+
+
 def portable_archive(plugin_zip: Path, version: str, notices_text: str, out: Path) -> Path:
-    """Maven's plugin archive with LICENSE and THIRD-PARTY-NOTICES.md added to its top directory."""
+    """Maven's plugin archive with LICENSE, THIRD-PARTY-NOTICES.md, the docs (docs/) and ops/
+    added to its top directory."""
     target = out / f"sharesink-{version}-plugin.zip"
     top = f"sharesink-{version}/"
     with zipfile.ZipFile(plugin_zip) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
@@ -165,6 +171,11 @@ def portable_archive(plugin_zip: Path, version: str, notices_text: str, out: Pat
             dst.writestr(info, src.read(info.filename))
         dst.writestr(top + "LICENSE", (ROOT / "LICENSE").read_text())
         dst.writestr(top + "THIRD-PARTY-NOTICES.md", notices_text)
+        for doc in DOCS:
+            if doc != "LICENSE" and (ROOT / doc).is_file():
+                dst.writestr(top + "docs/" + Path(doc).name, (ROOT / doc).read_bytes())
+        for f in ops_files():
+            dst.writestr(top + f.relative_to(ROOT).as_posix(), f.read_bytes())
     return target
 
 
@@ -216,7 +227,8 @@ def manifest(version: str, home_url: Optional[str], release_date: str) -> dict:
 def hub_archive(plugin_zip: Path, version: str, notices_text: str, out: Path,
                 home_url: Optional[str], release_date: str) -> Path:
     """`<owner>-<name>-<version>.zip`: one top directory with manifest.json, lib/ (the jars),
-    doc/, etc/ (example connector and worker configs), assets/ (the logo)."""
+    doc/, etc/ (example connector and worker configs, and ops/ as etc/ops/), assets/ (the
+    logo)."""
     top = f"{OWNER}-{COMPONENT}-{version}/"
     target = out / f"{OWNER}-{COMPONENT}-{version}.zip"
     with zipfile.ZipFile(plugin_zip) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
@@ -232,16 +244,16 @@ def hub_archive(plugin_zip: Path, version: str, notices_text: str, out: Path,
         dst.writestr(top + "doc/THIRD-PARTY-NOTICES.md", notices_text)
         for example in sorted(EXAMPLES.iterdir()):
             dst.writestr(top + "etc/" + example.name, example.read_bytes())
+        for f in ops_files():
+            dst.writestr(top + "etc/" + f.relative_to(ROOT).as_posix(), f.read_bytes())
         dst.writestr(top + "assets/" + LOGO.name, LOGO.read_bytes())
     return target
 
 
-def sha256sums(files: List[Path], out: Path) -> Path:
-    lines = []
-    for f in files:
-        digest = hashlib.sha256(f.read_bytes()).hexdigest()
-        lines.append(f"{digest}  {f.name}")
-    target = out / "SHA256SUMS"
+def sums(files: List[Path], out: Path, algorithm: str) -> Path:
+    """`<ALGORITHM>SUMS` as sha256sum/sha512sum write them (SHA-512: what Strimzi checks)."""
+    lines = [f"{hashlib.new(algorithm, f.read_bytes()).hexdigest()}  {f.name}" for f in files]
+    target = out / f"{algorithm.upper()}SUMS"
     target.write_text("\n".join(lines) + "\n")
     return target
 
@@ -267,8 +279,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     portable = portable_archive(args.plugin_zip, args.version, text, args.out)
     hub = hub_archive(args.plugin_zip, args.version, text, args.out, args.home_url,
                       args.release_date)
-    sums = sha256sums([portable, hub], args.out)
-    for f in (portable, hub, sums, args.out / "THIRD-PARTY-NOTICES.md"):
+    sha256 = sums([portable, hub], args.out, "sha256")
+    sha512 = sums([portable, hub], args.out, "sha512")
+    for f in (portable, hub, sha256, sha512, args.out / "THIRD-PARTY-NOTICES.md"):
         print(f)
     return 0
 

@@ -5,7 +5,10 @@ agent from Maven Central and the rules in ops/prometheus/jmx-exporter.yaml. A sh
 FileStream connector delivers every record; then `/metrics` on the agent's port shows:
 
 - the task series (`sharesink_records_accepted_total{connector,task}`, ...) counting what was
-  delivered, with latencies in seconds;
+  delivered, with latencies in seconds and their time and count totals moving;
+- Connect's sink-task metrics of each task (`kafka_connect_sink_task_sink_record_read_total`,
+  ...), which sharesink publishes under Connect's MBean for sink tasks;
+- the lag refresh's health (no failure, a recent refresh time);
 - the connector's `sharesink_share_group_lag{connector,topic,partition}` (per partition the
   share group has state for), back to 0;
 - the connector's `sharesink_autoscale_tasks{connector}`: the autoscaler runs with its bounds
@@ -32,7 +35,7 @@ METRICS_PORT_OFFSET = 86
 N = 600
 RULES = REPO_ROOT / "ops" / "prometheus" / "jmx-exporter.yaml"
 DASHBOARD = REPO_ROOT / "ops" / "grafana" / "sharesink-dashboard.json"
-SAMPLE = re.compile(r"^(sharesink_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
+SAMPLE = re.compile(r"^((?:sharesink|kafka_connect_sink_task)_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
 
 
 def scrape(port: int) -> Dict[str, List[Tuple[Dict[str, str], float]]]:
@@ -87,6 +90,18 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
         assert tasks == {"0", "1"}, tasks
         assert total(series, "sharesink_records_polled_total", name) >= N
         assert "sharesink_put_latency_avg_seconds" in series
+        # Latencies as time and count totals that Prometheus can rate: they moved.
+        assert total(series, "sharesink_puts_total", name) > 0
+        assert total(series, "sharesink_put_seconds_total", name) > 0
+        assert total(series, "sharesink_commit_cycles_total", name) > 0
+        assert total(series, "sharesink_engine_fetch_seconds_total", name) > 0
+        # Connect's sink-task metrics of the share-mode task, as Strimzi's rules name them.
+        assert total(series, "kafka_connect_sink_task_sink_record_read_total", name) >= N
+        assert total(series, "kafka_connect_sink_task_sink_record_send_total", name) >= N
+        assert total(series, "kafka_connect_sink_task_offset_commit_completion_total", name) > 0
+        sink_tasks = {l["task"] for l, _ in series["kafka_connect_sink_task_sink_record_read_total"]
+                      if l.get("connector") == name}
+        assert sink_tasks == {"0", "1"}, sink_tasks
 
         # The lag gauge is refreshed every 30 s, one series per partition the share group has
         # state for (the producer may have put every record in one partition); it settles at 0
@@ -105,12 +120,16 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
             l.get("topic") == name for l, _ in series["sharesink_share_group_lag"]
             if l.get("connector") == name), series["sharesink_share_group_lag"]
 
+        # The lag refresh's health: read, never failed.
+        assert total(series, "sharesink_share_group_lag_refresh_failures_total", name) == 0
+        assert total(series, "sharesink_share_group_lag_refreshed_timestamp_seconds", name) > 1e9
+
         decided = [v for l, v in series.get("sharesink_autoscale_tasks", [])
                    if l.get("connector") == name]
         assert decided == [2], series.get("sharesink_autoscale_tasks")
 
         dashboard = json.loads(DASHBOARD.read_text())
-        queried = {s for p in dashboard["panels"] for t in p["targets"]
+        queried = {s for p in dashboard["panels"] for t in p.get("targets", [])
                    for s in re.findall(r"\bsharesink_[a-z0-9_]+\b", t["expr"])}
         missing = sorted(q for q in queried if q not in series)
         assert not missing, f"the dashboard queries series the worker does not export: {missing}"

@@ -56,6 +56,21 @@ def exporter(mbean: str) -> Optional[Tuple[str, Dict[str, str]]]:
     return None
 
 
+# Connect 4.4's sink-task metrics (WorkerSinkTask.SinkTaskMetricsGroup), which
+# ConnectSinkTaskMetrics publishes for a share-mode task.
+SINK_TASK_METRICS = [
+    "sink-record-read-rate", "sink-record-read-total", "sink-record-send-rate",
+    "sink-record-send-total", "sink-record-active-count", "sink-record-active-count-max",
+    "sink-record-active-count-avg", "partition-count", "offset-commit-seq-no",
+    "offset-commit-completion-rate", "offset-commit-completion-total", "offset-commit-skip-rate",
+    "offset-commit-skip-total", "put-batch-max-time-ms", "put-batch-avg-time-ms"]
+SINK_TASK_SOURCE = SOURCES / "sink" / "ConnectSinkTaskMetrics.java"
+
+
+def sink_task_mbean(metric: str) -> str:
+    return f"kafka.connect<type=sink-task-metrics, connector=orders-to-pg, task=3><>{metric}"
+
+
 def task_mbean(metric: str) -> str:
     return f"kafka.connect<type=plugins, connector=orders-to-pg, task=3><>{metric}"
 
@@ -79,7 +94,12 @@ def exported() -> Set[str]:
             names.add(exporter(task_mbean(metric))[0])
     for src in CONNECTOR_METRIC_SOURCES:
         for metric in metric_names(src):
-            names.add(exporter(lag_mbean(metric))[0])
+            mbean = lag_mbean(metric) if metric == "share-group-lag" else connector_mbean(metric)
+            out = exporter(mbean)
+            assert out is not None, f"no exporter rule matches the connector's {metric}"
+            names.add(out[0])
+    for metric in SINK_TASK_METRICS:
+        names.add(exporter(sink_task_mbean(metric))[0])
     return names
 
 
@@ -122,7 +142,7 @@ def test_every_series_the_dashboard_and_keda_query_is_exported():
     dashboard = json.loads(DASHBOARD.read_text())
     queried = set()
     for panel in dashboard["panels"]:
-        for target in panel["targets"]:
+        for target in panel.get("targets", []):
             queried |= set(SERIES.findall(target["expr"]))
     for var in dashboard["templating"]["list"]:
         if isinstance(var.get("query"), dict):
@@ -138,3 +158,46 @@ def test_the_dashboard_shows_what_an_operator_watches():
     for topic in ("accepted", "put latency", "share lag", "held", "renewals", "redeliveries",
                   "dlq", "fetch latency", "acknowledge latency", "restarts"):
         assert topic in titles, topic
+
+
+def test_connect_sink_task_metrics_are_published_and_exported_under_strimzis_names():
+    published = set(re.findall(r'\bname\(\s*"([a-z-]+)"', SINK_TASK_SOURCE.read_text()))
+    assert published == set(SINK_TASK_METRICS), sorted(published ^ set(SINK_TASK_METRICS))
+    assert exporter(sink_task_mbean("sink-record-read-total")) == (
+        "kafka_connect_sink_task_sink_record_read_total", {"connector": "orders-to-pg", "task": "3"})
+    assert exporter(sink_task_mbean("put-batch-avg-time-ms"))[0] == \
+        "kafka_connect_sink_task_put_batch_avg_time_ms"
+
+
+def test_the_lag_refresh_health_becomes_connector_series():
+    assert exporter(connector_mbean("share-group-lag-refresh-failures-total")) == (
+        "sharesink_share_group_lag_refresh_failures_total", {"connector": "orders-to-pg"})
+    assert exporter(connector_mbean("share-group-lag-refreshed-at-ms")) == (
+        "sharesink_share_group_lag_refreshed_timestamp_seconds", {"connector": "orders-to-pg"})
+
+
+def test_latencies_have_totals_prometheus_can_rate():
+    produced = exported()
+    for series in ("sharesink_put_seconds_total", "sharesink_puts_total",
+                   "sharesink_commit_seconds_total", "sharesink_commit_cycles_total",
+                   "sharesink_engine_fetch_seconds_total", "sharesink_engine_ack_seconds_total"):
+        assert series in produced, series
+
+
+def test_the_dashboard_filters_by_instance_connector_and_task_and_has_the_diagnosis_row():
+    dashboard = json.loads(DASHBOARD.read_text())
+    names = [v["name"] for v in dashboard["templating"]["list"]]
+    assert names == ["datasource", "instance", "connector", "task"], names
+    rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+    assert any("engine diagnosis" in r.lower() for r in rows), rows
+    connector_level = {"sharesink_share_group_lag", "sharesink_autoscale_tasks",
+                       "sharesink_share_group_lag_refresh_failures_total",
+                       "sharesink_share_group_lag_refreshed_timestamp_seconds"}
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            for m in re.finditer(r"\b(sharesink_[a-z0-9_]+)(\{[^}]*\})?", target["expr"]):
+                selector = m.group(2) or ""
+                assert 'instance=~"$instance"' in selector and \
+                    'connector=~"$connector"' in selector, (panel["title"], m.group(0))
+                if m.group(1) not in connector_level:
+                    assert 'task=~"$task"' in selector, (panel["title"], m.group(0))

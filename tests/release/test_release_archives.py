@@ -78,6 +78,35 @@ def test_sums_manifest_notices_and_natives(release):
                 f"sharesink-{VERSION}/THIRD-PARTY-NOTICES.md"} <= set(zf.namelist())
 
 
+def test_sha512_sums_for_strimzi(release):
+    sums = dict(reversed(line.split("  ", 1)) for line in
+                (release / "SHA512SUMS").read_text().splitlines())
+    for archive in (PORTABLE, HUB):
+        assert sums[archive.name] == hashlib.sha512(archive.read_bytes()).hexdigest(), archive
+
+
+def test_both_archives_carry_ops_and_the_docs(release):
+    ops = sorted(p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / "ops").rglob("*")
+                 if p.is_file())
+    assert "ops/prometheus/sharesink-alerts.yaml" in ops and \
+        "ops/prometheus/sharesink-prometheusrule.yaml" in ops, ops
+    docs = ["operations.md", "configuration.md", "security.md", "architecture.md", "README.md"]
+    with zipfile.ZipFile(PORTABLE) as zf:
+        names = set(zf.namelist())
+        top = f"sharesink-{VERSION}/"
+        missing = [n for n in [top + o for o in ops] + [top + "docs/" + d for d in docs]
+                   if n not in names]
+        assert not missing, f"the portable archive lacks {missing}"
+        assert zf.read(top + "ops/prometheus/sharesink-alerts.yaml") == \
+            (REPO_ROOT / "ops/prometheus/sharesink-alerts.yaml").read_bytes()
+    with zipfile.ZipFile(HUB) as zf:
+        names = set(zf.namelist())
+        top = f"sharesink-sharesink-connect-{VERSION}/"
+        missing = [n for n in [top + "etc/" + o for o in ops] + [top + "doc/" + d for d in docs]
+                   if n not in names]
+        assert not missing, f"the Hub archive lacks {missing}"
+
+
 @pytest.mark.parametrize("archive", ["portable", "hub"])
 def test_installed_archive_runs_the_example_connector(cluster: Cluster, release, archive: str):
     path = PORTABLE if archive == "portable" else HUB

@@ -50,14 +50,14 @@ impl ShareConsumer {
         let report = tokio::time::timeout(config.request_timeout, api_versions(&control))
             .await
             .map_err(|_| EngineError::timeout(config.request_timeout, "ApiVersions"))??;
-        let pick = |name: &str, range: Option<(i16, i16)>, min: i16, max: i16| {
-            match range {
+        let pick = |name: &str, range: Option<(i16, i16)>, min: i16, max: i16| match range {
             Some((lo, hi)) if lo <= max && hi >= min => Ok(hi.min(max)),
-            _ => Err(EngineError::Unsupported(format!(
-                "broker {} does not offer {name} v{min}-{max} (share groups need Kafka 4.1+ with share.version >= 1)",
-                report.broker
+            _ => Err(EngineError::Unsupported(unsupported_share_api(
+                &report.broker,
+                name,
+                min,
+                max,
             ))),
-        }
         };
         pick(
             "ShareGroupHeartbeat",
@@ -441,8 +441,25 @@ pub fn properties<'a>(
         .collect()
 }
 
+/// Why a broker that lacks a share-group API cannot host the member, and how to enable it.
+fn unsupported_share_api(broker: &str, name: &str, min: i16, max: i16) -> String {
+    format!(
+        "broker {broker} does not offer {name} v{min}-{max}: share groups need Kafka 4.2+ with \
+         share.version >= 1 (kafka-features.sh --bootstrap-server <broker> upgrade --feature \
+         share.version=1)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unsupported_broker_is_told_which_kafka_and_feature_it_needs() {
+        let m = super::unsupported_share_api("localhost:9092 (id 1)", "ShareFetch", 1, 2);
+        assert!(m.contains("Kafka 4.2+"), "{m}");
+        assert!(m.contains("upgrade --feature share.version=1"), "{m}");
+        assert!(m.contains("ShareFetch v1-2"), "{m}");
+    }
+
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}

@@ -500,8 +500,8 @@ public class ShareSinkConnector extends SourceConnector {
     throw new ConnectException(
         "the offsets of a connector in share mode are its share group's start offsets ("
             + group
-            + "): install sharesink's REST extension on the workers (rest.extension.classes="
-            + "io.sharesink.connect.rest.ShareModeRestExtension) and this endpoint reads and sets"
+            + "): install sharesink's REST extension on the workers (append"
+            + " io.sharesink.connect.rest.ShareModeRestExtension to rest.extension.classes) and this endpoint reads and sets"
             + " them, or use kafka-share-groups.sh --reset-offsets --group "
             + group);
   }

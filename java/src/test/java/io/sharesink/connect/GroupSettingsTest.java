@@ -41,6 +41,22 @@ class GroupSettingsTest {
   }
 
   @Test
+  void aClusterWithoutShareGroupsIsRefusedWithTheCommandThatEnablesThem() {
+    GroupSettings plain = settings(null, null, "auto", "", 5000);
+    Map<String, List<String>> problems = plain.problems(cluster(0, Map.of()));
+    assertEquals(
+        List.of(
+            "the cluster has share.version 0: share groups are off (a cluster upgraded to Kafka"
+                + " 4.2+ keeps them off until the feature is enabled): enable them with"
+                + " kafka-features.sh --bootstrap-server <broker> upgrade --feature"
+                + " share.version=1"),
+        problems.get("share.group.id"),
+        problems.toString());
+    assertFalse(plain.problems(cluster(1, Map.of())).containsKey("share.group.id"));
+    assertFalse(plain.problems(null).containsKey("share.group.id"), "cluster not reached");
+  }
+
+  @Test
   void setsTheOffsetResetAlwaysAndTheRestWhenGiven() {
     GroupSettings plain = settings(null, null, "auto", "", 5000);
     assertEquals(

@@ -59,6 +59,9 @@ public record GroupSettings(
 
   public static final String DLQ_MODE_KEY = "share.dlq.mode";
 
+  /** Where a cluster without share groups is reported: the key every validation shows. */
+  public static final String GROUP_ID_KEY = "share.group.id";
+
   public static final String BROKER = "broker";
 
   /** How problems of the broker DLQ mode start: "with share.dlq.mode=broker". */
@@ -133,6 +136,16 @@ public record GroupSettings(
    */
   public Map<String, List<String>> problems(ClusterFacts facts) {
     Map<String, List<String>> problems = new LinkedHashMap<>();
+    if (facts != null && facts.shareVersion().isPresent() && facts.shareVersion().getAsInt() < 1) {
+      add(
+          problems,
+          GROUP_ID_KEY,
+          "the cluster has share.version "
+              + facts.shareVersion().getAsInt()
+              + ": share groups are off (a cluster upgraded to Kafka 4.2+ keeps them off until"
+              + " the feature is enabled): enable them with kafka-features.sh --bootstrap-server"
+              + " <broker> upgrade --feature share.version=1");
+    }
     checkBounds(
         problems,
         facts,

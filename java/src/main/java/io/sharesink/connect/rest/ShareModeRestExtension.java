@@ -13,10 +13,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The KIP's switch on a stock worker: with {@code
- * rest.extension.classes=io.sharesink.connect.rest.ShareModeRestExtension} in the worker
- * configuration, any sink connector created or updated with {@code
- * consumer.override.group.protocol=share} (or, with the worker setting {@value
+ * The KIP's switch on a stock worker: with {@code io.sharesink.connect.rest.ShareModeRestExtension}
+ * appended to the worker's {@code rest.extension.classes} list (after an authentication extension
+ * listed there; {@link RestAuthentication} warns when it sees none), any sink connector created or
+ * updated with {@code consumer.override.group.protocol=share} (or, with the worker setting {@value
  * ShareModeForm#WORKER_DEFAULT_CONFIG}{@code =share}, without it) runs through sharesink, while the
  * REST API goes on showing the connector as the operator wrote it. The work is done by {@link
  * ShareModeRequestFilter} and {@link ShareModeResponseFilter}; see {@link ShareModeForm} for the
@@ -47,6 +47,8 @@ public class ShareModeRestExtension implements ConnectRestExtension {
   public void configure(Map<String, ?> workerConfig) {
     workerDefaultShare = ShareModeForm.workerDefaultIsShare(workerConfig);
     WorkerConfigHandoff.fromRestExtension(workerConfig);
+    RestAuthentication.warning(workerConfig, ShareModeRestExtension.class.getName())
+        .ifPresent(log::warn);
   }
 
   @Override

@@ -161,6 +161,6 @@ final class Acknowledger {
         case RENEW -> metrics.recordsRenewed.addAndGet(count);
       }
     }
-    metrics.recordsInFlight.set(ledger.size());
+    metrics.inFlight(ledger.size());
   }
 }

@@ -38,8 +38,12 @@ final class EngineGauges {
     values.put("share-engine-fetch-requests-total", EngineMetrics::fetchRequests);
     values.put("share-engine-fetch-requests-empty-total", EngineMetrics::emptyFetches);
     values.put("share-engine-fetch-latency-avg-ms", EngineMetrics::fetchLatencyAvgMs);
+    // The engine keeps lifetime averages; average x count is the total time, from which
+    // Prometheus computes the average of any range (rate of the total / rate of the count).
+    values.put("share-engine-fetch-time-ms-total", m -> m.fetchLatencyAvgMs() * m.fetchRequests());
     values.put("share-engine-ack-requests-total", EngineMetrics::ackRequests);
     values.put("share-engine-ack-latency-avg-ms", EngineMetrics::ackLatencyAvgMs);
+    values.put("share-engine-ack-time-ms-total", m -> m.ackLatencyAvgMs() * m.ackRequests());
     values.put("share-engine-ack-errors-total", EngineMetrics::ackErrors);
     values.put("share-engine-records-buffered", EngineMetrics::recordsBuffered);
     values.put("share-engine-session-resets-total", EngineMetrics::sessionResets);

@@ -182,7 +182,7 @@ final class LockKeeper {
     }
     acknowledger.forgotten(lost);
     metrics.recordsLockExpired.addAndGet(lost.size());
-    metrics.recordsInFlight.set(ledger.size());
+    metrics.inFlight(ledger.size());
     log.warn(
         "{}: {} held records lost their acquisition locks before they could be acknowledged"
             + " (the last put took {} ms; {}): the broker hands them to other members, so they"

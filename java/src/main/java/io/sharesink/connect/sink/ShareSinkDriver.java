@@ -71,7 +71,7 @@ public final class ShareSinkDriver {
   private final Time time;
 
   private final AckLedger ledger = new AckLedger();
-  private final SinkDriverMetrics metrics = new SinkDriverMetrics();
+  private final SinkDriverMetrics metrics;
   private final ErrantRecords errants;
   private final Acknowledger acknowledger;
   private final LockKeeper keeper;
@@ -103,6 +103,7 @@ public final class ShareSinkDriver {
     this.config = parts.config();
     this.taskName = parts.taskName();
     this.time = parts.time();
+    this.metrics = new SinkDriverMetrics(time);
     this.errants = new ErrantRecords(time);
     this.acknowledger = new Acknowledger(ledger, engine, metrics, taskName);
     this.keeper =
@@ -258,6 +259,7 @@ public final class ShareSinkDriver {
       errors.close();
       // Where its time went, for operators and benchmarks.
       log.info("{}: stopped; {}", taskName, metrics.snapshot().totals());
+      metrics.close();
     }
   }
 
@@ -325,6 +327,7 @@ public final class ShareSinkDriver {
       batch = queue.putAgain(batch, rewound);
     }
     host.openNew(batch.lowest.keySet());
+    metrics.partitions(context.opened().size());
     put(batch);
   }
 
@@ -370,7 +373,7 @@ public final class ShareSinkDriver {
     ledger.putReturned(batch.entries, sequence); // the ledger keeps the list: not changed after
     commits.put(batch.entries.size());
     confirmSoon = false;
-    metrics.recordsPut.addAndGet(batch.records.size());
+    metrics.put(batch.records.size());
   }
 
   private void commit(boolean closing) {
@@ -381,8 +384,10 @@ public final class ShareSinkDriver {
     passed.forEach((tp, offset) -> given.put(tp, new OffsetAndMetadata(offset)));
     long lastPut = putSequence; // every put so far has returned (or thrown)
     Map<TopicPartition, OffsetAndMetadata> returned;
+    boolean completed = false;
     try {
       returned = host.preCommit(given);
+      completed = true;
     } catch (RuntimeException e) {
       if (!closing && !stopping && restartInPlace(e, "preCommit", List.of())) {
         return;
@@ -396,7 +401,7 @@ public final class ShareSinkDriver {
       }
       return;
     } finally {
-      metrics.recordCommit(time.nanoseconds() - start);
+      metrics.recordCommit(time.nanoseconds() - start, completed);
     }
     queue.pruneUnheld();
     preCommitResults.apply(

@@ -350,6 +350,7 @@ public final class ShareSinkDriverBuilder {
       try {
         driver.metrics().registerWith(pluginMetrics, new LinkedHashMap<>());
         EngineGauges.register(engine, pluginMetrics, new LinkedHashMap<>());
+        driver.metrics().publishSinkTaskMetrics(connectorName, taskId);
       } catch (RuntimeException e) {
         log.warn("{}: could not register metrics", name, e);
       }

@@ -4,17 +4,30 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.metrics.stats.Avg;
+import org.apache.kafka.common.metrics.stats.CumulativeCount;
+import org.apache.kafka.common.metrics.stats.CumulativeSum;
+import org.apache.kafka.common.metrics.stats.Max;
+import org.apache.kafka.common.utils.Time;
 
 /**
- * Counters of one driver, safe to read from any thread (metrics reporters). Latencies are kept as
- * count, total and max; averages are derived.
+ * Counters of one driver, safe to read from any thread (metrics reporters). A latency is published
+ * twice: as the average and maximum of a sliding window (Kafka's sampled stats, 2 samples of 30 s,
+ * on the task's clock), so a regression shows within a minute and a spike ages out; and as a total
+ * time and a count ({@code share-put-time-ms-total}, {@code share-puts-total}), from which
+ * Prometheus computes the average over any range. The same figures also go to Connect's sink-task
+ * metrics ({@link ConnectSinkTaskMetrics}) once {@link #publishSinkTaskMetrics} is called.
  */
-public final class SinkDriverMetrics {
+public final class SinkDriverMetrics implements AutoCloseable {
 
   /** A point-in-time copy. */
   public record Snapshot(
@@ -46,11 +59,11 @@ public final class SinkDriverMetrics {
           + recordsPut
           + " put in "
           + puts
-          + " puts (avg "
+          + " puts (recent avg "
           + String.format("%.2f", putLatencyAvgMs)
           + " ms), "
           + commitCycles
-          + " commit cycles (avg "
+          + " commit cycles (recent avg "
           + String.format("%.2f", commitLatencyAvgMs)
           + " ms), "
           + recordsAccepted
@@ -89,36 +102,151 @@ public final class SinkDriverMetrics {
   final AtomicLong taskRestarts = new AtomicLong();
 
   final AtomicLong recordsInFlight = new AtomicLong();
-  private final Latency put = new Latency();
-  private final Latency commit = new Latency();
+  private final Time time;
+  private final Latency put;
+  private final Latency commit;
+  private volatile ConnectSinkTaskMetrics sinkTask;
 
+  public SinkDriverMetrics() {
+    this(Time.SYSTEM);
+  }
+
+  public SinkDriverMetrics(Time time) {
+    this.time = time;
+    // Holds only the windows (no reporter, no thread): the gauges below read them.
+    Metrics windows = new Metrics(new MetricConfig(), List.of(), time);
+    this.put = new Latency(windows, "put");
+    this.commit = new Latency(windows, "commit");
+  }
+
+  /** One latency: windowed average and max, lifetime total and count; all in ms. */
   private static final class Latency {
-    final AtomicLong count = new AtomicLong();
-    final AtomicLong totalNanos = new AtomicLong();
-    final AtomicLong maxNanos = new AtomicLong();
+    private final Sensor sensor;
+    private final Metrics windows;
+    private final MetricName avg;
+    private final MetricName max;
+    private final MetricName total;
+    private final MetricName count;
 
-    void record(long nanos) {
-      count.incrementAndGet();
-      totalNanos.addAndGet(nanos);
-      maxNanos.accumulateAndGet(nanos, Math::max);
+    Latency(Metrics windows, String what) {
+      this.windows = windows;
+      sensor = windows.sensor(what);
+      avg = windows.metricName(what + "-avg", "window");
+      max = windows.metricName(what + "-max", "window");
+      total = windows.metricName(what + "-total", "window");
+      count = windows.metricName(what + "-count", "window");
+      sensor.add(avg, new Avg());
+      sensor.add(max, new Max());
+      sensor.add(total, new CumulativeSum());
+      sensor.add(count, new CumulativeCount());
     }
 
+    void record(double ms, long nowMs) {
+      sensor.record(ms, nowMs);
+    }
+
+    private double read(MetricName name) {
+      double v = (Double) windows.metric(name).metricValue();
+      return Double.isNaN(v) || Double.isInfinite(v) ? 0 : v;
+    }
+
+    /** Average of the window; 0 when nothing happened in it. */
     double avgMs() {
-      long n = count.get();
-      return n == 0 ? 0 : totalNanos.get() / 1e6 / n;
+      return read(avg);
     }
 
+    /** Longest of the window; 0 when nothing happened in it. */
     double maxMs() {
-      return maxNanos.get() / 1e6;
+      return read(max);
+    }
+
+    double totalMs() {
+      return read(total);
+    }
+
+    long count() {
+      return (long) read(count);
     }
   }
 
   void recordPut(long nanos) {
-    put.record(nanos);
+    double ms = nanos / 1e6;
+    put.record(ms, time.milliseconds());
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.putTook(ms);
+    }
   }
 
-  void recordCommit(long nanos) {
-    commit.record(nanos);
+  /**
+   * One commit cycle took {@code nanos}; {@code completed}: its preCommit returned (else it threw).
+   */
+  void recordCommit(long nanos, boolean completed) {
+    commit.record(nanos / 1e6, time.milliseconds());
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.committed(commit.count(), completed);
+    }
+  }
+
+  /** Records polled from the share group. */
+  void polled(long records) {
+    recordsPolled.addAndGet(records);
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.read(records);
+    }
+  }
+
+  /** Records a put handed to the legacy task (and that it took). */
+  void put(long records) {
+    recordsPut.addAndGet(records);
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.sent(records);
+    }
+  }
+
+  /** Records held now. */
+  void inFlight(long records) {
+    recordsInFlight.set(records);
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.held(records);
+    }
+  }
+
+  /** Partitions open in the legacy task now. */
+  void partitions(int count) {
+    ConnectSinkTaskMetrics group = sinkTask;
+    if (group != null) {
+      group.partitions(count);
+    }
+  }
+
+  /**
+   * Also publishes these figures as Connect's sink-task metrics of {@code connector} task {@code
+   * task}; false when that MBean is taken ({@link ConnectSinkTaskMetrics#publish}).
+   */
+  public boolean publishSinkTaskMetrics(String connector, int task) {
+    Optional<ConnectSinkTaskMetrics> group = ConnectSinkTaskMetrics.publish(connector, task, time);
+    group.ifPresent(g -> sinkTask = g);
+    return group.isPresent();
+  }
+
+  /** Connect's sink-task metrics of this driver, when published; for tests. */
+  ConnectSinkTaskMetrics sinkTaskMetrics() {
+    return sinkTask;
+  }
+
+  /** Unregisters the sink-task metrics; the plugin metrics stay readable until the task's go. */
+  @Override
+  public void close() {
+    ConnectSinkTaskMetrics group = sinkTask;
+    sinkTask = null;
+    if (group != null) {
+      group.close();
+    }
   }
 
   /**
@@ -143,8 +271,12 @@ public final class SinkDriverMetrics {
     gauges.put("share-records-in-flight", recordsInFlight::get);
     gauges.put("share-put-latency-avg-ms", put::avgMs);
     gauges.put("share-put-latency-max-ms", put::maxMs);
+    gauges.put("share-put-time-ms-total", put::totalMs);
+    gauges.put("share-puts-total", put::count);
     gauges.put("share-commit-latency-avg-ms", commit::avgMs);
     gauges.put("share-commit-latency-max-ms", commit::maxMs);
+    gauges.put("share-commit-time-ms-total", commit::totalMs);
+    gauges.put("share-commit-cycles-total", commit::count);
     return addGauges(pluginMetrics, gauges, tags);
   }
 
@@ -175,10 +307,10 @@ public final class SinkDriverMetrics {
         duplicatesIgnored.get(),
         putRetries.get(),
         taskRestarts.get(),
-        put.count.get(),
+        put.count(),
         put.avgMs(),
         put.maxMs(),
-        commit.count.get(),
+        commit.count(),
         commit.avgMs(),
         commit.maxMs(),
         recordsInFlight.get(),
