@@ -293,7 +293,7 @@ public final class KnownSinks {
               List.of(
                   Trigger.matching(
                       "document.id.strategy",
-                      "(ProvidedIn(Key|Value)|Partial(Key|Value))Strategy$",
+                      "(ProvidedIn(Key|Value)|Partial(Key|Value)|FullKey)Strategy$",
                       REPLACE_EFFECT,
                       false),
                   new Trigger("delete.on.null.values", List.of("true"), DELETE_EFFECT, false),
