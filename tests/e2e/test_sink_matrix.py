@@ -7,8 +7,8 @@ fault: workers 0 and 1 (restarted with the matrix's plugins, sink_matrix's Maven
 directories, on a second plugin.path entry), Mosquitto, NATS, MariaDB and an HTTP server of the
 test's own, each started once. Per row a share-mode connector (4 tasks on a 1-partition topic: 4
 tasks per partition) and a classic one (1 task) read the same N records: half, and once every
-row is writing, the other half. Right after that worker 1 is killed with kill -9 (it runs tasks
-of every row: Connect spreads them over both workers), then every backend is restarted in turn.
+row is writing, worker 1 is killed with kill -9 (it runs tasks of every row: Connect spreads them
+over both workers) and the other half is produced while every backend is restarted in turn.
 Each row then passes when every id reached its backend from the share-mode connector (and from
 the classic one; counted by distinct id: duplicates after a redelivery are allowed and
 reported), the share group has no lag left, and the SinkTaskContext calls sharesink counted for
@@ -394,16 +394,23 @@ def matrix(cluster: Cluster, matrix_workers: Rest, backends: Env):
                 started(c) for c in cases if not results.get(c.row.key)):
             time.sleep(1)
         on_worker1 = {c.row.key: _tasks_on(rest, cluster, c.names["share"], 1) for c in cases}
-        # The second half is produced first, so the kill lands while records are in flight.
-        for case in cases:
-            case.produce(slice(N // 2, N))
         t_faults = time.monotonic()
         cluster.kill_worker(1)
         at_kill = {c.row.key: {rt: c.distinct(rt) for rt in RUNTIMES} for c in cases}
-        cluster.restart_backend("mosquitto", down_s=3)
-        cluster.restart_backend("nats", down_s=3)
-        backends.http.restart(down_s=3)
-        cluster.restart_backend("mariadb", down_s=3)
+
+        # The backends restart one after the other while the second half is produced and written.
+        def restart_backends():
+            cluster.restart_backend("mosquitto", down_s=3)
+            cluster.restart_backend("nats", down_s=3)
+            backends.http.restart(down_s=3)
+            cluster.restart_backend("mariadb", down_s=3)
+
+        restarts = threading.Thread(target=restart_backends, name="matrix-restarts", daemon=True)
+        restarts.start()
+        for case in cases:
+            case.produce(slice(N // 2, N))
+        restarts.join(timeout=300)
+        assert not restarts.is_alive(), "the backends' restarts did not finish"
 
         def complete(case: Case) -> bool:
             return all(case.distinct(rt) >= N for rt in RUNTIMES)
