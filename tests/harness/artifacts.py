@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence
 
 from harness.common import (HARNESS_DIR, REPO_ROOT, HarnessError, _file_lock, _java, _log, _run,
                             _write_atomic)
@@ -283,6 +283,115 @@ def _build_appinfo_shim(plugin_dir: Path) -> None:
 
 # The third-party plugin directories every worker's plugin.path holds (ensure_plugin).
 THIRD_PARTY_PLUGINS = ("connect-file", "debezium-jdbc", "iceberg")
+
+# Third-party sinks of the compatibility matrix (tests/e2e/sink_matrix.py), each plugin directory
+# resolved from Maven Central with its runtime dependencies (less what the worker provides:
+# org.apache.kafka and SLF4J) through a generated pom. Only the matrix's workers have them on their
+# plugin path (start_worker(extra_plugins=...)): every worker start scans its plugin path.
+#
+# Each entry: artifacts as (group, artifact, [versions to try, preferred first], type/classifier
+# suffix or ""); the first combination that resolves is used, the versions chosen are recorded.
+# Served here (checked 2026-12 with Maven's version ranges): no Apache Camel Kafka Connector of the
+# 4.x line (nor 0.x per-component connectors), only its core camel-kafka-connector 0.11.0 (Camel
+# 3.11.1, the generic CamelSinkConnector, configured with camel.sink.url), with Camel 3.11.1's
+# components; not jaredpetersen's, jcustenborder's or Redis Inc.'s Redis sinks, nor Aiven's.
+# One Camel directory holds every component: the generic connector class is one class name, and
+# Connect resolves one class name to one plugin directory.
+MAVEN_PLUGINS = {
+    "camel-0.11": [
+        ("org.apache.camel.kafkaconnector", "camel-kafka-connector", ["0.11.0"], ""),
+        ("org.apache.camel", "camel-paho", ["3.11.1"], ""),
+        ("org.apache.camel", "camel-paho-mqtt5", ["3.11.1"], ""),
+        ("org.apache.camel", "camel-nats", ["3.11.1"], ""),
+        ("org.apache.camel", "camel-http", ["3.11.1"], ""),
+        ("org.apache.camel", "camel-sql", ["3.11.1"], ""),
+        ("org.mariadb.jdbc", "mariadb-java-client", ["3.5.6", "3.5.3", "3.4.1"], ""),
+    ],
+    "rabbitmq-jcustenborder": [
+        ("com.github.jcustenborder.kafka.connect", "kafka-connect-rabbitmq", ["0.0.2.16"], ""),
+    ],
+    # Validation only (no MongoDB server in Debian): the connector's own -all jar.
+    "mongodb": [
+        ("org.mongodb.kafka", "mongo-kafka-connect", ["2.0.1"], "jar:all"),
+    ],
+}
+MAVEN_PLUGINS_EXCLUDED_GROUPS = ("org.apache.kafka", "org.slf4j")
+
+
+def _plugin_pom(artifacts: Sequence[tuple]) -> str:
+    deps = []
+    for group, artifact, version, suffix in artifacts:
+        kind, _, classifier = suffix.partition(":")
+        deps.append(
+            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+            f"<version>{version}</version>"
+            + (f"<type>{kind}</type>" if kind else "")
+            + (f"<classifier>{classifier}</classifier>" if classifier else "")
+            + ("<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
+               "</exclusion></exclusions>" if classifier == "all" else "")
+            + "</dependency>")
+    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            "<groupId>sharesink.harness</groupId><artifactId>plugin</artifactId><version>1</version>"
+            "<dependencies>" + "".join(deps) + "</dependencies></project>\n")
+
+
+def ensure_maven_plugin(name: str) -> Path:
+    """Own plugin directory of matrix plugin `name` (MAVEN_PLUGINS): its jars and their runtime
+    dependencies, resolved once into the cache."""
+    if name not in MAVEN_PLUGINS:
+        raise HarnessError(f"unknown matrix plugin {name!r}")
+    base = cache_dir() / "plugins"
+    target = base / name
+    marker = base / f".{name}.complete"
+    key = json.dumps(MAVEN_PLUGINS[name]) + "|" + ",".join(MAVEN_PLUGINS_EXCLUDED_GROUPS)
+    if _marker_ok(marker, key) and target.is_dir():
+        return target
+    with _file_lock(cache_dir() / ".lock"):
+        if _marker_ok(marker, key) and target.is_dir():
+            return target
+        base.mkdir(parents=True, exist_ok=True)
+        chosen = []
+        with _staged_dir(base, name, target) as tmp:
+            work = Path(tempfile.mkdtemp(prefix=f".{name}.pom.", dir=base))
+            try:
+                # One artifact at a time picks its version (the first served), then all together.
+                for group, artifact, versions, suffix in MAVEN_PLUGINS[name]:
+                    for v in versions:
+                        (work / "pom.xml").write_text(_plugin_pom([(group, artifact, v, suffix)]))
+                        proc = _run([shutil.which("mvn") or "mvn", "-q", "-B", "-f",
+                                     str(work / "pom.xml"), "dependency:resolve"],
+                                    timeout=900, what=f"resolving {group}:{artifact}:{v}")
+                        if proc.returncode == 0:
+                            chosen.append((group, artifact, v, suffix))
+                            break
+                    else:
+                        raise HarnessError(f"plugin {name}: no version of {group}:{artifact} "
+                                           f"({versions}) resolves from Maven Central")
+                (work / "pom.xml").write_text(_plugin_pom(chosen))
+                proc = _run([shutil.which("mvn") or "mvn", "-q", "-B", "-f", str(work / "pom.xml"),
+                             "dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
+                             "-DincludeScope=runtime",
+                             "-DexcludeGroupIds=" + ",".join(MAVEN_PLUGINS_EXCLUDED_GROUPS)],
+                            timeout=1200, what=f"resolving plugin {name}")
+                if proc.returncode != 0 or not any(tmp.glob("*.jar")):
+                    raise HarnessError(f"resolving plugin {name} failed:\n{proc.stdout[-4000:]}")
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        versions = {f"{g}:{a}": v for g, a, v, _ in chosen}
+        for (g, a, vs, _), v in zip(MAVEN_PLUGINS[name], versions.values()):
+            if v != vs[0]:
+                _log(f"plugin {name}: {g}:{a} {v} (preferred {vs[0]} not served)")
+        _write_atomic(marker, json.dumps({"key": key, "versions": versions}))
+        return target
+
+
+def maven_plugin_versions(name: str) -> Dict[str, str]:
+    """{group:artifact: version} that ensure_maven_plugin resolved for `name` ({} before)."""
+    try:
+        return json.loads((cache_dir() / "plugins" / f".{name}.complete").read_text())["versions"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
 
 # Sinks of the tests' own (tests/sinks/<name>/, one Maven module each), e.g. the buffering
 # sink of the durability tests: built here when their sources change, each installed in its own

@@ -53,6 +53,7 @@ from harness.artifacts import (
     TEST_SINKS_DIR, THIRD_PARTY_PLUGINS, cache_dir, default_plugin_archive,
     ensure_basic_auth_extension, ensure_jmx_exporter, ensure_kafka_lib, ensure_plugin,
     ensure_test_sink, plugin_version)
+from harness.backends import Backends
 from harness.broker import (
     BROKER_LOG4J2, BROKER_MAIN, MAX_BROKERS, MULTI_BROKER_STRIDE, OFF_BROKER, OFF_CONTROLLER,
     OFF_MULTI_BROKERS, OFF_PROXIED, OFF_PROXY, OFF_PROXY_CONTROL, OFF_SASL_SSL, SHARE_VERSION,
@@ -105,7 +106,7 @@ __all__ = [
 # the cluster
 
 
-class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, KafkaTools, Processes):
+class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, Backends, KafkaTools, Processes):
     """A local cluster in one state dir: the broker(s) with their blackhole proxies, Connect
     workers, PostgreSQL, and the Kafka tools against them (one module per service, see above)."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from harness.artifacts import (TEST_SINKS, THIRD_PARTY_PLUGINS, default_plugin_archive,
-                               ensure_plugin, ensure_test_sink)
+                               ensure_maven_plugin, ensure_plugin, ensure_test_sink)
 from harness.common import REPO_ROOT, HarnessError, _log4j2, _props, _write_atomic
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -235,6 +235,23 @@ class Workers:
     def _plugin_path_dir(self) -> Path:
         return self.state_dir / "plugins"
 
+    def _extra_plugin_path_dir(self) -> Path:
+        return self.state_dir / "plugins-extra"
+
+    def _prepare_extra_plugins(self, names: Sequence[str]) -> Optional[Path]:
+        """The second plugin.path entry: links to exactly the matrix plugins `names`
+        (artifacts.MAVEN_PLUGINS), or None when there are none."""
+        if not names:
+            return None
+        extra = self._extra_plugin_path_dir()
+        extra.mkdir(parents=True, exist_ok=True)
+        for link in extra.iterdir():
+            if link.name not in names:
+                link.unlink() if link.is_symlink() or link.is_file() else shutil.rmtree(link)
+        for name in names:
+            _link_plugin_dir(extra / name, ensure_maven_plugin(name))
+        return extra
+
     def _prepare_plugins(self, plugin_archive: Union[str, Path, None, bool], index: int) -> Optional[Path]:
         pp = self._plugin_path_dir()
         pp.mkdir(parents=True, exist_ok=True)
@@ -283,7 +300,7 @@ class Workers:
 
     def worker_properties(self, index: int, discovery: str = "hybrid_warn",
                           extra: Optional[Mapping[str, Any]] = None,
-                          sharesink: bool = True) -> Path:
+                          sharesink: bool = True, extra_plugin_dir: Optional[Path] = None) -> Path:
         """worker-<index>.properties; `extra` keys override (None drops a key, e.g.
         rest.extension.classes); `sharesink`: the plugin is installed, so its REST extension is
         enabled."""
@@ -308,7 +325,8 @@ class Workers:
             "rest.advertised.host.name": "127.0.0.1",
             "rest.advertised.port": port,
             "rest.advertised.listener": "http",
-            "plugin.path": self._plugin_path_dir(),
+            "plugin.path": ",".join(str(d) for d in (self._plugin_path_dir(), extra_plugin_dir)
+                                    if d is not None),
             "plugin.discovery": discovery,
             "scheduled.rebalance.max.delay.ms": 10000,
         }
@@ -324,7 +342,8 @@ class Workers:
                      discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
                      timeout: float = 180, jvm_opts: Sequence[str] = (),
                      env: Optional[Mapping[str, str]] = None, classpath: Sequence[Path] = (),
-                     rest_headers: Optional[Mapping[str, str]] = None) -> str:
+                     rest_headers: Optional[Mapping[str, str]] = None,
+                     extra_plugins: Sequence[str] = ()) -> str:
         """Start Connect worker `index` (0 or 1) in distributed mode; returns its REST URL.
 
         plugin_archive: the sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip;
@@ -332,7 +351,8 @@ class Workers:
         jvm_opts: extra JVM options (e.g. -Dsharesink.native.library=...); env: extra
         environment variables for the worker process; classpath: directories whose jars go on
         the worker's class path after Kafka's (ensure_basic_auth_extension()); rest_headers: sent
-        by the readiness check (Authorization for a worker with basic auth)."""
+        by the readiness check (Authorization for a worker with basic auth); extra_plugins: matrix
+        plugins (artifacts.MAVEN_PLUGINS) on a second plugin.path entry, for this worker only."""
         name = f"worker-{index}"
         url = self.worker_url(index)
         if self.is_running(name):
@@ -342,7 +362,9 @@ class Workers:
         self._check_port_free(self.worker_port(index), name)
         _ = self.kafka_lib
         archive = self._prepare_plugins(plugin_archive, index)
-        props = self.worker_properties(index, discovery, extra, sharesink=archive is not None)
+        extra_dir = self._prepare_extra_plugins(extra_plugins)
+        props = self.worker_properties(index, discovery, extra, sharesink=archive is not None,
+                                       extra_plugin_dir=extra_dir)
         log4j2 = self.state_dir / "config" / "worker-log4j2.xml"
         _write_atomic(log4j2, WORKER_LOG4J2)
         log = self.logs_dir / f"{name}.log"

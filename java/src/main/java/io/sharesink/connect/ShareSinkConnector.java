@@ -247,7 +247,7 @@ public class ShareSinkConnector extends SourceConnector {
     for (ConfigValue legacyValue : legacyResult.configValues()) {
       ConfigValue ours = values.get(legacyValue.name());
       if (ours == null) {
-        values.put(legacyValue.name(), legacyValue);
+        values.put(legacyValue.name(), mutableCopy(legacyValue));
       } else {
         legacyValue.errorMessages().stream()
             .filter(m -> !ours.errorMessages().contains(m))
@@ -374,6 +374,21 @@ public class ShareSinkConnector extends SourceConnector {
       }
     }
     return null;
+  }
+
+  /**
+   * The legacy sink's value with lists sharesink can add errors to: a sink may build its values
+   * with immutable lists (MongoDB's sink 2.0.1 does), and the order check adds to them.
+   */
+  static ConfigValue mutableCopy(ConfigValue legacy) {
+    ConfigValue copy =
+        new ConfigValue(
+            legacy.name(),
+            legacy.value(),
+            new ArrayList<>(legacy.recommendedValues()),
+            new ArrayList<>(legacy.errorMessages()));
+    copy.visible(legacy.visible());
+    return copy;
   }
 
   private static ConfigValue value(Map<String, ConfigValue> values, String name) {

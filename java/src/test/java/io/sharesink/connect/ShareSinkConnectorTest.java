@@ -333,4 +333,18 @@ class ShareSinkConnectorTest {
     Map<String, String> task = LegacyConfigs.forTask(ours, "com.example.SinkTask");
     assertEquals("com.example.SinkTask", task.get("task.class"));
   }
+
+  @Test
+  void aLegacyValueWithImmutableListsTakesOurErrors() {
+    org.apache.kafka.common.config.ConfigValue legacy =
+        new org.apache.kafka.common.config.ConfigValue(
+            "document.id.strategy", "x", java.util.List.of(), java.util.List.of("theirs"));
+    legacy.visible(false);
+    org.apache.kafka.common.config.ConfigValue copy = ShareSinkConnector.mutableCopy(legacy);
+    copy.addErrorMessage("ours");
+    org.junit.jupiter.api.Assertions.assertEquals(
+        java.util.List.of("theirs", "ours"), copy.errorMessages());
+    org.junit.jupiter.api.Assertions.assertEquals("x", copy.value());
+    org.junit.jupiter.api.Assertions.assertFalse(copy.visible());
+  }
 }

@@ -31,19 +31,44 @@ public final class OrderingReference {
     StringBuilder out = new StringBuilder();
     out.append("| Sink | Connector classes | Setting | What goes wrong in share mode | Runs with `")
         .append(ShareSinkConfig.ORDERING_CONFIG)
-        .append("` |\n");
-    out.append("|---|---|---|---|---|\n");
+        .append("` | The target's own guard |\n");
+    out.append("|---|---|---|---|---|---|\n");
     for (Sink sink : KnownSinks.SINKS) {
       String classes =
           sink.classes().stream().map(c -> "`" + c + "`").collect(Collectors.joining("<br>"));
-      if (sink.kind() == Kind.SELF_COMMITTING) {
+      String guard = sink.guard() == null ? "none" : cell(sink.guard());
+      if (sink.kind() == Kind.SAFE) {
         out.append("| ")
             .append(sink.name())
             .append(" | ")
             .append(classes)
-            .append(" | (any) | it ")
+            .append(" | (any) | nothing: it ")
             .append(cell(sink.why()))
-            .append(" | never: cannot run in share mode |\n");
+            .append(" | as it is (not checked) | ")
+            .append(guard)
+            .append(" |\n");
+        continue;
+      }
+      if (sink.kind() == Kind.SELF_COMMITTING) {
+        String setting =
+            sink.triggers().isEmpty()
+                ? "(any)"
+                : sink.triggers().stream()
+                    .map(OrderingReference::setting)
+                    .collect(Collectors.joining("<br>"));
+        out.append("| ")
+            .append(sink.name())
+            .append(" | ")
+            .append(classes)
+            .append(" | ")
+            .append(setting)
+            .append(" | it ")
+            .append(cell(sink.why()))
+            .append(" | never: cannot run in share mode")
+            .append(sink.triggers().isEmpty() ? "" : " with this setting")
+            .append(" | ")
+            .append(guard)
+            .append(" |\n");
         continue;
       }
       boolean first = true;
@@ -52,21 +77,34 @@ public final class OrderingReference {
             .append(first ? sink.name() : "")
             .append(" | ")
             .append(first ? classes : "")
-            .append(" | `")
-            .append(t.key())
-            .append("` = ")
-            .append(t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", ")))
+            .append(" | ")
+            .append(setting(t))
             .append(" | it ")
             .append(cell(t.effect()))
             .append(" | `")
             .append(ShareOrdering.UNORDERED)
             .append("`")
             .append(t.guardable() ? ", `" + ShareOrdering.OFFSET_GUARDED + "`" : "")
+            .append(" | ")
+            .append(first ? guard : "")
             .append(" |\n");
         first = false;
       }
     }
     return out.toString();
+  }
+
+  private static String setting(Trigger t) {
+    if (t.always()) {
+      return "(any)";
+    }
+    if (t.pattern() != null) {
+      return "`" + t.key() + "` matching `" + cell(t.pattern()) + "`";
+    }
+    return "`"
+        + t.key()
+        + "` = "
+        + t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", "));
   }
 
   private static String cell(String text) {

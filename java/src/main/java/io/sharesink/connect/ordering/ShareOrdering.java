@@ -118,15 +118,28 @@ public final class ShareOrdering {
   private static void sinkProblems(
       Sink sink, Map<String, String> props, String choice, Map<String, List<String>> problems) {
     String className = props.get(ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG).trim();
+    if (sink.kind() == Kind.SAFE) {
+      return;
+    }
     if (sink.kind() == Kind.SELF_COMMITTING) {
+      List<Trigger> set =
+          sink.triggers().stream().filter(t -> t.matches(setting(t, props))).toList();
+      if (!sink.triggers().isEmpty() && set.isEmpty()) {
+        return;
+      }
+      String because = set.isEmpty() ? "" : " with " + describe(set.get(0), props);
       add(
           problems,
-          ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG,
+          set.isEmpty() || set.get(0).always()
+              ? ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG
+              : set.get(0).key(),
           "the "
               + sink.name()
               + " ("
               + className
-              + ") cannot run in share mode: it "
+              + ")"
+              + because
+              + " cannot run in share mode: it "
               + sink.why()
               + ". Run it on the classic runtime ("
               + classicRuntime(props, className)
@@ -134,11 +147,12 @@ public final class ShareOrdering {
       return;
     }
     for (Trigger trigger : sink.triggers()) {
-      String value = props.get(trigger.key());
-      if (!trigger.matches(value)) {
+      if (!trigger.matches(setting(trigger, props))) {
         continue;
       }
-      String setting = trigger.key() + "=" + value.trim();
+      String setting = describe(trigger, props);
+      String reportOn =
+          trigger.always() ? ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG : trigger.key();
       String situation =
           "in share mode the versions of one key reach the sink's tasks in no fixed order, and the "
               + sink.name()
@@ -150,7 +164,7 @@ public final class ShareOrdering {
       if (CHECK.equals(choice)) {
         add(
             problems,
-            trigger.key(),
+            reportOn,
             setting
                 + ": "
                 + situation
@@ -159,7 +173,9 @@ public final class ShareOrdering {
                 + ")"
                 + (trigger.guardable()
                     ? "; or carry each record's partition and offset into the row and keep the"
-                        + " newest version with a write guard (see "
+                        + " newest version with a write guard"
+                        + (sink.guard() != null ? " (" + sink.guard() + ")" : "")
+                        + " (see "
                         + DOCS
                         + "), then set "
                         + ShareSinkConfig.ORDERING_CONFIG
@@ -174,7 +190,7 @@ public final class ShareOrdering {
       } else if (OFFSET_GUARDED.equals(choice) && !trigger.guardable()) {
         add(
             problems,
-            trigger.key(),
+            reportOn,
             setting
                 + ": "
                 + situation
@@ -182,10 +198,14 @@ public final class ShareOrdering {
                 + ShareSinkConfig.ORDERING_CONFIG
                 + "="
                 + OFFSET_GUARDED
-                + "): a hard delete removes the row that held them. Write deletes as rows (a"
-                + " soft-delete column) and turn "
-                + trigger.key()
-                + " off, run this connector on the classic runtime ("
+                + "): a hard delete removes the row that held them, and this target has no write"
+                + " guard for it. "
+                + (trigger.always()
+                    ? ""
+                    : "Write deletes as rows (a soft-delete column) or turn "
+                        + trigger.key()
+                        + " off, ")
+                + "run this connector on the classic runtime ("
                 + classicRuntime(props, className)
                 + "), or set "
                 + ShareSinkConfig.ORDERING_CONFIG
@@ -193,6 +213,17 @@ public final class ShareOrdering {
                 + UNORDERED);
       }
     }
+  }
+
+  /** The connector's value of the trigger's key (null for a trigger that always holds). */
+  private static String setting(Trigger trigger, Map<String, String> props) {
+    return trigger.always() ? null : props.get(trigger.key());
+  }
+
+  private static String describe(Trigger trigger, Map<String, String> props) {
+    return trigger.always()
+        ? "any configuration"
+        : trigger.key() + "=" + props.get(trigger.key()).trim();
   }
 
   /** How this connector moves to the classic runtime, in the form the operator wrote it. */

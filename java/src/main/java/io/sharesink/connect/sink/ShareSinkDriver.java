@@ -258,7 +258,11 @@ public final class ShareSinkDriver {
       pipeline.close();
       errors.close();
       // Where its time went, for operators and benchmarks.
-      log.info("{}: stopped; {}", taskName, metrics.snapshot().totals());
+      log.info(
+          "{}: stopped; {}; SinkTaskContext calls {}",
+          taskName,
+          metrics.snapshot().totals(),
+          context.calls());
       metrics.close();
     }
   }

@@ -56,6 +56,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
   private final AtomicBoolean commitRequested = new AtomicBoolean();
   private final AtomicLong timeoutMs = new AtomicLong(-1);
   private final AtomicBoolean rewindWarned = new AtomicBoolean();
+  private final ContextCalls calls;
 
   /** Set by the driver that owns the held records. */
   volatile HeldRecords held = (partition, offset) -> null;
@@ -82,20 +83,29 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
     this.pluginMetrics = pluginMetrics;
     this.taskName = taskName;
     this.reporter = config.offersErrantRecordReporter() ? this::report : null;
+    this.calls = new ContextCalls(taskName);
+  }
+
+  /** What the task has asked of this context so far. */
+  ContextCalls calls() {
+    return calls;
   }
 
   @Override
   public Map<String, String> configs() {
+    calls.record(ContextCalls.Call.CONFIGS);
     return configs.get();
   }
 
   @Override
   public void offset(Map<TopicPartition, Long> offsets) {
+    calls.record(ContextCalls.Call.OFFSET);
     warnRewind(offsets);
   }
 
   @Override
   public void offset(TopicPartition tp, long offset) {
+    calls.record(ContextCalls.Call.OFFSET);
     warnRewind(Map.of(tp, offset));
   }
 
@@ -111,6 +121,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   @Override
   public void timeout(long timeoutMs) {
+    calls.record(ContextCalls.Call.TIMEOUT);
     this.timeoutMs.set(timeoutMs);
   }
 
@@ -121,6 +132,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   @Override
   public Set<TopicPartition> assignment() {
+    calls.record(ContextCalls.Call.ASSIGNMENT);
     return Collections.unmodifiableSet(opened);
   }
 
@@ -130,11 +142,13 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   @Override
   public void pause(TopicPartition... partitions) {
+    calls.record(ContextCalls.Call.PAUSE);
     Collections.addAll(paused, partitions);
   }
 
   @Override
   public void resume(TopicPartition... partitions) {
+    calls.record(ContextCalls.Call.RESUME);
     for (TopicPartition tp : partitions) {
       paused.remove(tp);
     }
@@ -162,6 +176,7 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   @Override
   public void requestCommit() {
+    calls.record(ContextCalls.Call.REQUEST_COMMIT);
     commitRequested.set(true);
   }
 
@@ -171,11 +186,13 @@ public final class ShareSinkTaskContext implements SinkTaskContext {
 
   @Override
   public ErrantRecordReporter errantRecordReporter() {
+    calls.record(ContextCalls.Call.ERRANT_RECORD_REPORTER);
     return reporter;
   }
 
   @Override
   public PluginMetrics pluginMetrics() {
+    calls.record(ContextCalls.Call.PLUGIN_METRICS);
     return pluginMetrics;
   }
 
