@@ -70,7 +70,7 @@ ensure_cross_toolchain() {
 }
 
 # Debian's prometheus package: promtool for the rules' unit test (tests/ops) and the server the
-# alert test starts on 127.0.0.1 (tests/e2e/test_share_23_alerts.py). The package's own service is
+# alert test starts on 127.0.0.1 (tests/e2e/test_share_27_alerts.py). The package's own service is
 # kept from starting while it installs (a policy-rc.d that refuses, when the machine has none): a
 # Prometheus on every interface is no part of a test.
 ensure_prometheus() {

@@ -1,4 +1,4 @@
-"""sharesink's alert rules without a worker (tests/e2e/test_share_23_alerts.py evaluates them in
+"""sharesink's alert rules without a worker (tests/e2e/test_share_27_alerts.py evaluates them in
 a real Prometheus scraping a real worker):
 
 - `promtool check rules` accepts the plain rules and the PrometheusRule's groups;
