@@ -41,9 +41,36 @@ ensure_plugin_archive() {
   ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1 || mvn -B -q -DskipTests package
 }
 
+# The machine's load while a stage runs: tests/harness/machine.py samples /proc/loadavg and
+# /proc/stat every 5 s, and the stage's row in the table sums it up (the 1-minute load's mean and
+# maximum, the 1/5/15-minute loads at its end, the CPU the machine used), so a slow run says why.
+STAGE=""
+STAGE_T0=0
+LOAD_PID=""
+stage_load_start() {
+  STAGE="$1"
+  STAGE_T0=$(date +%s)
+  rm -f "build/load-$1.samples"
+  python3 tests/harness/machine.py record "build/load-$1.samples" &
+  LOAD_PID=$!
+}
+# Stage $1's row of the table ($2: a note, e.g. FAILED).
+stage_row() {
+  if [[ -n "$LOAD_PID" ]]; then
+    kill "$LOAD_PID" 2>/dev/null || true
+    wait "$LOAD_PID" 2>/dev/null || true
+    LOAD_PID=""
+  fi
+  printf '%-9s %5d s%s%s  %s\n' "$1" $(( $(date +%s) - STAGE_T0 )) "$(beside_time "$1")" "$2" \
+    "$(python3 tests/harness/machine.py summary "build/load-$1.samples")" | tee -a "$timings"
+  STAGE=""
+}
+
 # What the script started, stopped however it ends: the one-broker cluster of the broker and
-# e2e stages, and the stages running beside the e2e tests (their own clusters).
+# e2e stages, and the stages running beside the e2e tests (their own clusters); a stage that
+# failed still gets its row, with the load it ran under.
 on_exit() {
+  if [[ -n "$STAGE" ]]; then stage_row "$STAGE" " FAILED"; fi
   if [[ -n "$BESIDE_PID" ]]; then
     kill "$BESIDE_PID" 2>/dev/null || true
     wait "$BESIDE_PID" 2>/dev/null || true
@@ -254,11 +281,12 @@ done
 mkdir -p build
 timings="${SHARESINK_TEST_TIMINGS:-build/test-timings.txt}"
 : >"$timings"
+trap on_exit EXIT
 for s in "${selected[@]}"; do
   log "stage $s: ${STAGE_DOC[$s]}"
-  t0=$(date +%s)
+  stage_load_start "$s"
   "stage_$s"
-  printf '%-9s %5d s%s\n' "$s" $(( $(date +%s) - t0 )) "$(beside_time "$s")" | tee -a "$timings"
+  stage_row "$s" ""
 done
 one_broker_down
 
