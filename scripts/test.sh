@@ -21,7 +21,7 @@ cluster() { python3 tests/harness/cluster.py "$@"; }
 STAGES=(rust java broker e2e cluster3 older)
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
-  [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench and ops unit tests; the release archives"
+  [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library, bench, ops and harness unit tests; the release archives"
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
   [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
   [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end; beside the e2e stage (after older) when both run"
@@ -122,7 +122,7 @@ stage_rust() {
 stage_java() {
   python3 -m ruff check .
   mvn -B -q verify -Dnative.all
-  python3 -m pytest -q -s tests/native tests/bench tests/ops
+  python3 -m pytest -q -s tests/native tests/bench tests/ops tests/unit
   log "Release archives from that build (scripts/release.sh --no-build)"
   bash scripts/release.sh "$(project_version)" --no-build
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from harness.common import HarnessError, _java, _write_atomic
+from harness.waits import Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -148,27 +149,29 @@ class KafkaTools:
         _write_atomic(path, json.dumps(plan))
         self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
                       "--reassignment-json-file", path, "--execute", timeout=120)
-        deadline = time.monotonic() + timeout
+        budget = Budget(timeout)
         while True:
             out = self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
                                 "--reassignment-json-file", path, "--verify", check=False,
                                 timeout=120).stdout
             if "is still in progress" not in out and "complete" in out:
                 return
-            if time.monotonic() > deadline:
-                raise HarnessError(f"reassignment of {topic} not complete after {timeout}s:\n{out}")
+            if budget.spent():
+                raise HarnessError(f"reassignment of {topic} not complete after "
+                                   f"{budget.describe()}:\n{out}")
             time.sleep(1)
 
     def wait_in_sync(self, topic: str, timeout: float = 120) -> None:
-        """Waits until every replica of every partition of `topic` is in sync and led."""
-        deadline = time.monotonic() + timeout
+        """Waits until every replica of every partition of `topic` is in sync and led (`timeout`:
+        machine seconds, harness/waits.py's Budget)."""
+        budget = Budget(timeout)
         while True:
             d = self.describe_topic(topic)
             if d and all(v["leader"] >= 0 and sorted(v["isr"]) == sorted(v["replicas"])
                          for v in d.values()):
                 return
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{topic} not in sync after {timeout}s: {d}")
+            if budget.spent():
+                raise HarnessError(f"{topic} not in sync after {budget.describe()}: {d}")
             time.sleep(1)
 
     # ---- Kafka admin helpers (through the Kafka tools)
