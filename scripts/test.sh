@@ -237,6 +237,10 @@ stage_cluster3() {
     cluster up --brokers 3
     # shellcheck disable=SC1091
     source build/cluster3/env
+    # What the engine's fault tests need besides the bootstrap (the broker stage exports these
+    # for its own cluster; this stage may run alone): Kafka's client jars for the Java peer and
+    # the harness that kills and restarts brokers.
+    export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH" SHARESINK_HARNESS_DIR="$ROOT/tests"
     SHARESINK_BOOTSTRAP="$BOOTSTRAP" cargo test -p sharesink-engine --features broker-tests \
       --test broker_cluster -- --test-threads=1 --nocapture
     python3 -m pytest -q -s tests/e2e_cluster
