@@ -200,13 +200,18 @@ def flag_config(name: str, topics: str, sink_class: str, tasks: int,
 def stored_config(cluster: Cluster, name: str, attempts: int = 3) -> Optional[Dict[str, str]]:
     """The connector's configuration as the worker stored it, read from the config topic (the
     REST API shows it through sharesink's extension, this does not); None if not found. The
-    console consumer stops after a quiet period, which its group join can eat on a loaded
-    machine: a read that saw no record of the connector is tried again."""
+    console consumer reads the records the topic holds now (its end offset: the worker wrote
+    the connector's record before its REST call returned) and stops; if it got fewer it stops
+    after a quiet period, which its group join can eat on a loaded machine: a read that saw no
+    record of the connector is tried again."""
     from harness.cluster import CONSOLE_CONSUMER
     for _ in range(attempts):
+        # The config topic is compacted, but its segments never roll in a test run: every
+        # offset below the end holds a record.
+        records = sum(cluster.end_offsets("connect-configs").values())
         p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap,
                              "--topic", "connect-configs", "--from-beginning",
-                             "--timeout-ms", 20000,
+                             "--max-messages", max(records, 1), "--timeout-ms", 20000,
                              "--formatter-property", "print.key=true",
                              "--formatter-property", "key.separator=\x1d",
                              check=False, timeout=120)

@@ -30,6 +30,7 @@ SHARE_CONSUMER_PERF = "org.apache.kafka.tools.ShareConsumerPerformance"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
 
 # What the console producer's ErrorLoggingCallback logs (ERROR) for a record it gave up on.
 SEND_ERROR = "Error when sending message to topic"
@@ -336,6 +337,17 @@ class KafkaTools:
         finally:
             os.unlink(path)
         return len(vals)
+
+    def end_offsets(self, topic: str) -> Dict[int, int]:
+        """{partition: log end offset} of `topic` (GetOffsetShell --time latest)."""
+        out = self.run_tool(GET_OFFSET_SHELL, "--bootstrap-server", self.bootstrap,
+                            "--topic", topic, "--time", "latest").stdout
+        res: Dict[int, int] = {}
+        for line in out.splitlines():
+            parts = line.strip().rsplit(":", 2)
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                res[int(parts[1])] = int(parts[2])
+        return res
 
     def consume(self, topic: str, max_messages: int, timeout_ms: int = 30000,
                 from_beginning: bool = True, print_key: bool = False,
