@@ -21,11 +21,11 @@ cluster() { python3 tests/harness/cluster.py "$@"; }
 STAGES=(rust java broker e2e cluster3 older)
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
-  [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library (each loaded on its platform), bench and ops unit tests; the release archives"
+  [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library (each loaded on its platform), bench, ops and harness unit tests; the release archives"
   [broker]="one broker (PLAINTEXT + SASL_SSL): the engine's and the Java bindings' broker tests"
   [e2e]="end to end on the same broker: Connect workers, real sinks; the release archives installed"
-  [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end; beside the e2e stage (after older) when both run"
-  [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1); beside the e2e stage when both run"
+  [cluster3]="three brokers (replication 3, min ISR 2): engine fault tests, Connect end to end"
+  [older]="the core end-to-end scenarios on an older Kafka (SHARESINK_OLDER_KAFKA, default 4.3.1)"
 )
 
 CORE_SCENARIOS=(
@@ -41,16 +41,36 @@ ensure_plugin_archive() {
   ls java/target/sharesink-*-plugin.zip >/dev/null 2>&1 || mvn -B -q -DskipTests package
 }
 
-# What the script started, stopped however it ends: the one-broker cluster of the broker and
-# e2e stages, and the stages running beside the e2e tests (their own clusters).
-on_exit() {
-  if [[ -n "$BESIDE_PID" ]]; then
-    kill "$BESIDE_PID" 2>/dev/null || true
-    wait "$BESIDE_PID" 2>/dev/null || true
-    for dir in "$ROOT/build/cluster-kafka-$OLDER_KAFKA" "$ROOT/build/cluster3"; do
-      SHARESINK_CLUSTER_DIR="$dir" cluster down >/dev/null 2>&1 || true
-    done
+# The machine's load while a stage runs: tests/harness/machine.py samples /proc/loadavg and
+# /proc/stat every 5 s, and the stage's row in the table sums it up (the 1-minute load's mean and
+# maximum, the 1/5/15-minute loads at its end, the CPU the machine used), so a slow run says why.
+STAGE=""
+STAGE_T0=0
+LOAD_PID=""
+stage_load_start() {
+  STAGE="$1"
+  STAGE_T0=$(date +%s)
+  rm -f "build/load-$1.samples"
+  python3 tests/harness/machine.py record "build/load-$1.samples" &
+  LOAD_PID=$!
+}
+# Stage $1's row of the table ($2: a note, e.g. FAILED).
+stage_row() {
+  if [[ -n "$LOAD_PID" ]]; then
+    kill "$LOAD_PID" 2>/dev/null || true
+    wait "$LOAD_PID" 2>/dev/null || true
+    LOAD_PID=""
   fi
+  printf '%-9s %5d s%s  %s\n' "$1" $(( $(date +%s) - STAGE_T0 )) "$2" \
+    "$(python3 tests/harness/machine.py summary "build/load-$1.samples")" | tee -a "$timings"
+  STAGE=""
+}
+
+# What the script started, stopped however it ends: the one-broker cluster of the broker and
+# e2e stages (the cluster3 and older stages stop their own); a stage that failed still gets its
+# row, with the load it ran under.
+on_exit() {
+  if [[ -n "$STAGE" ]]; then stage_row "$STAGE" " FAILED"; fi
   if ((ONE_BROKER_UP == 1)); then cluster down >/dev/null 2>&1 || true; fi
 }
 
@@ -95,7 +115,7 @@ stage_rust() {
 stage_java() {
   python3 -m ruff check .
   mvn -B -q verify -Dnative.all
-  python3 -m pytest -q -s tests/native tests/bench tests/ops
+  python3 -m pytest -q -s tests/native tests/bench tests/ops tests/unit
   log "Release archives from that build (scripts/release.sh --no-build)"
   bash scripts/release.sh "$(project_version)" --no-build
 }
@@ -136,64 +156,16 @@ stage_broker() {
   cargo test -p sharesink-engine --features broker-tests --test broker_restart
 }
 
-# The older Kafka's core scenarios and the three-broker stage run on clusters of their own (other
-# state dirs and port blocks), so when they are asked for with the e2e stage they run beside it,
-# one after the other: all mostly wait on brokers, workers and timers, and at most two clusters
-# are up at once. Their stages then only wait for them.
+# One cluster stage at a time. Measured alone on this 2-core machine (build/test-timings.txt's
+# load columns): the e2e stage keeps 2/3 of a core busy on average, in bursts up to both; the
+# three-broker stage nearly both cores (1-minute load 9 on average, up to 15); the older Kafka's
+# core scenarios 1.5 cores. Beside the e2e tests either starved them (a CI run with all three at
+# once saw a 15-minute load of 14 and failed in both stages), so the stages run one after another.
 OLDER_KAFKA="${SHARESINK_OLDER_KAFKA:-4.3.1}"
-BESIDE_PID=""
-BESIDE_STAGES=()
-run_beside() {
-  case "$1" in
-    older) SHARESINK_PORT_BASE="${SHARESINK_OLDER_PORT_BASE:-29300}" \
-      bash scripts/test.sh --kafka "$OLDER_KAFKA" ;;
-    cluster3) SHARESINK_PORT_BASE="${SHARESINK_CLUSTER3_PORT_BASE:-29600}" \
-      SHARESINK_TEST_TIMINGS="build/test-timings-beside.txt" bash scripts/test.sh cluster3 ;;
-  esac
-}
-start_beside_e2e() {
-  local s
-  for s in older cluster3; do
-    if [[ " ${selected[*]} " == *" $s "* ]]; then BESIDE_STAGES+=("$s"); fi
-  done
-  ((${#BESIDE_STAGES[@]})) || return 0
-  log "Stages ${BESIDE_STAGES[*]} beside the end-to-end tests, one after the other (output in build/beside-e2e.log)"
-  trap on_exit EXIT
-  (
-    for s in "${BESIDE_STAGES[@]}"; do
-      t=$(date +%s)
-      run_beside "$s"
-      echo "== beside e2e: stage $s passed in $(( $(date +%s) - t )) s"
-    done
-  ) >build/beside-e2e.log 2>&1 &
-  BESIDE_PID=$!
-}
-# True when stage $1 ran beside the e2e tests (and passed; exits when it failed).
-ran_beside() {
-  [[ " ${BESIDE_STAGES[*]} " == *" $1 "* ]] || return 1
-  one_broker_down
-  if [[ -n "$BESIDE_PID" ]]; then
-    local rc=0
-    wait "$BESIDE_PID" || rc=$?
-    BESIDE_PID=""
-    tail -n 40 build/beside-e2e.log
-    if ((rc != 0)); then
-      echo "beside the end-to-end tests, ${BESIDE_STAGES[*]} failed (build/beside-e2e.log)" >&2
-      exit 1
-    fi
-  fi
-}
-
-# The time a stage took beside the e2e tests, as its table row says it.
-beside_time() {
-  [[ " ${BESIDE_STAGES[*]} " == *" $1 "* ]] || return 0
-  sed -n "s/^== beside e2e: stage $1 passed in \(.*\)$/ (beside e2e: \1)/p" build/beside-e2e.log 2>/dev/null
-}
 
 stage_e2e() {
   ensure_plugin_archive
   ensure_release_archives
-  start_beside_e2e
   one_broker_cluster
   SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q --durations=15 tests/e2e
   log "The release archives, installed as their installers install them"
@@ -201,7 +173,6 @@ stage_e2e() {
 }
 
 stage_cluster3() {
-  if ran_beside cluster3; then return; fi
   ensure_plugin_archive
   one_broker_down
   (
@@ -210,6 +181,10 @@ stage_cluster3() {
     cluster up --brokers 3
     # shellcheck disable=SC1091
     source build/cluster3/env
+    # What the engine's fault tests need besides the bootstrap (the broker stage exports these
+    # for its own cluster; this stage may run alone): Kafka's client jars for the Java peer and
+    # the harness that kills and restarts brokers.
+    export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH" SHARESINK_HARNESS_DIR="$ROOT/tests"
     SHARESINK_BOOTSTRAP="$BOOTSTRAP" cargo test -p sharesink-engine --features broker-tests \
       --test broker_cluster -- --test-threads=1 --nocapture
     python3 -m pytest -q -s tests/e2e_cluster
@@ -218,7 +193,6 @@ stage_cluster3() {
 }
 
 stage_older() {
-  if ran_beside older; then return; fi
   one_broker_down
   bash scripts/test.sh --kafka "$OLDER_KAFKA"
 }
@@ -254,11 +228,12 @@ done
 mkdir -p build
 timings="${SHARESINK_TEST_TIMINGS:-build/test-timings.txt}"
 : >"$timings"
+trap on_exit EXIT
 for s in "${selected[@]}"; do
   log "stage $s: ${STAGE_DOC[$s]}"
-  t0=$(date +%s)
+  stage_load_start "$s"
   "stage_$s"
-  printf '%-9s %5d s%s\n' "$s" $(( $(date +%s) - t0 )) "$(beside_time "$s")" | tee -a "$timings"
+  stage_row "$s" ""
 done
 one_broker_down
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from harness.cluster import Cluster
+from harness.waits import Budget
 
 BUFFERING_SINK = "io.sharesink.testsinks.BufferingSinkConnector"
 
@@ -206,11 +207,12 @@ def describe_records(recs: Iterable[Rec], limit: int = 12) -> str:
 
 
 def wait_until(check, timeout: float, interval: float = 0.25):
-    """check() until truthy or timeout; returns its last value (no failure)."""
-    deadline = time.monotonic() + timeout
+    """check() until truthy or `timeout` machine seconds (harness/waits.py's Budget); returns its
+    last value (no failure)."""
+    budget = Budget(timeout)
     while True:
         v = check()
-        if v or time.monotonic() > deadline:
+        if v or budget.spent():
             return v
         time.sleep(interval)
 
@@ -224,8 +226,8 @@ def drain_after_kill(cluster: Cluster, sink: "BufferingSink", group: str, produc
     from helpers import share_group_offsets, total_lag  # helpers does not import this module
 
     zero_lag = 0
-    deadline = time.monotonic() + lock_ms / 1000 + 120
-    while time.monotonic() < deadline:
+    budget = Budget(lock_ms / 1000 + 120)
+    while not budget.spent():
         if not sink.lost_values(produced):
             return round(time.monotonic() - t_kill, 1)
         lag = total_lag(share_group_offsets(cluster, group))

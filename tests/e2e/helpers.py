@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import pytest
 
 from harness.cluster import CONSOLE_PRODUCER, REPO_ROOT, SHARE_GROUP_COMMAND, Cluster, Rest, RestError
+from harness.waits import Budget
 
 SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -46,26 +47,29 @@ def uniq(prefix: str) -> str:
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, interval: float = 0.5,
              on_timeout: Optional[Callable[[], str]] = None) -> Any:
-    """Bounded wait until `check()` is truthy; returns its value, fails the test on timeout."""
-    deadline = time.monotonic() + timeout
+    """Bounded wait until `check()` is truthy; returns its value, fails the test on timeout.
+    `timeout` counts machine seconds (harness/waits.py's Budget): it stretches while the machine
+    is overloaded, up to a wall-clock cap."""
+    budget = Budget(timeout)
     while True:
         result = check()
         if result:
             return result
-        if time.monotonic() > deadline:
+        if budget.spent():
             extra = ""
             if on_timeout is not None:
                 try:
                     extra = "\n" + on_timeout()
                 except Exception as e:  # noqa: BLE001 - diagnostics only
                     extra = f"\n(diagnostics failed: {e})"
-            pytest.fail(f"{what}: not reached within {timeout:.0f}s{extra}", pytrace=False)
+            pytest.fail(f"{what}: not reached within {budget.describe()}{extra}", pytrace=False)
         time.sleep(interval)
 
 
 class Progress:
     """Waits for a counter to reach a target, failing only when it stops moving for `stall` s
-    (bounded by `timeout` overall). Records the samples (t, value)."""
+    (bounded by `timeout` overall); both count machine seconds (harness/waits.py's Budget).
+    Records the samples (t, value), t in wall seconds from the start."""
 
     def __init__(self, what: str, read: Callable[[], int]):
         self.what = what
@@ -74,21 +78,23 @@ class Progress:
 
     def wait(self, target: int, stall: float = 120, timeout: float = 900, interval: float = 1.0,
              on_timeout: Optional[Callable[[], str]] = None) -> int:
+        budget = Budget(timeout)
         start = time.monotonic()
-        last_change = start
+        last_change = budget.machine_elapsed()
         last = None
         while True:
             v = self.read()
-            now = time.monotonic()
-            self.samples.append((round(now - start, 2), v))
+            now = budget.machine_elapsed()
+            self.samples.append((round(time.monotonic() - start, 2), v))
             if v != last:
                 last, last_change = v, now
             if v >= target:
                 return v
-            if now - last_change > stall or now - start > timeout:
+            if now - last_change > stall or budget.spent():
                 extra = on_timeout() if on_timeout else ""
-                pytest.fail(f"{self.what}: {v} of {target} after {now - start:.0f}s "
-                            f"(no progress for {now - last_change:.0f}s)\n{extra}", pytrace=False)
+                pytest.fail(f"{self.what}: {v} of {target} after {budget.describe()} "
+                            f"(no progress for {now - last_change:.0f} machine seconds)\n{extra}",
+                            pytrace=False)
             time.sleep(interval)
 
 
@@ -194,13 +200,18 @@ def flag_config(name: str, topics: str, sink_class: str, tasks: int,
 def stored_config(cluster: Cluster, name: str, attempts: int = 3) -> Optional[Dict[str, str]]:
     """The connector's configuration as the worker stored it, read from the config topic (the
     REST API shows it through sharesink's extension, this does not); None if not found. The
-    console consumer stops after a quiet period, which its group join can eat on a loaded
-    machine: a read that saw no record of the connector is tried again."""
+    console consumer reads the records the topic holds now (its end offset: the worker wrote
+    the connector's record before its REST call returned) and stops; if it got fewer it stops
+    after a quiet period, which its group join can eat on a loaded machine: a read that saw no
+    record of the connector is tried again."""
     from harness.cluster import CONSOLE_CONSUMER
     for _ in range(attempts):
+        # The config topic is compacted, but its segments never roll in a test run: every
+        # offset below the end holds a record.
+        records = sum(cluster.end_offsets("connect-configs").values())
         p = cluster.run_tool(CONSOLE_CONSUMER, "--bootstrap-server", cluster.bootstrap,
                              "--topic", "connect-configs", "--from-beginning",
-                             "--timeout-ms", 20000,
+                             "--max-messages", max(records, 1), "--timeout-ms", 20000,
                              "--formatter-property", "print.key=true",
                              "--formatter-property", "key.separator=\x1d",
                              check=False, timeout=120)
@@ -330,12 +341,12 @@ def settled_share_group_offsets(cluster: Cluster, group: str, timeout: float = 3
     partition whose share state it could not read at that moment: seen once in CI for one
     partition of a topic created while the group ran, with every record of it delivered and
     none left in the group. Call it once the connector is gone."""
-    deadline = time.monotonic() + timeout
+    budget = Budget(timeout)
     while True:
         offsets = share_group_offsets(cluster, group)
         complete = offsets and all(v["start"] is not None and v["lag"] is not None
                                    for v in offsets.values())
-        if complete or time.monotonic() >= deadline:
+        if complete or budget.spent():
             if not complete:
                 print(f"(share group {group}: offsets still incomplete after {timeout}s: {offsets})")
             return offsets

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from harness.cluster import Cluster, HarnessError
+from harness.waits import Budget
 
 
 def _name(prefix: str) -> str:
@@ -105,9 +106,9 @@ def test_filestream_sink_runs(cluster: Cluster, worker, tmp_path):
     })
     try:
         worker.wait_connector_running(name, tasks=1, timeout=60)
-        deadline = time.monotonic() + 60
+        budget = Budget(60)
         lines = []
-        while time.monotonic() < deadline:
+        while not budget.spent():
             lines = out.read_text().splitlines() if out.exists() else []
             if len(lines) >= 200:
                 break

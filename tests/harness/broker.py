@@ -15,6 +15,7 @@ from harness.artifacts import KAFKA_VERSION, _version
 from harness.common import HarnessError, _log4j2, _port_open, _props, _write_atomic
 from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD
 from harness.tools import STORAGE_TOOL
+from harness.waits import BOUND_S
 
 # share.version 2 (the broker's KIP-1191 dead letter queue) exists from Kafka 4.4 on; older
 # brokers finalize 1, and sharesink's DLQ mode `auto` falls back to Connect's own DLQ there.
@@ -203,12 +204,14 @@ class Brokers:
         return props
 
     def start_broker(self, sasl_ssl: Optional[bool] = None, fresh: bool = False,
-                     timeout: float = 120, index: Optional[int] = None,
+                     timeout: float = BOUND_S, index: Optional[int] = None,
                      authorizer: Optional[bool] = None) -> str:
         """Start the KRaft node(s) (formatting their storage on first start): broker `index`, or
         every broker with None (several start together: none finishes starting without a
         controller quorum).
 
+        Each start is waited for while the broker writes its log or uses CPU, up to `timeout`
+        wall seconds (harness/waits.py); a broker that exits or stays silent fails at once.
         Data in the state dir is kept across stop/start; `fresh=True` wipes it first. sasl_ssl
         None keeps what the cluster was started with; so does authorizer (True: Kafka's
         StandardAuthorizer, resources without ACLs open to everyone, see _broker_properties).
@@ -319,7 +322,7 @@ class Brokers:
             self._stop(self.broker_name(i), kill=True)
             self.stop_proxy(i)
 
-    def restart_broker(self, index: Optional[int] = None, timeout: float = 120,
+    def restart_broker(self, index: Optional[int] = None, timeout: float = BOUND_S,
                        authorizer: Optional[bool] = None) -> str:
         """Stop and start broker `index` (every broker with None) with the same settings, or
         with the authorizer switched on or off (its data kept)."""

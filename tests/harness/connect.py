@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from harness.artifacts import (TEST_SINKS, THIRD_PARTY_PLUGINS, default_plugin_archive,
                                ensure_maven_plugin, ensure_plugin, ensure_test_sink)
 from harness.common import REPO_ROOT, HarnessError, _log4j2, _props, _write_atomic
+from harness.waits import BOUND_S, Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 CONNECT_DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
@@ -112,13 +113,14 @@ class Rest:
     @staticmethod
     def _retry(fn, retriable, timeout: float = 60):
         """Call fn until it returns, or until it raises a RestError that is not retriable(e) or
-        the timeout has passed."""
-        deadline = time.monotonic() + timeout
+        `timeout` machine seconds have passed (a rebalance takes longer on a loaded machine:
+        harness/waits.py's Budget)."""
+        budget = Budget(timeout)
         while True:
             try:
                 return fn()
             except RestError as e:
-                if retriable(e) and time.monotonic() < deadline:
+                if retriable(e) and not budget.spent():
                     time.sleep(0.5)
                     continue
                 raise
@@ -162,10 +164,11 @@ class Rest:
     def wait_connector_running(self, name: str, tasks: Optional[int] = None,
                                timeout: float = 60) -> dict:
         """Wait until the connector and its tasks (exactly `tasks` of them if given, else at
-        least one) are RUNNING; a FAILED connector or task fails at once with its trace."""
-        deadline = time.monotonic() + timeout
+        least one) are RUNNING; a FAILED connector or task fails at once with its trace. The
+        `timeout` counts machine seconds (harness/waits.py's Budget)."""
+        budget = Budget(timeout)
         last: Any = None
-        while time.monotonic() < deadline:
+        while not budget.spent():
             try:
                 st = self.connector_status(name)
             except RestError as e:
@@ -186,7 +189,8 @@ class Rest:
                 if tasks is None or len(ts) == tasks:
                     return st
             time.sleep(0.5)
-        raise HarnessError(f"connector {name} not RUNNING (tasks={tasks}) within {timeout}s; "
+        raise HarnessError(f"connector {name} not RUNNING (tasks={tasks}) within "
+                           f"{budget.describe()}; "
                            f"last status: {last}" + self._hint())
 
     def validate(self, connector_class: str, config: Mapping[str, Any]) -> dict:
@@ -340,7 +344,7 @@ class Workers:
 
     def start_worker(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
                      discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
-                     timeout: float = 180, jvm_opts: Sequence[str] = (),
+                     timeout: float = BOUND_S, jvm_opts: Sequence[str] = (),
                      env: Optional[Mapping[str, str]] = None, classpath: Sequence[Path] = (),
                      rest_headers: Optional[Mapping[str, str]] = None,
                      extra_plugins: Sequence[str] = ()) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from harness.common import HarnessError, _file_lock, _log, _run
+from harness.waits import BOUND_S
 
 PG_DB = "sharesink"
 PG_USER = "sharesink"
@@ -97,7 +98,7 @@ class Postgres:
             raise HarnessError(f"psql failed: {p.stdout}")
         return p.stdout
 
-    def start_postgres(self, timeout: float = 60) -> Dict[str, Any]:
+    def start_postgres(self, timeout: float = BOUND_S) -> Dict[str, Any]:
         if self.is_running("postgres"):
             return self.postgres_info()
         bindir = self._pg_bindir()

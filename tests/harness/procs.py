@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from harness.common import HarnessError, _log, _port_open, _tail, _write_atomic
+from harness.waits import QUIET_S, ProcessProgress, wait_progressing
+
+# The bound of a stop that keeps making progress (wall seconds) before SIGKILL.
+STOP_BOUND_S = 300.0
 
 
 def _proc_start_time(pid: int) -> Optional[str]:
@@ -88,27 +92,37 @@ class Processes:
                 os.kill(pid, sig)
         return pid
 
-    def _wait_gone(self, name: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
+    def _wait_gone(self, name: str, quiet: float, bound: float) -> bool:
+        """True once process `name` is gone; False when it has been silent (no log growth, no
+        CPU) for `quiet` machine seconds, or still runs after `bound` wall seconds: a controlled
+        shutdown that keeps logging on a loaded machine is not cut short."""
         p = self._popen.get(name)
-        while time.monotonic() < deadline:
-            if p is not None:
-                if p.poll() is not None:
-                    return True
-            elif not self.is_running(name):
-                return True
-            time.sleep(0.1)
-        return False
+
+        def gone() -> bool:
+            return p.poll() is not None if p is not None else not self.is_running(name)
+
+        try:
+            wait_progressing(f"{name} stop", gone, alive=lambda: True,
+                             progress=self._progress(name), describe=lambda: "",
+                             quiet=quiet, bound=bound, interval=0.1)
+            return True
+        except HarnessError:
+            return False
 
     def _stop(self, name: str, timeout: float = 30, kill: bool = False) -> None:
+        """Stops process `name` with its stop signal (SIGKILL with `kill`), then SIGKILL when it
+        has been silent for `timeout` machine seconds, or still runs after the larger of
+        STOP_BOUND_S and three times that."""
         info = self._recorded(name) or {}
         sig = signal.SIGKILL if kill else signal.Signals(info.get("stop_signal", signal.SIGTERM))
         pid = self._signal(name, sig)
         if pid is not None:
-            if not self._wait_gone(name, 10 if kill else timeout):
-                _log(f"{name} (pid {pid}) did not stop after {sig.name} in {timeout}s; SIGKILL")
+            quiet = 10 if kill else timeout
+            if not self._wait_gone(name, quiet, max(STOP_BOUND_S, 3 * quiet)):
+                _log(f"{name} (pid {pid}) did not stop after {sig.name} (silent for {quiet}s, or "
+                     "still running at the bound); SIGKILL")
                 self._signal(name, signal.SIGKILL)
-                if not self._wait_gone(name, 10):
+                if not self._wait_gone(name, 10, STOP_BOUND_S):
                     raise HarnessError(f"{name} (pid {pid}) survives SIGKILL")
         p = self._popen.pop(name, None)
         if p is not None:
@@ -157,19 +171,21 @@ class Processes:
                 f"in {self.pids_dir}; another cluster may be running: set SHARESINK_PORT_BASE "
                 f"and SHARESINK_CLUSTER_DIR to separate values")
 
-    def _wait(self, what: str, cond, timeout: float, log: Path, name: Optional[str] = None,
-              interval: float = 0.3):
-        deadline = time.monotonic() + timeout
-        last_exc: Optional[BaseException] = None
-        while time.monotonic() < deadline:
-            if name is not None and not self.is_running(name):
-                raise HarnessError(f"{what}: process exited; see {log}\n--- last lines:\n{_tail(log)}")
-            try:
-                r = cond()
-                if r:
-                    return r
-            except Exception as e:  # noqa: BLE001 - readiness probes fail in many ways
-                last_exc = e
-            time.sleep(interval)
-        raise HarnessError(f"{what}: not ready after {timeout}s (last error: {last_exc}); "
-                           f"see {log}\n--- last lines:\n{_tail(log)}")
+    def _progress(self, name: str) -> ProcessProgress:
+        """What tells that process `name` is making progress: its log grows, or it uses CPU."""
+        p = self._popen.get(name)
+        pid = p.pid if p is not None else (self._recorded(name) or {}).get("pid")
+        return ProcessProgress(self.logs_dir / f"{name}.log", pid)
+
+    def _wait(self, what: str, cond, bound: float, log: Path, name: Optional[str] = None,
+              interval: float = 0.3, quiet: float = QUIET_S):
+        """Waits until `cond()` is truthy while process `name` starts: as long as it writes its
+        log or uses CPU, up to `bound` wall seconds; at once when it exits or has been silent for
+        `quiet` machine seconds (harness/waits.py), with its log's tail."""
+        def describe() -> str:
+            return f"; see {log}\n--- last lines:\n{_tail(log)}"
+
+        return wait_progressing(
+            what, cond, alive=(lambda: self.is_running(name)) if name is not None else lambda: True,
+            progress=self._progress(name) if name is not None else ProcessProgress(log, None),
+            describe=describe, quiet=quiet, bound=bound, interval=interval)

@@ -9,6 +9,7 @@ from typing import Any, Dict, Optional
 
 from harness.common import HARNESS_DIR, HarnessError
 from harness.proxy import command as _proxy_command
+from harness.waits import BOUND_S
 
 PROXY_SCRIPT = HARNESS_DIR / "proxy.py"
 
@@ -17,7 +18,7 @@ class ProxyControl:
     """Each broker's blackhole proxy (a part of ``Cluster``: uses its broker ports and names,
     ``proxied_bootstrap`` and its processes)."""
 
-    def start_proxy(self, index: int = 0, timeout: float = 30) -> str:
+    def start_proxy(self, index: int = 0, timeout: float = BOUND_S) -> str:
         """Start broker `index`'s proxy (started with the broker); returns `proxied_bootstrap`."""
         name = self.proxy_name(index)
         if self.is_running(name):

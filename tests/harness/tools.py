@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from harness.common import HarnessError, _java, _write_atomic
+from harness.waits import Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -30,6 +31,7 @@ SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
 
 # What the console producer's ErrorLoggingCallback logs (ERROR) for a record it gave up on.
 SEND_ERROR = "Error when sending message to topic"
@@ -149,27 +151,29 @@ class KafkaTools:
         _write_atomic(path, json.dumps(plan))
         self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
                       "--reassignment-json-file", path, "--execute", timeout=120)
-        deadline = time.monotonic() + timeout
+        budget = Budget(timeout)
         while True:
             out = self.run_tool(REASSIGN_COMMAND, "--bootstrap-server", self.bootstrap,
                                 "--reassignment-json-file", path, "--verify", check=False,
                                 timeout=120).stdout
             if "is still in progress" not in out and "complete" in out:
                 return
-            if time.monotonic() > deadline:
-                raise HarnessError(f"reassignment of {topic} not complete after {timeout}s:\n{out}")
+            if budget.spent():
+                raise HarnessError(f"reassignment of {topic} not complete after "
+                                   f"{budget.describe()}:\n{out}")
             time.sleep(1)
 
     def wait_in_sync(self, topic: str, timeout: float = 120) -> None:
-        """Waits until every replica of every partition of `topic` is in sync and led."""
-        deadline = time.monotonic() + timeout
+        """Waits until every replica of every partition of `topic` is in sync and led (`timeout`:
+        machine seconds, harness/waits.py's Budget)."""
+        budget = Budget(timeout)
         while True:
             d = self.describe_topic(topic)
             if d and all(v["leader"] >= 0 and sorted(v["isr"]) == sorted(v["replicas"])
                          for v in d.values()):
                 return
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{topic} not in sync after {timeout}s: {d}")
+            if budget.spent():
+                raise HarnessError(f"{topic} not in sync after {budget.describe()}: {d}")
             time.sleep(1)
 
     # ---- Kafka admin helpers (through the Kafka tools)
@@ -342,6 +346,17 @@ class KafkaTools:
         finally:
             os.unlink(path)
         return len(vals)
+
+    def end_offsets(self, topic: str) -> Dict[int, int]:
+        """{partition: log end offset} of `topic` (GetOffsetShell --time latest)."""
+        out = self.run_tool(GET_OFFSET_SHELL, "--bootstrap-server", self.bootstrap,
+                            "--topic", topic, "--time", "latest").stdout
+        res: Dict[int, int] = {}
+        for line in out.splitlines():
+            parts = line.strip().rsplit(":", 2)
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                res[int(parts[1])] = int(parts[2])
+        return res
 
     def consume(self, topic: str, max_messages: int, timeout_ms: int = 30000,
                 from_beginning: bool = True, print_key: bool = False,
