@@ -18,7 +18,8 @@ JIT_SHARE_MAX = 0.10
 REQUESTS = {"ShareFetch": "share_fetches", "ShareAcknowledge": "share_acknowledges",
             "WriteShareGroupState": "state_writes", "ReadShareGroupState": "state_reads",
             "FetchConsumer": "consumer_fetches", "FetchFollower": "follower_fetches",
-            "ShareGroupHeartbeat": "share_heartbeats", "OffsetCommit": "offset_commits"}
+            "ShareGroupHeartbeat": "share_heartbeats", "OffsetCommit": "offset_commits",
+            "StateTopicRecordsIn": "state_topic_records", "StateTopicBytesIn": "state_topic_bytes"}
 
 
 def pool(runs: Iterable[Dict[str, Any]], records_key: str = "records",
@@ -85,6 +86,7 @@ def figures(p: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 # results.json keys: cost_<scenario>_<runtime>_<figure> for these figures
 KEY_FIGURES = ("broker_cpu_s_per_m", "broker_cpu_s_per_m_without_jit", "broker_jit_share",
                "share_fetches_per_m", "share_acknowledges_per_m", "state_writes_per_m",
+               "state_topic_records_per_m", "state_topic_bytes_per_m",
                "consumer_fetches_per_m", "follower_fetches_per_m",
                "engine_empty_share_fetches_per_m", "empty_share_fetch_share")
 

@@ -22,6 +22,25 @@ BROKER_REQUESTS = ("Fetch", "FetchConsumer", "FetchFollower", "ShareFetch", "Sha
                    "OffsetCommit")
 
 
+REQUESTS_PATTERN = "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"
+# what the share coordinators appended to their state topic (records and bytes, leaders only)
+STATE_TOPIC_PATTERN = "kafka.server:type=BrokerTopicMetrics,topic=__share_group_state,*"
+STATE_TOPIC_METRICS = {"MessagesInPerSec": "StateTopicRecordsIn", "BytesInPerSec": "StateTopicBytesIn"}
+
+
+def state_topic_counts(counts: Dict[str, float]) -> Dict[str, int]:
+    """{"StateTopicRecordsIn": n, "StateTopicBytesIn": n} from the state topic's
+    BrokerTopicMetrics counts (what a broker leading state partitions appended to them)."""
+    out: Dict[str, int] = {}
+    for mbean, v in counts.items():
+        if "topic=__share_group_state" not in mbean:
+            continue
+        name = re.search(r"name=([A-Za-z]+)", mbean)
+        if name and name.group(1) in STATE_TOPIC_METRICS:
+            out[STATE_TOPIC_METRICS[name.group(1)]] = int(v)
+    return out
+
+
 def parse(text: str) -> Dict[str, Dict[str, float]]:
     """JmxRead's output ("name TAB attribute TAB value" lines) as {attribute: {name: value}};
     values that are not numbers are left out."""
@@ -91,9 +110,9 @@ class Jmx:
             pid = self.broker_pid(i)
             if pid is None:
                 continue
-            values = self.read(pid, "kafka.network:type=RequestMetrics,name=RequestsPerSec,*",
-                               ["Count"])
-            out[self.c.broker_name(i)] = request_counts(values.get("Count", {}))
+            values = self.read(pid, f"{REQUESTS_PATTERN};{STATE_TOPIC_PATTERN}", ["Count"])
+            counts = values.get("Count", {})
+            out[self.c.broker_name(i)] = {**request_counts(counts), **state_topic_counts(counts)}
         return out
 
     def broker_pid(self, i: int) -> Optional[int]:

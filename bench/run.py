@@ -262,6 +262,9 @@ def main(argv=None) -> int:
     ap.add_argument("--brokers", type=int, default=1,
                     help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
                          "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")
+    ap.add_argument("--broker-config", default="",
+                    help="broker settings of an experiment, k=v,k=v (e.g. "
+                         "share.coordinator.append.linger.ms=10); recorded in results.json")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md and the chart from target/bench/results.json")
     a = ap.parse_args(argv)
@@ -278,10 +281,14 @@ def main(argv=None) -> int:
         report.derive(res)
         report.write(res, OUT, DOCS)
         return 0
+    if a.broker_config:
+        # read by the harness when it writes the brokers' properties
+        os.environ["SHARESINK_BROKER_PROPERTIES"] = a.broker_config
     ctx = Ctx(a)
     parts = set(a.parts.split(","))
     res: Dict[str, Any] = {"mode": "quick" if a.quick else "full", "machine": machine(),
-                           "parts": sorted(parts), "brokers": a.brokers}
+                           "parts": sorted(parts), "brokers": a.brokers,
+                           "broker_config": os.environ.get("SHARESINK_BROKER_PROPERTIES", "")}
     ctx.say(f"sharesink benchmarks ({res['mode']}); machine: {res['machine']['nproc']} cores "
             f"{res['machine']['cpu_model']}, {res['machine']['memory']}, load "
             f"{', '.join(f'{x:.1f}' for x in res['machine']['load_avg_at_start'])}")

@@ -12,7 +12,7 @@ import javax.management.remote.JMXServiceURL;
  * attribute: "name TAB attribute TAB value". One attach reads them all: each attach starts a JVM
  * and costs the target a little CPU, so the bench reads every counter it wants at once.
  *
- * <pre>JmxRead PID OBJECT_NAME_PATTERN ATTRIBUTE [ATTRIBUTE ...]</pre>
+ * <pre>JmxRead PID OBJECT_NAME_PATTERN[;OBJECT_NAME_PATTERN...] ATTRIBUTE [ATTRIBUTE ...]</pre>
  */
 public final class JmxRead {
   public static void main(String[] args) throws Exception {
@@ -25,7 +25,10 @@ public final class JmxRead {
       String address = vm.startLocalManagementAgent();
       try (JMXConnector connector = JMXConnectorFactory.connect(new JMXServiceURL(address))) {
         MBeanServerConnection server = connector.getMBeanServerConnection();
-        Set<ObjectName> names = server.queryNames(new ObjectName(args[1]), null);
+        Set<ObjectName> names = new java.util.LinkedHashSet<>();
+        for (String pattern : args[1].split(";")) {
+          names.addAll(server.queryNames(new ObjectName(pattern), null));
+        }
         for (ObjectName name : names) {
           for (int i = 2; i < args.length; i++) {
             try {
