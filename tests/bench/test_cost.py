@@ -118,6 +118,15 @@ def test_jmx_read_output_and_request_counts():
     read = jmx.parse(text)
     assert list(read) == ["Count"]
     assert jmx.request_counts(read["Count"]) == {"ShareFetch": 125, "FetchConsumer": 7}
+    state = {"kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,"
+             "topic=__share_group_state": 370.0,
+             "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,"
+             "topic=__share_group_state": 41_000.0,
+             "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec,"
+             "topic=__share_group_state": 9.0,
+             "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=bench_fast": 5.0}
+    assert jmx.state_topic_counts(state) == {"StateTopicRecordsIn": 370,
+                                             "StateTopicBytesIn": 41_000}
 
 
 def test_engine_counters_sum_the_tasks_and_average_the_round_trips():
