@@ -33,11 +33,17 @@ def pool(runs: Iterable[Dict[str, Any]], records_key: str = "records",
     for r in runs:
         if not r or r.get("error") or r.get("broker_cpu_s") is None or not r.get(records_key):
             continue
+        # (d) counts the brokers' CPU over the later part of each run, when it has it
+        # (connect.STEADY_FROM), and the requests over the whole run
+        steady = r.get("steady") or {}
+        cpu = steady if steady.get("broker_cpu_s") is not None and steady.get("records") else r
         out["runs"] += 1
-        out["records"] += r[records_key]
-        out["broker_cpu_s"] += r["broker_cpu_s"]
-        for g, v in (r.get("broker_cpu_s_by_thread") or {}).items():
+        out["records"] += cpu["records"] if cpu is steady else r[records_key]
+        out["broker_cpu_s"] += cpu["broker_cpu_s"]
+        for g, v in (cpu.get("broker_cpu_s_by_thread") or {}).items():
             out["by_thread"][g] = out["by_thread"].get(g, 0.0) + v
+        out["engine_records"] = out.get("engine_records", 0) + (
+            r.get(request_records_key or records_key) or 0)
         reqs = r.get("broker_requests") or {}
         if reqs:
             out["requests_read"] += 1
@@ -73,8 +79,9 @@ def figures(p: Optional[Dict[str, Any]]) -> Dict[str, Any]:
             out[f"{name}_per_m"] = round(p["requests"].get(request, 0) / rm, 1)
     e = p["engine"]
     if e.get("fetch_requests"):
-        # the engine's own count: the brokers cannot tell an empty ShareFetch from a full one
-        em = p["records"] / 1e6
+        # the engine's own count (the brokers cannot tell an empty ShareFetch from a full
+        # one), over the records its counters cover (from the tasks' start)
+        em = (p.get("engine_records") or p["records"]) / 1e6
         out["engine_share_fetches_per_m"] = round(e["fetch_requests"] / em, 1)
         out["engine_empty_share_fetches_per_m"] = round(e.get("fetch_requests_empty", 0) / em, 1)
         out["empty_share_fetch_share"] = round(

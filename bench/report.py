@@ -657,7 +657,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
                             share=", ".join(f"{w['records_per_s']:,}" for w in shares),
                             jit=", ".join(str(w.get("broker_jit_cpu_s")) for w in shares))
         others = [(k, r) for k, r in cres.items()
-                  if k.startswith("d_share_") and r.get("records_per_s")]
+                  if k.startswith("d_share_") and isinstance(r, dict) and r.get("records_per_s")]
         for k, r in others:
             settings = ", ".join(f"`{a}={b}`" for a, b in (r.get("settings") or {}).items())
             txt += " " + _t("d_other_settings", settings=settings or "other settings",

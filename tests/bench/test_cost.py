@@ -155,3 +155,23 @@ def test_share_consumer_benches_say_when_records_arrive_and_end():
     summary = "2026-12-05 10:00:00:000, 2026-12-05 10:00:05:000, 22.0, 4.4, 2000000, 400000.0, 0"
     assert consumers.progress_event("java", summary) == "last"
     assert consumers.progress_event("java", "start.time, end.time, data.consumed.in.MB") is None
+
+
+def test_fast_sink_cpu_comes_from_the_later_window_and_requests_from_the_whole_run():
+    run = _d_run(2_000_000, 2.0, 0.8, 800, 400, 360)
+    run["steady"] = {"records": 1_000_000, "broker_cpu_s": 0.5,
+                     "broker_cpu_s_by_thread": {"jit": 0.05, "requests": 0.45}}
+    f = cost.figures(cost.pool([run]))
+    assert f["records"] == 1_000_000
+    assert f["broker_cpu_s_per_m"] == 0.5
+    assert f["broker_jit_share"] == 0.1
+    assert f["share_fetches_per_m"] == 400.0, "requests over the run's 2 M records"
+    assert f["engine_empty_share_fetches_per_m"] == 200.0
+
+
+def test_slow_sink_engine_counters_are_per_row_written_when_read():
+    a = {"rows_in_window": 10_000, "rows_when_requests_read": 20_000, "broker_cpu_s": 1.0,
+         "engine": {"fetch_requests": 19_000, "fetch_requests_empty": 190}}
+    f = cost.figures(cost.pool([a], "rows_in_window", "rows_when_requests_read"))
+    assert f["engine_share_fetches_per_m"] == 950_000.0
+    assert f["empty_share_fetch_share"] == 0.01
