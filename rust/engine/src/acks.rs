@@ -182,6 +182,16 @@ impl AckQueue {
         self.by_partition.is_empty()
     }
 
+    /// Records of the caller's settling acks queued and not yet taken.
+    pub fn queued_settled_by_caller(&self) -> u64 {
+        self.by_partition
+            .values()
+            .flatten()
+            .filter(|a| a.from_caller && (1..=3).contains(&a.code) && a.first <= a.last)
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Records the caller has settled through this queue since it was made (each range counted
     /// once, when queued; an ack resent after a lost request is not counted again).
     pub fn settled_by_caller(&self) -> u64 {

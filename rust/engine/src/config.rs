@@ -41,6 +41,11 @@ pub struct ConsumerConfig {
     /// completed when acknowledgements freed the window it waited for; it waited out its time.
     pub fetch_wait_initial: Duration,
     pub acquire_mode: AcquireMode,
+    /// Once a session knows its share-partitions' windows full, its caller's acks go on a
+    /// ShareAcknowledge with the next ShareFetch pipelined behind it, rather than riding on that
+    /// fetch (engine setting `share.fetch.acknowledge.first`, default true; see
+    /// `fetcher::send::send_next`).
+    pub acknowledge_first: bool,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
     /// Upper bound on records fetched but not yet handed to `poll` (engine setting
@@ -160,6 +165,16 @@ impl ConsumerConfig {
                 ))
             }
         };
+        let acknowledge_first = match props.get("share.fetch.acknowledge.first").map(|s| s.trim()) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => {
+                return Err(EngineError::config(
+                    "share.fetch.acknowledge.first",
+                    format!("`{other}` is not true or false"),
+                ))
+            }
+        };
         let security = Security::from_properties(props)?;
         // record_limit: one poll ahead, so a caller stuck in a call holds at most one poll's
         // worth more than that call took (see `Shared::wants_records`).
@@ -208,6 +223,7 @@ impl ConsumerConfig {
             ),
             fetch_wait_initial: Duration::from_millis(fetch_wait_initial_ms.min(fetch_max_wait_ms)),
             acquire_mode,
+            acknowledge_first,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,

@@ -93,9 +93,9 @@ pub(super) async fn send_next(
         return Ok(());
     }
 
-    let (urgent, has_renew) = {
+    let (urgent, has_renew, queued_settled) = {
         let q = me.acks.lock().expect("acks");
-        (q.is_urgent(), q.has_renew())
+        (q.is_urgent(), q.has_renew(), q.queued_settled_by_caller())
     };
     let mut quiet = session
         .quiet_until
@@ -116,8 +116,25 @@ pub(super) async fn send_next(
         shared.buffer.signal_dry();
         quiet = true;
     }
-    let fetch_wanted = room && !desired.is_empty() && (has_acks || !quiet);
     let forget_needed = session.partitions.iter().any(|p| !desired.contains(p));
+    // The windows are full of what these acks settle: the acks go first, on a ShareAcknowledge,
+    // and the fetch is pipelined behind it on the same connection. The broker serves one
+    // request of a connection at a time and answers a ShareAcknowledge once the acks' state is
+    // written, so the fetch finds the windows freed. Riding on the fetch, the acks are applied
+    // and the fetch tried before that write frees them (Kafka 4.4 tries a parked fetch again
+    // when acks arrive, not when their write completes): it waited out its wait, and a third
+    // of the cycles in (d) brought an empty fetch more.
+    let acks_first = shared.config.acknowledge_first
+        && has_acks
+        && fetch.is_none()
+        && ack.is_none()
+        && !urgent
+        && !has_renew
+        && !forget_needed
+        && room
+        && !desired.is_empty()
+        && window_full(session, held.saturating_add(queued_settled));
+    let fetch_wanted = room && !desired.is_empty() && (has_acks || !quiet) && !acks_first;
     if fetch.is_none() && !has_renew && (fetch_wanted || forget_needed) {
         let (topics, in_flight) = me.acks.lock().expect("acks").take();
         let mut add: Vec<PartitionKey> = desired.difference(&session.partitions).cloned().collect();
@@ -184,6 +201,11 @@ pub(super) async fn send_next(
             session,
             std::time::Duration::ZERO,
         )?);
+        if acks_first {
+            // The fetch goes next, behind the acks: what they free is what it is for.
+            session.quiet_until = None;
+            me.wake.notify_one();
+        }
     }
     Ok(())
 }

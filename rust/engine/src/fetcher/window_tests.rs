@@ -150,10 +150,17 @@ async fn a_member_whose_windows_are_full_withholds_the_fetch_that_would_come_bac
     assert!(empty.is_some(), "no fetch went ahead of the caller");
     m.dry().await;
     assert_eq!(m.shared.metrics.snapshot().fetches_empty, 1);
-    // The caller settles; its acks free the window and bring the next batch.
+    // The caller settles. The windows are full of what it settles: its acks go first, on a
+    // ShareAcknowledge (answered once their state is written), and the fetch right behind them
+    // finds the window freed.
     m.accept(&first);
     let (_, with_acks) = m.leader.until(WITHIN, |s| !s.acked().is_empty()).await;
-    assert!(with_acks.is_some(), "the acks never went out");
+    assert!(
+        matches!(with_acks, Some(Seen::Ack(_))),
+        "the acks rode on a fetch: {with_acks:?}"
+    );
+    let (_, behind) = m.leader.until(WITHIN, asks_without_acks).await;
+    assert!(behind.is_some(), "no fetch behind the acks");
     let second = m.take().await;
     assert_eq!(second.len(), 8);
     // Holding as much as when the window was found full: no fetch that would come back
@@ -169,6 +176,30 @@ async fn a_member_whose_windows_are_full_withholds_the_fetch_that_would_come_bac
     m.accept(&second);
     let (_, next) = m.leader.until(WITHIN, |s| !s.acked().is_empty()).await;
     assert!(next.is_some(), "the acks never went out");
+    assert_eq!(m.take().await.len(), 8);
+}
+
+/// With `share.fetch.acknowledge.first=false` the acks ride on the fetch, as before.
+#[tokio::test]
+async fn acks_can_ride_on_the_fetch_instead() {
+    let mut m = member(
+        Log::new(8, 8, true),
+        &[
+            ("max.poll.records", "5"),
+            ("share.fetch.acknowledge.first", "false"),
+        ],
+    )
+    .await;
+    let first = m.take().await;
+    let (_, empty) = m.leader.until(WITHIN, asks_without_acks).await;
+    assert!(empty.is_some());
+    m.dry().await;
+    m.accept(&first);
+    let (_, with_acks) = m.leader.until(WITHIN, |s| !s.acked().is_empty()).await;
+    assert!(
+        matches!(with_acks, Some(Seen::Fetch(_))),
+        "the acks went apart: {with_acks:?}"
+    );
     assert_eq!(m.take().await.len(), 8);
 }
 
