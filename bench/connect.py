@@ -24,15 +24,15 @@ produce -> written latency comes per record, for both runtimes, same sink, same 
 
 from __future__ import annotations
 
-import collections
 import json
 import math
 import os
-import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+import jmx
 
 SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
 JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -41,6 +41,12 @@ STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
 ROW_SLEEP = 0.02
+
+# (d): the brokers' cost is counted from this fraction of the records on (bench/cost.py). Each run
+# is a fresh connector: what its start sets compiling on the brokers (the group, its configs, the
+# tasks joining) ran 20-60% of their CPU in the first runs' JIT compiler threads, a cost a
+# long-lived connector pays once.
+STEADY_FROM = 1 / 3
 
 # (d') and (b'): the group's record-lock window at Kafka's default (2000 records per
 # share-partition, group.share.partition.max.record.locks), what sharesink ran with before its
@@ -65,12 +71,8 @@ AUTOSCALE_GOAL_TASK_S = 0.6      # autoscaled task-seconds <= this x the fixed m
 LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
 LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
 RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
-JMX_READ = Path(__file__).resolve().parent / "peers" / "jmx-read" / "JmxRead.java"
-# the requests counted on each broker over a (d) run: a classic consumer's fetches, a share
-# member's fetches and acknowledgements, the share-state reads and writes (from the brokers'
-# persisters to the share coordinator) and replication's fetches (Fetch counts both kinds)
-BROKER_REQUESTS = ("Fetch", "ShareFetch", "ShareAcknowledge", "ReadShareGroupState",
-                   "WriteShareGroupState", "ShareGroupHeartbeat", "OffsetCommit")
+# the requests counted on each broker over a run (bench/jmx.py); kept here for the report
+BROKER_REQUESTS = jmx.BROKER_REQUESTS
 
 SCHEMA = json.dumps({"type": "struct", "optional": False, "name": "bench.Row", "fields": [
     {"field": "id", "type": "int64", "optional": False},
@@ -88,6 +90,7 @@ class Connect:
         self.c = ctx.cluster
         self.rest = None
         self.pg: Dict[str, Any] = {}
+        self.jmx_reader = jmx.Jmx(ctx.cluster, ctx.logs.parent, ctx.say)
         q = ctx.quick
         # durations (s) and sizes
         self.run_a = 12 if q else 60            # (a) measured run length after the first row
@@ -99,7 +102,8 @@ class Connect:
         self.n_slow = 20_000 if q else 60_000   # backlog: more than any run consumes
         self.n_fast = 200_000 if q else 2_000_000
         self.fast_max = 25 if q else 90          # (d) measure at most this long after the first line
-        self.warm_share = 2 if q else 4          # (d) unrecorded sharesink runs before it
+        self.warm_share = 2 if q else 4          # (d) unrecorded sharesink runs before it,
+        self.warm_share_max = 4 if q else 8      # more while the brokers' JIT is busy
         # (d) classic and sharesink runs, alternating; the run with the median rate of each is
         # reported. One pair moves the ratio by more than the goal's margin on 2 shared cores
         # (sharesink 0.92-1.10 M records/s and classic 0.97-1.24 M in one series of warm runs).
@@ -177,26 +181,7 @@ class Connect:
     def jmx(self, pid: int, pattern: str, attribute: str) -> Dict[str, float]:
         """{MBean name: value} of `attribute` for the MBeans matching `pattern` in the worker,
         through the attach API (bench/peers/jmx-read); {} when unavailable."""
-        out = self.ctx.logs.parent / "jmx-read"
-        java = self.c.java_cmd("x")[0]
-        try:
-            if not (out / "JmxRead.class").exists():
-                out.mkdir(parents=True, exist_ok=True)
-                subprocess.run([str(Path(java).with_name("javac")), "-nowarn", "-d", str(out),
-                                str(JMX_READ)], check=True, capture_output=True, text=True)
-            p = subprocess.run([java, "-cp", str(out), "JmxRead", str(pid), pattern, attribute],
-                               capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as e:
-            self.ctx.say(f"      (JMX {pattern} {attribute} unavailable: {e})")
-            return {}
-        values = {}
-        for line in p.stdout.splitlines():
-            name, _, v = line.rpartition(" ")
-            try:
-                values[name] = float(v)
-            except ValueError:
-                continue
-        return values
+        return self.jmx_reader.read(pid, pattern, [attribute]).get(attribute, {})
 
     def engine_off_heap_mib(self, pid: int, connector: str) -> Optional[float]:
         """sharesink's `share-engine-off-heap-bytes`: the same in every task (one native library
@@ -214,47 +199,22 @@ class Connect:
     def engine_counters(self, connector: str) -> Dict[str, Any]:
         """sharesink's engine counters (from the task's start), summed over the connector's
         tasks, and the engines' average round trips (each task's in `per_task`); {} when JMX is
-        unavailable."""
+        unavailable. One attach reads them all."""
         pid = int(self.c._recorded("worker-0")["pid"])
         pattern = f"kafka.connect:type=plugins,connector={connector},*"
-        out: Dict[str, Any] = {}
-        for name in self.ENGINE_COUNTERS + self.ENGINE_AVERAGES:
-            values = self.jmx(pid, pattern, name)
-            if not values:
-                continue
-            key = name.removeprefix("share-engine-").removesuffix("-total").replace("-", "_")
-            if name in self.ENGINE_COUNTERS:
-                out[key] = round(sum(values.values()))
-            else:
-                out[key] = round(sum(values.values()) / len(values), 2)
-                out[key + "_per_task"] = sorted(round(v, 2) for v in values.values())
-        return out
+        read = self.jmx_reader.read(pid, pattern, self.ENGINE_COUNTERS + self.ENGINE_AVERAGES)
+        return engine_counters(read, self.ENGINE_COUNTERS)
 
     def broker_requests(self) -> Dict[str, Dict[str, int]]:
         """{broker: {request: count since its start}} for the requests a sink's reading makes
-        a broker handle (a leader's fetches and acknowledgements, the share-state writes its
-        persister sends the share coordinator); read before and after a run, the difference
-        is the run's."""
-        out: Dict[str, Dict[str, int]] = {}
-        for i in range(self.c.brokers):
-            rec = self.c._recorded(self.c.broker_name(i))
-            if not rec:
-                continue
-            values = self.jmx(int(rec["pid"]),
-                              "kafka.network:type=RequestMetrics,name=RequestsPerSec,*", "Count")
-            counts: Dict[str, int] = collections.Counter()
-            for mbean, v in values.items():
-                request = re.search(r"request=([A-Za-z]+)", mbean)
-                if request and request.group(1) in BROKER_REQUESTS:
-                    counts[request.group(1)] += int(v)
-            out[self.c.broker_name(i)] = dict(counts)
-        return out
+        a broker handle (bench/jmx.py); read before and after a run, the difference is the
+        run's."""
+        return self.jmx_reader.broker_requests()
 
     @staticmethod
     def requests_between(before: Dict[str, Dict[str, int]],
                          after: Dict[str, Dict[str, int]]) -> Dict[str, Dict[str, int]]:
-        return {b: {k: v - before.get(b, {}).get(k, 0) for k, v in counts.items()}
-                for b, counts in after.items()}
+        return jmx.requests_between(before, after)
 
     def runtime_client_connections(self, pid: int, connector: str) -> Dict[str, float]:
         """Connections of the Kafka clients Connect's runtime builds for the connector's tasks
@@ -542,18 +502,33 @@ END $$;
 
     def warm_fast(self) -> List[Dict[str, Any]]:
         """Whole (d) runs, not recorded as (d), so that (d) measures a warm broker and worker:
-        one classic run and `warm_share` sharesink runs. Measured on this machine, the broker's
-        JIT compiler threads spent 1.7 CPU s on the first sharesink run of a fresh broker and
-        about 0.3 s after ten; sharesink made 0.48 of classic on a cold broker and 0.73 after
-        four runs. Returns what each run made, for the report."""
+        one classic run, then sharesink runs until the brokers' JIT compiler threads used less
+        than cost.JIT_SHARE_MAX of the brokers' CPU in one (at least `warm_share`, at most
+        `warm_share_max`). Measured on this machine, the broker's JIT compiler threads spent
+        1.7 CPU s on the first sharesink run of a fresh broker and about 0.3 s after ten;
+        sharesink made 0.48 of classic on a cold broker and 0.73 after four runs; on three
+        brokers their JIT was 20-45% of their CPU in the fourth. Returns what each run made,
+        for the report."""
+        import cost
         runs = []
-        for runtime in ["classic"] + ["share"] * self.warm_share:
+        shares = 0
+        for runtime in ["classic"] + ["share"] * self.warm_share_max:
+            if runtime == "share" and shares >= self.warm_share and runs \
+                    and runs[-1]["runtime"] == "share" \
+                    and (runs[-1].get("broker_jit_share") or 1) < cost.JIT_SHARE_MAX:
+                break
+            shares += runtime == "share"
             r = self.fast(runtime, 3)
-            jit = (r.get("broker_cpu_s_by_thread") or {}).get("jit")
+            # the window the cost is counted over (its later part) when the run has one
+            counted = r.get("steady") or r
+            cpu = counted.get("broker_cpu_s")
+            jit = (counted.get("broker_cpu_s_by_thread") or {}).get("jit")
+            share = round(jit / cpu, 3) if jit is not None and cpu else None
             runs.append({"runtime": runtime, "records_per_s": r.get("records_per_s"),
-                         "broker_jit_cpu_s": jit, "error": r.get("error")})
+                         "broker_jit_cpu_s": jit, "broker_cpu_s": cpu,
+                         "broker_jit_share": share, "error": r.get("error")})
             self.ctx.say(f"      warm-up {runtime}: {r.get('records_per_s')} records/s, "
-                         f"broker {r.get('broker_cpu_s')} CPU s (JIT {jit})")
+                         f"broker {cpu} CPU s (JIT {jit}, {share})")
         return runs
 
     def fast(self, runtime: str, tasks: int, extra: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
@@ -573,6 +548,7 @@ END $$;
         requests: Dict[str, Dict[str, int]] = {}
         last_size, last_change = 0, time.monotonic()
         timeline = []
+        steady = None
         try:
             while True:
                 size = path.stat().st_size if path.exists() else 0
@@ -580,6 +556,9 @@ END $$;
                 if size and t_first is None:
                     t_first = now
                     w = self.cpu_window()
+                if steady is None and size >= target * STEADY_FROM:
+                    # the cost's window: past what the connector's start set compiling
+                    steady = (self.cpu_window(), size // width)
                 if t_first is not None and (not timeline or now - timeline[-1][0] - t_first >= 1):
                     timeline.append((round(now - t_first, 1), size // width))
                 if size != last_size:
@@ -592,6 +571,7 @@ END $$;
                 time.sleep(0.05)
         finally:
             cpu = w.stop() if w else {}
+            steady_cpu = steady[0].stop() if steady else {}
             if t_done is not None:
                 # after the clock stopped: the reads cost the worker and brokers a JMX attach
                 requests = self.requests_between(requests_before, self.broker_requests())
@@ -615,8 +595,47 @@ END $$;
         if engine:
             r["engine"] = engine
         r.update(cpu)
+        if steady_cpu and n > steady[1]:
+            r["steady"] = {"records": n - steady[1], **steady_cpu}
         if n and cpu.get("worker_cpu_s") is not None:
             r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)
+        return r
+
+    def share_consumer_on_fast(self, client: str, members: int = 3) -> Dict[str, Any]:
+        """(d)'s records read by a share consumer alone, without Connect: Java's
+        KafkaShareConsumer (ShareConsumerPerformance, implicit acknowledgement) or sharesink's
+        engine (sharesink-bench, ACCEPT per batch), `members` members as (d) runs 3 tasks, a
+        fresh group with the record-lock window the connector gives its group. The brokers' CPU
+        is counted from the client's first record to its last, their requests over the whole
+        client run: what the same records cost the brokers through that client."""
+        import consumers
+        cons = consumers.Consumers(self.ctx)
+        self.counter += 1
+        group = f"bd_{client}_{self.counter}_{int(time.time()) % 100000}"
+        window: Dict[str, Any] = {}
+
+        def on_line(line: str) -> None:
+            event = consumers.progress_event(client, line)
+            if event == "first" and "w" not in window:
+                window["w"] = self.cpu_window()
+            elif event == "last" and "w" in window and "cpu" not in window:
+                window["cpu"] = window["w"].stop()
+        settings = {"share.partition.max.record.locks": "4000"}
+        before = self.broker_requests()
+        if client == "engine":
+            r = cons.engine("bench_fast", group, self.n_fast, members, on_line=on_line,
+                            group_config=settings)
+        else:
+            r = cons.java_share("bench_fast", group, self.n_fast, members, on_line=on_line,
+                                group_config=settings)
+        if "w" in window and "cpu" not in window:
+            window["cpu"] = window["w"].stop()
+        r["broker_requests"] = self.requests_between(before, self.broker_requests())
+        r["group_config"] = settings
+        r.update({k: v for k, v in window.get("cpu", {}).items() if k.startswith("broker")
+                  or k in ("machine_busy", "window_wall_s")})
+        if r.get("records") and r.get("broker_cpu_s") is None:
+            r["error"] = r.get("error") or "the client's first or last record was not seen"
         return r
 
     def latency_fast(self, runtime: str, tasks: int, rate: float,
@@ -1052,6 +1071,23 @@ def median_run(runs: List[Dict[str, Any]], key: str,
     return pick
 
 
+def engine_counters(read: Dict[str, Dict[str, float]], counters) -> Dict[str, Any]:
+    """sharesink's engine metrics as one JMX read gave them ({attribute: {task MBean: value}}):
+    `counters` summed over the tasks, the other attributes (averages) as their mean and each
+    task's under `<key>_per_task`; keys without the `share-engine-` prefix and `-total` suffix."""
+    out: Dict[str, Any] = {}
+    for name, values in read.items():
+        if not values:
+            continue
+        key = name.removeprefix("share-engine-").removesuffix("-total").replace("-", "_")
+        if name in counters:
+            out[key] = round(sum(values.values()))
+        else:
+            out[key] = round(sum(values.values()) / len(values), 2)
+            out[key + "_per_task"] = sorted(round(v, 2) for v in values.values())
+    return out
+
+
 def percentiles(lat_ms: List[float]) -> Dict[str, Optional[float]]:
     """p50, p99, p99.9 and max (nearest rank) of latencies in ms."""
     s = sorted(lat_ms)
@@ -1103,8 +1139,9 @@ def run(ctx, res: Dict[str, Any]) -> None:
     c_cl = attempt("c_classic", cx.task_change, "classic", 2, 3)
     c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
     if "d" in ctx.scenarios:
-        ctx.say(f"connect: warming up (d): one classic and {cx.warm_share} sharesink runs, "
-                "not recorded")
+        ctx.say(f"connect: warming up (d): one classic and {cx.warm_share} to "
+                f"{cx.warm_share_max} sharesink runs (until the brokers' JIT is under a tenth "
+                "of their CPU), not recorded")
         try:
             results["d_warmup"] = cx.warm_fast()
         except Exception as e:  # noqa: BLE001 - the measured runs report their own failures
@@ -1115,6 +1152,16 @@ def run(ctx, res: Dict[str, Any]) -> None:
         d_sh_runs.append(attempt("d_share", cx.fast, "share", 3))
     d_cl = results["d_classic"] = median_run(d_cl_runs, "records_per_s", ("broker_cpu_s",))
     d_sh = results["d_share"] = median_run(d_sh_runs, "records_per_s", ("broker_cpu_s",))
+    # every run of each runtime, whole: the cost figures add them all up (bench/cost.py)
+    results["d_classic_all"], results["d_share_all"] = d_cl_runs, d_sh_runs
+    # the same records through a share consumer alone: what they cost the brokers without
+    # Connect, through Java's KafkaShareConsumer and through sharesink's engine
+    for client in ("java_share", "engine"):
+        runs = [attempt(f"d_{client}", cx.share_consumer_on_fast,
+                        "java" if client == "java_share" else "engine")
+                for _ in range(cx.fast_pairs)]
+        results[f"d_{client}"] = median_run(runs, "records_per_s", ("broker_cpu_s",))
+        results[f"d_{client}_all"] = runs
     # (d') Kafka's default record-lock window, against sharesink's default (the maximum)
     d_sh2 = attempt("d_share_window_2000", cx.fast, "share", 3, dict(KAFKA_DEFAULT_WINDOW))
     # (d*) on several brokers: the same pairs with the brokers on one core and the worker on

@@ -27,6 +27,9 @@ FETCH_BYTES = 1_048_576
 MAX_POLL = 500
 
 MEMBER_FETCHES = re.compile(r"member \d+: fetches (\d+) \(avg ([\d.]+) ms\)")
+# the rest of the engine bench's member line: its ShareAcknowledges and empty ShareFetches
+MEMBER_COUNTS = re.compile(r"member \d+: fetches (\d+) .*ShareAcknowledge (\d+) .*"
+                           r"empty fetches (\d+)")
 RUST_LINE = re.compile(
     r"consumed (\d+) records \(([\d.]+) MB\).* in ([\d.]+) s \(\+([\d.]+) s join\): (\d+) records/s, "
     r"([\d.]+) MB/s, CPU ([\d.]+) s")
@@ -81,7 +84,8 @@ class Consumers:
     # ---- clients
 
     def engine(self, topic: str, group: str, n: int, members: int,
-               copying_thread: bool = False) -> Dict[str, Any]:
+               copying_thread: bool = False, on_line=None,
+               group_config: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
         """The engine bench; `copying_thread`: each member polls from a plain thread and copies
         every key and value out, as the JNI path does, but without a JVM (client "engine-copy")."""
         c = self.ctx
@@ -92,8 +96,10 @@ class Consumers:
                *extra_settings()]
         if copying_thread:
             cmd += ["--poll-from-thread", "--copy-records"]
+        for k, v in (group_config or {}).items():
+            cmd += ["--group-config", f"{k}={v}"]
         r = proc.run(cmd, c.log(f"{kind}-{topic}-{members}m"), timeout=c.client_timeout,
-                     broker_pid=c.broker_pid())
+                     broker_pid=c.broker_pid(), on_line=on_line)
         return self._rust_result(kind, members, r)
 
     def krafka(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
@@ -130,18 +136,26 @@ class Consumers:
             extra["fetches"] = sum(f for f, _ in fetches)
             extra["fetch_avg_ms"] = round(sum(f * ms for f, ms in fetches)
                                           / max(1, extra["fetches"]), 2)
+        counts = [tuple(map(int, c)) for c in MEMBER_COUNTS.findall(r.text)]
+        if counts:
+            # as the Connect rows read them from the tasks' engines
+            extra["engine"] = {"fetch_requests": sum(c[0] for c in counts),
+                               "ack_requests": sum(c[1] for c in counts),
+                               "fetch_requests_empty": sum(c[2] for c in counts)}
         return _figures(kind, members, n, float(mb), secs, r.wall, float(cpu), r, extra)
 
-    def java_share(self, topic: str, group: str, n: int, members: int) -> Dict[str, Any]:
+    def java_share(self, topic: str, group: str, n: int, members: int, on_line=None,
+                   group_config: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
         c = self.ctx
-        c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
+        c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest",
+                                           **(group_config or {})})
         args = ["--bootstrap-server", c.cluster.bootstrap, "--topic", topic, "--group", group,
                 "--num-records", n, "--threads", members, "--timeout", 30000,
                 "--fetch-size", FETCH_BYTES, "--command-property", f"max.poll.records={MAX_POLL}",
                 "--show-detailed-stats", "--reporting-interval", 100]
         cmd = c.java_cmd("org.apache.kafka.tools.ShareConsumerPerformance", args)
         r = proc.run(cmd, c.log(f"java-{topic}-{members}m"), timeout=c.client_timeout,
-                     broker_pid=c.broker_pid())
+                     broker_pid=c.broker_pid(), on_line=on_line)
         first_jvm = first_mono = None
         summary = None
         summary_mono = None
@@ -250,3 +264,22 @@ def jni_cpu_by_thread(text: str, records: int) -> Dict[str, float]:
 
 def _tail(r: proc.Result, n: int = 12) -> str:
     return f"exit {r.returncode}: " + " | ".join(l for _, l in r.lines[-n:])
+
+
+def progress_event(client: str, line: str) -> Optional[str]:
+    """What a line of a share consumer bench says of its progress: "first" (records are
+    arriving), "last" (it has consumed them all) or None; for a driver that measures other
+    processes over the client's window. The engine bench says so itself; Java's
+    ShareConsumerPerformance prints a per-consumer report once records arrive
+    (--show-detailed-stats) and its summary at the end."""
+    if client == "engine":
+        return {"first record": "first", "last record": "last"}.get(line.strip())
+    cols = [x.strip() for x in line.split(",")]
+    if len(cols) < 7 or not re.match(r"\d{4}-", cols[0]):
+        return None
+    if "for share consumer" not in line:
+        return "last"
+    try:
+        return "first" if int(cols[5]) > 0 else None
+    except ValueError:
+        return None

@@ -13,6 +13,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import cost
+
 TEXT_DIR = Path(__file__).resolve().parent / "report"
 
 
@@ -60,7 +62,9 @@ KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_
         "connect_beyond_partitions", "connect_stalled_task_loss",
         "connect_task_change_gap_ms_share", "connect_task_change_gap_ms_classic",
         "connect_overhead", "latency_p99_share_vs_classic_worst",
-        "autoscale_drain_vs_fixed_max", "autoscale_task_seconds_vs_fixed_max"]
+        "autoscale_drain_vs_fixed_max", "autoscale_task_seconds_vs_fixed_max",
+        "cost_d_broker_cpu_share_vs_java_share", "cost_d_empty_share_fetch_share",
+        "cost_a_share_fetches_per_row", "cost_broker_jit_share_max"]
 
 # the record-lock window sharesink's defaults give on a broker with Kafka's limits
 SHARE_DEFAULT_WINDOW = 4000
@@ -82,6 +86,10 @@ TARGETS = {
     "latency_p99_share_vs_classic_worst": "<= 1 (at every rate where both keep up)",
     "autoscale_drain_vs_fixed_max": "<= 1.15 (issue 34)",
     "autoscale_task_seconds_vs_fixed_max": "<= 0.6 (issue 34)",
+    "cost_d_broker_cpu_share_vs_java_share": "<= 0.7 (issue 43)",
+    "cost_d_empty_share_fetch_share": "<= 0.1 (issue 43)",
+    "cost_a_share_fetches_per_row": "<= 0.5 (issue 43)",
+    "cost_broker_jit_share_max": "< 0.1 (issue 43: the windows measure warm brokers)",
 }
 
 
@@ -212,6 +220,11 @@ def derive(res: Dict[str, Any]) -> None:
     jc = _find(jr, "engine-copy", 1)
     res["engine_copy_vs_engine"] = _ratio(jc and jc["records_per_s"], je and je["records_per_s"])
     res["jni_vs_engine_copy"] = _ratio(jj and jj["records_per_s"], jc and jc["records_per_s"])
+    # what the runs cost the brokers per million records (bench/cost.py)
+    cost.derive(res)
+    for k in KEYS:
+        if k.startswith("cost_") and res.get(k) is None:
+            _set(res, k, None, "not measured in this run (its scenario or client did not run)")
     # Connect keys are set by connect.py; make sure each exists with a reason.
     for k in KEYS:
         if k not in res:
@@ -367,6 +380,12 @@ def write(res: Dict[str, Any], out: Path, docs: Path) -> None:
                       "broker connections per task", "s to RUNNING"], cs["scale_rows"])
     if (cs.get("autoscale") or {}).get("runs"):
         _autoscale_section(L, res, cs["autoscale"])
+    if res.get("cost"):
+        L.append("### What reading the records costs the brokers, per million records")
+        L.append("")
+        L.append(_t("cost_method", jit_max=cost.JIT_SHARE_MAX))
+        L.append("")
+        _md_table(L, cost.TABLE_HEADER, cost.table_rows(res))
     for note in cs.get("notes", []):
         L.append(f"- {note}")
     if not cs.get("rows"):
@@ -638,7 +657,7 @@ def findings(res: Dict[str, Any]) -> List[str]:
                             share=", ".join(f"{w['records_per_s']:,}" for w in shares),
                             jit=", ".join(str(w.get("broker_jit_cpu_s")) for w in shares))
         others = [(k, r) for k, r in cres.items()
-                  if k.startswith("d_share_") and r.get("records_per_s")]
+                  if k.startswith("d_share_") and isinstance(r, dict) and r.get("records_per_s")]
         for k, r in others:
             settings = ", ".join(f"`{a}={b}`" for a, b in (r.get("settings") or {}).items())
             txt += " " + _t("d_other_settings", settings=settings or "other settings",
@@ -908,6 +927,14 @@ def _verdict(k: str, v: Any, res: Dict) -> str:
             ok = v <= 1.15
         elif k == "autoscale_task_seconds_vs_fixed_max":
             ok = v <= 0.6
+        elif k == "cost_d_broker_cpu_share_vs_java_share":
+            ok = v <= 0.7
+        elif k == "cost_d_empty_share_fetch_share":
+            ok = v <= 0.1
+        elif k == "cost_a_share_fetches_per_row":
+            ok = v <= 0.5
+        elif k == "cost_broker_jit_share_max":
+            ok = v < cost.JIT_SHARE_MAX
         else:
             return ""
     except TypeError:

@@ -33,6 +33,8 @@ os.environ.setdefault("SHARESINK_PORT_BASE", "29500")
 from harness.cluster import Cluster, default_plugin_archive  # noqa: E402
 
 import consumers  # noqa: E402
+import jmx  # noqa: E402
+import proc  # noqa: E402
 import report  # noqa: E402
 
 OUT = ROOT / "target" / "bench"
@@ -45,7 +47,9 @@ class Ctx:
         self.quick = args.quick
         self.t0 = time.monotonic()
         self.cluster = Cluster(brokers=args.brokers)
-        self.engine_bin = ROOT / "rust" / "target" / "release" / "sharesink-bench"
+        # SHARESINK_BENCH_ENGINE_BIN: another build of the engine's bench (an A/B of engines)
+        self.engine_bin = Path(os.environ.get("SHARESINK_BENCH_ENGINE_BIN") or
+                               ROOT / "rust" / "target" / "release" / "sharesink-bench")
         self.krafka_bin = ROOT / "rust" / "target" / "release" / "bench-krafka-members"
         self.franz_bin = ROOT / "rust" / "target" / "release" / "bench-franz-members"
         self.franz_missing = os.environ.get("BENCH_FRANZ_MISSING",
@@ -63,6 +67,7 @@ class Ctx:
         # machine: five rounds in full mode make its median steadier.
         self.pair_rounds = max(3 if args.quick else 5, self.rounds)
         self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f,g").split(","))
+        self.jmx = jmx.Jmx(self.cluster, OUT, self.say)
 
     def say(self, msg: str) -> None:
         el = time.monotonic() - self.t0
@@ -82,6 +87,14 @@ class Ctx:
     def broker_pid(self) -> Optional[int]:
         rec = self.cluster._recorded("broker")
         return int(rec["pid"]) if rec else None
+
+    def broker_pids(self) -> Dict[str, Optional[int]]:
+        """Each broker's pid by name ("broker", or "broker-0".."broker-<n-1>")."""
+        out = {}
+        for i in range(self.cluster.brokers):
+            rec = self.cluster._recorded(self.cluster.broker_name(i))
+            out[self.cluster.broker_name(i)] = int(rec["pid"]) if rec else None
+        return out
 
 
 def machine() -> Dict[str, Any]:
@@ -184,11 +197,20 @@ def run_consumers(ctx: Ctx, res: Dict[str, Any], jni_only: bool = False) -> None
         c.delete_topic(topic)
 
 
+# clients whose cost to the brokers the consumer part counts (bench/cost.py): the brokers' CPU
+# by thread group and their requests over the client's whole run (its start and join included)
+COUNTED = ("engine", "java", "classic")
+
+
 def run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs) -> None:
     kind, m = item[0], item[1]
     ctx.step += 1
     group = f"{kind}-{size}-{m}m-{ctx.step}-{int(time.time())}"
     ctx.say(f"  {kind:8s} {m} member(s), {size} B: consuming {n:,} records ...")
+    counted = kind in COUNTED and len(item) == 2
+    if counted:
+        requests_before = ctx.jmx.broker_requests()
+        window = proc.CpuWindow(ctx.broker_pids())
     try:
         if kind == "engine":
             f = cons.engine(topic, group, n, m)
@@ -208,6 +230,9 @@ def run_one(ctx, cons, item, topic, size, n, rnd, runs, jni_runs) -> None:
         f = {"client": kind, "members": m, "error": f"{e.__class__.__name__}: {e}"}
     f["record_size"] = size
     f["round"] = rnd
+    if counted:
+        f.update({k: v for k, v in window.stop().items() if k.startswith("broker")})
+        f["broker_requests"] = jmx.requests_between(requests_before, ctx.jmx.broker_requests())
     if "error" in f:
         ctx.say(f"    FAILED: {f['error'][:400]}")
     else:
@@ -237,6 +262,9 @@ def main(argv=None) -> int:
     ap.add_argument("--brokers", type=int, default=1,
                     help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
                          "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")
+    ap.add_argument("--broker-config", default="",
+                    help="broker settings of an experiment, k=v,k=v (e.g. "
+                         "share.coordinator.append.linger.ms=10); recorded in results.json")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md and the chart from target/bench/results.json")
     a = ap.parse_args(argv)
@@ -253,10 +281,14 @@ def main(argv=None) -> int:
         report.derive(res)
         report.write(res, OUT, DOCS)
         return 0
+    if a.broker_config:
+        # read by the harness when it writes the brokers' properties
+        os.environ["SHARESINK_BROKER_PROPERTIES"] = a.broker_config
     ctx = Ctx(a)
     parts = set(a.parts.split(","))
     res: Dict[str, Any] = {"mode": "quick" if a.quick else "full", "machine": machine(),
-                           "parts": sorted(parts), "brokers": a.brokers}
+                           "parts": sorted(parts), "brokers": a.brokers,
+                           "broker_config": os.environ.get("SHARESINK_BROKER_PROPERTIES", "")}
     ctx.say(f"sharesink benchmarks ({res['mode']}); machine: {res['machine']['nproc']} cores "
             f"{res['machine']['cpu_model']}, {res['machine']['memory']}, load "
             f"{', '.join(f'{x:.1f}' for x in res['machine']['load_avg_at_start'])}")

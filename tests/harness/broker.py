@@ -46,6 +46,18 @@ MULTI_BROKER_STRIDE = 10
 MAX_BROKERS = 5
 
 
+def extra_broker_properties() -> Dict[str, str]:
+    """SHARESINK_BROKER_PROPERTIES ("k=v,k=v"): broker settings added to (or replacing) the
+    harness's, for an experiment on them (`bench/run.py --broker-config`)."""
+    out: Dict[str, str] = {}
+    for item in filter(None, os.environ.get("SHARESINK_BROKER_PROPERTIES", "").split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise HarnessError(f"SHARESINK_BROKER_PROPERTIES: {item!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
 class BrokerPorts(NamedTuple):
     plaintext: int
     controller: int
@@ -190,6 +202,8 @@ class Brokers:
                 "allow.everyone.if.no.acl.found": "true",
                 "super.users": f"User:ANONYMOUS;User:{SCRAM_USER}",
             })
+        # Broker settings of an experiment (the bench's --broker-config): "k=v,k=v".
+        props.update(extra_broker_properties())
         if sasl_ssl:
             jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             props.update({

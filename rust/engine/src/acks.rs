@@ -152,6 +152,9 @@ pub(crate) struct AckQueue {
     by_partition: BTreeMap<PartitionKey, Vec<PendingAck>>,
     /// Some queued ack needs to go out now (sync ack, renew), not with the next fetch.
     urgent: bool,
+    /// Records the caller settled (accept, release, reject) through this queue so far: with the
+    /// records its fetcher delivered, what the member still holds of that leader's partitions.
+    settled_by_caller: u64,
 }
 
 /// Acks taken out of the queue for one request, kept until its response arrives.
@@ -167,11 +170,32 @@ pub(crate) struct AcksInFlight {
 impl AckQueue {
     pub fn push(&mut self, key: PartitionKey, ack: PendingAck, urgent: bool) {
         self.urgent |= urgent || ack.code == AckKind::Renew as i8;
+        if ack.from_caller && (1..=3).contains(&ack.code) && ack.first <= ack.last {
+            self.settled_by_caller = self
+                .settled_by_caller
+                .saturating_add(range_len(ack.first, ack.last));
+        }
         self.by_partition.entry(key).or_default().push(ack);
     }
 
     pub fn is_empty(&self) -> bool {
         self.by_partition.is_empty()
+    }
+
+    /// Records of the caller's settling acks queued and not yet taken.
+    pub fn queued_settled_by_caller(&self) -> u64 {
+        self.by_partition
+            .values()
+            .flatten()
+            .filter(|a| a.from_caller && (1..=3).contains(&a.code) && a.first <= a.last)
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Records the caller has settled through this queue since it was made (each range counted
+    /// once, when queued; an ack resent after a lost request is not counted again).
+    pub fn settled_by_caller(&self) -> u64 {
+        self.settled_by_caller
     }
 
     pub fn is_urgent(&self) -> bool {
@@ -430,6 +454,33 @@ mod tests {
 
     fn pending(first: i64, last: i64, code: i8) -> PendingAck {
         PendingAck::from_caller(first, last, code, None)
+    }
+
+    #[test]
+    fn counts_the_records_the_caller_settled_once_each() {
+        let t = Uuid::from_u128(1);
+        let mut q = AckQueue::default();
+        q.push((t, 0), pending(0, 9, AckKind::Accept as i8), false);
+        q.push((t, 0), pending(10, 10, AckKind::Release as i8), false);
+        q.push((t, 0), pending(11, 20, AckKind::Renew as i8), false);
+        q.push((t, 0), PendingAck::from_engine(21, 29, GAP), false);
+        q.push(
+            (t, 0),
+            PendingAck::from_engine(30, 31, AckKind::Release as i8),
+            false,
+        );
+        assert_eq!(
+            q.settled_by_caller(),
+            11,
+            "renewals and the engine's own acks settle nothing"
+        );
+        let (_, in_flight) = q.take();
+        q.requeue(in_flight);
+        assert_eq!(
+            q.settled_by_caller(),
+            11,
+            "acks sent again are not counted again"
+        );
     }
 
     #[test]

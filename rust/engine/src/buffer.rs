@@ -75,6 +75,15 @@ impl DeliveryBuffer {
                 || self.queue.lock().expect("buffer").len() <= 1)
     }
 
+    /// Room for `records` more without passing the record cap (nor the byte cap): for fetches
+    /// that never bring more than they ask for (record_limit), whose records the cap bounds
+    /// strictly.
+    pub fn has_room_for(&self, records: usize) -> bool {
+        !self.stalled.load(SeqCst)
+            && self.bytes.load(SeqCst) < self.max_bytes
+            && self.records.load(SeqCst).saturating_add(records) <= self.max_records
+    }
+
     /// A `poll` starts: fetching resumes if a stall or an idle caller had stopped it. The
     /// returned guard marks the end of the poll when dropped.
     pub fn poll_started(&self, idle_after_ms: i64) -> PollGuard<'_> {

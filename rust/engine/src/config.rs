@@ -41,11 +41,17 @@ pub struct ConsumerConfig {
     /// completed when acknowledgements freed the window it waited for; it waited out its time.
     pub fetch_wait_initial: Duration,
     pub acquire_mode: AcquireMode,
+    /// Once a session knows its share-partitions' windows full, its caller's acks go on a
+    /// ShareAcknowledge with the next ShareFetch pipelined behind it, rather than riding on that
+    /// fetch (engine setting `share.fetch.acknowledge.first`, default true; see
+    /// `fetcher::send::send_next`).
+    pub acknowledge_first: bool,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
     /// Upper bound on records fetched but not yet handed to `poll` (engine setting
-    /// `share.buffer.max.records`, default 2 × `max.poll.records`), except that one batch may
-    /// exceed it (see `DeliveryBuffer::has_room`).
+    /// `share.buffer.max.records`, default 2 × `max.poll.records`, in `record_limit` mode
+    /// `max.poll.records`), except that in the default acquire mode one batch may exceed it (see
+    /// `DeliveryBuffer::has_room`, `Shared::wants_records`).
     pub max_buffered_records: usize,
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
@@ -96,6 +102,15 @@ fn parse_num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
 }
 
 impl ConsumerConfig {
+    /// How many records a fetch brings at most, when that is bounded: `max.poll.records` in
+    /// `record_limit` mode; None in the default mode, where a fetch brings whole log batches.
+    pub fn records_per_fetch_at_most(&self) -> Option<usize> {
+        match self.acquire_mode {
+            AcquireMode::RecordLimit => Some(self.max_poll_records.max(1) as usize),
+            AcquireMode::BatchOptimized => None,
+        }
+    }
+
     /// Reads the settings the engine knows; unknown keys are ignored.
     pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, EngineError> {
         let bootstrap = props
@@ -150,11 +165,27 @@ impl ConsumerConfig {
                 ))
             }
         };
+        let acknowledge_first = match props.get("share.fetch.acknowledge.first").map(|s| s.trim()) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => {
+                return Err(EngineError::config(
+                    "share.fetch.acknowledge.first",
+                    format!("`{other}` is not true or false"),
+                ))
+            }
+        };
         let security = Security::from_properties(props)?;
+        // record_limit: one poll ahead, so a caller stuck in a call holds at most one poll's
+        // worth more than that call took (see `Shared::wants_records`).
+        let buffered_polls = match acquire_mode {
+            AcquireMode::RecordLimit => 1,
+            AcquireMode::BatchOptimized => 2,
+        };
         let max_buffered_records = parse_num(
             props,
             "share.buffer.max.records",
-            2 * max_poll_records as usize,
+            buffered_polls * max_poll_records as usize,
             1,
             usize::MAX,
         )?;
@@ -192,6 +223,7 @@ impl ConsumerConfig {
             ),
             fetch_wait_initial: Duration::from_millis(fetch_wait_initial_ms.min(fetch_max_wait_ms)),
             acquire_mode,
+            acknowledge_first,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,

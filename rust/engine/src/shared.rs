@@ -130,8 +130,19 @@ impl Shared {
     }
 
     /// Whether a fetch may acquire more now: room in the buffer and a caller that polls.
+    ///
+    /// In `record_limit` mode (slow sinks: one put at a time, each of `max.poll.records`), room
+    /// for a whole fetch's ask within `share.buffer.max.records` (default `max.poll.records`):
+    /// the next poll's records are acquired while the caller's put runs, and no more, so a
+    /// caller stuck in a put holds at most one poll's worth more than the put took (with one
+    /// record per put: one record). Its buffer held two polls' worth before, as in the default
+    /// mode, where a fetch brings whole log batches and the cap is a soft one.
     pub fn wants_records(&self) -> bool {
-        self.buffer.has_room() && !self.buffer.caller_idle(self.caller_idle_after_ms())
+        let room = match self.config.records_per_fetch_at_most() {
+            Some(ask) => self.buffer.has_room_for(ask),
+            None => self.buffer.has_room(),
+        };
+        room && !self.buffer.caller_idle(self.caller_idle_after_ms())
     }
 
     pub fn route(&self, topic: &str, partition: i32) -> Option<Route> {
@@ -198,3 +209,75 @@ impl Shared {
 
 /// Where acks for one (topic, partition) go: its topic id and its leader's fetcher.
 pub(crate) type Route = (Uuid, Arc<FetcherHandle>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::Batch;
+
+    fn records(n: i64) -> Batch {
+        Batch::for_test("t", 0, (0..n).map(|o| (o, &b"v"[..])), 1_000)
+    }
+
+    /// The promise of `record_limit` mode (a slow sink, one put at a time): the next poll's
+    /// records are acquired while a put runs, and no more, so a task stuck in its put holds at
+    /// most one poll's worth more than the put took: one record with `max.poll.records` 1.
+    #[test]
+    fn a_record_limit_member_fetches_one_poll_ahead_and_no_further() {
+        let s = Shared::for_tests(
+            &[
+                ("share.acquire.mode", "record_limit"),
+                ("max.poll.records", "1"),
+            ],
+            2,
+        );
+        assert!(
+            s.wants_records(),
+            "the next record is fetched while a put runs"
+        );
+        s.buffer.push(records(1));
+        assert!(
+            !s.wants_records(),
+            "a task stuck in its put would hold two more records"
+        );
+        s.buffer.try_take().expect("the next put takes it");
+        assert!(s.wants_records());
+        // Several records per put: one put's worth ahead.
+        let s = Shared::for_tests(
+            &[
+                ("share.acquire.mode", "record_limit"),
+                ("max.poll.records", "10"),
+            ],
+            2,
+        );
+        s.buffer.push(records(3));
+        assert!(
+            !s.wants_records(),
+            "10 more would pass one put's worth ahead"
+        );
+        // An operator's larger buffer is theirs to choose.
+        let s = Shared::for_tests(
+            &[
+                ("share.acquire.mode", "record_limit"),
+                ("max.poll.records", "1"),
+                ("share.buffer.max.records", "3"),
+            ],
+            2,
+        );
+        s.buffer.push(records(1));
+        s.buffer.push(records(1));
+        assert!(s.wants_records());
+        s.buffer.push(records(1));
+        assert!(!s.wants_records());
+    }
+
+    /// The default mode keeps its soft cap: one batch past it leaves room for the next fetch.
+    #[test]
+    fn a_batch_optimized_member_keeps_one_fetch_in_flight_past_the_cap() {
+        let s = Shared::for_tests(&[("max.poll.records", "2")], 2);
+        s.buffer.push(records(10));
+        assert!(s.wants_records());
+        s.buffer.push(records(10));
+        assert!(!s.wants_records());
+    }
+}

@@ -92,6 +92,90 @@ pub(super) struct Script {
     pub partition_errors: HashMap<i32, (i16, i16)>,
     /// Extra delay before each answer.
     pub delay: Duration,
+    /// Records to hand out; without it every ShareFetch comes back without records.
+    pub log: Option<Log>,
+}
+
+/// An endless log behind every partition of the session, handed out as a share-partition leader
+/// does: from the next offset not yet handed out, at most `window` records held (acquired and
+/// not settled) per partition, and either whole log batches of `batch` records until the ask is
+/// met (the default acquire mode) or exactly the ask (`record_limit`).
+pub(super) struct Log {
+    pub batch: i64,
+    pub window: i64,
+    pub whole_batches: bool,
+    /// Per partition: the next offset to hand out, and the records held.
+    pub next: BTreeMap<i32, i64>,
+    pub held: BTreeMap<i32, i64>,
+}
+
+impl Log {
+    pub fn new(batch: i64, window: i64, whole_batches: bool) -> Log {
+        Log {
+            batch,
+            window,
+            whole_batches,
+            next: BTreeMap::new(),
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Settles what a request acknowledges (accept, release, reject; a released record is not
+    /// handed out again here).
+    fn settle(&mut self, partition: i32, first: i64, last: i64, types: &[i8]) {
+        if types.iter().any(|t| (1..=3).contains(t)) {
+            let held = self.held.entry(partition).or_default();
+            *held = (*held - (last - first + 1)).max(0);
+        }
+    }
+
+    /// The records one partition hands out for an ask of `max_records`: (first, last).
+    fn take(&mut self, partition: i32, max_records: i64) -> Option<(i64, i64)> {
+        let held = *self.held.get(&partition).unwrap_or(&0);
+        if max_records <= 0 || held >= self.window {
+            return None;
+        }
+        let first = *self.next.get(&partition).unwrap_or(&0);
+        let n = if self.whole_batches {
+            ((max_records + self.batch - 1) / self.batch).max(1) * self.batch
+        } else {
+            max_records
+        };
+        self.next.insert(partition, first + n);
+        self.held.insert(partition, held + n);
+        Some((first, first + n - 1))
+    }
+}
+
+/// A record batch of offsets first..=last, one byte values.
+fn encoded(first: i64, last: i64) -> Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let records: Vec<Record> = (first..=last)
+        .map(|offset| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            sequence: offset as i32,
+            timestamp: 1_000,
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: Default::default(),
+            delete_horizon: false,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &opts).unwrap();
+    buf.freeze()
 }
 
 pub(super) struct FakeLeader {
@@ -234,6 +318,30 @@ fn answer(
             if r.share_session_epoch == -1 {
                 session.clear();
             }
+            // Records from the log, partition by partition, until the ask is met.
+            let mut handed: BTreeMap<(Uuid, i32), (i64, i64)> = BTreeMap::new();
+            if let Some(log) = script.log.as_mut() {
+                for t in &r.topics {
+                    for p in &t.partitions {
+                        for b in &p.acknowledgement_batches {
+                            log.settle(
+                                p.partition_index,
+                                b.first_offset,
+                                b.last_offset,
+                                &b.acknowledge_types,
+                            );
+                        }
+                    }
+                }
+                let mut ask = i64::from(r.max_records);
+                for key in session.iter() {
+                    if let Some((first, last)) = log.take(key.1, ask) {
+                        handed.insert(*key, (first, last));
+                        partitions.entry(*key).or_insert(false);
+                        ask -= last - first + 1;
+                    }
+                }
+            }
             let mut by_topic: BTreeMap<Uuid, Vec<kfr::PartitionData>> = BTreeMap::new();
             for ((topic, partition), acked) in partitions {
                 let (fetch, ack) = script
@@ -241,12 +349,18 @@ fn answer(
                     .get(&partition)
                     .copied()
                     .unwrap_or((NONE, NONE));
-                by_topic.entry(topic).or_default().push(
-                    kfr::PartitionData::default()
-                        .with_partition_index(partition)
-                        .with_error_code(fetch)
-                        .with_acknowledge_error_code(if acked { ack } else { NONE }),
-                );
+                let mut data = kfr::PartitionData::default()
+                    .with_partition_index(partition)
+                    .with_error_code(fetch)
+                    .with_acknowledge_error_code(if acked { ack } else { NONE });
+                if let Some((first, last)) = handed.get(&(topic, partition)) {
+                    data.records = Some(encoded(*first, *last));
+                    data.acquired_records = vec![kfr::AcquiredRecords::default()
+                        .with_first_offset(*first)
+                        .with_last_offset(*last)
+                        .with_delivery_count(1)];
+                }
+                by_topic.entry(topic).or_default().push(data);
             }
             response.responses = by_topic
                 .into_iter()
@@ -261,6 +375,20 @@ fn answer(
         Seen::Ack(r) => {
             if r.share_session_epoch == -1 {
                 session.clear();
+            }
+            if let Some(log) = script.log.as_mut() {
+                for t in &r.topics {
+                    for p in &t.partitions {
+                        for b in &p.acknowledgement_batches {
+                            log.settle(
+                                p.partition_index,
+                                b.first_offset,
+                                b.last_offset,
+                                &b.acknowledge_types,
+                            );
+                        }
+                    }
+                }
             }
             let response = ShareAcknowledgeResponse::default().with_responses(
                 r.topics

@@ -28,6 +28,8 @@ mod send;
 #[cfg(test)]
 mod session_tests;
 mod stall;
+#[cfg(test)]
+mod window_tests;
 
 use receive::handle_response;
 use send::send_next;
@@ -53,6 +55,8 @@ struct InFlight {
     sent_wall_ms: i64,
     /// A ShareFetch that asked for records (not one that only carried acks).
     asked_records: bool,
+    /// What the member held of this leader's partitions when it was sent (`Session::held`).
+    held: u64,
 }
 
 struct Session {
@@ -88,12 +92,45 @@ struct Session {
     /// DEBUG until [`SESSION_ERRORS_BEFORE_WARN`] in a row show it does not heal. Kept across
     /// reopenings; a response without a session error ends the run.
     session_errors: u32,
+    /// Records this fetcher has delivered (all sessions): less what the caller settled through
+    /// its ack queue, what the member holds here (`held`).
+    delivered: u64,
+    /// What the member held here when a fetch without acks, after one that took whole log
+    /// batches past its ask, came back empty: the share-partitions' record-lock windows were
+    /// full at that much. While the member holds as much again, another such fetch would come
+    /// back empty too, and is not sent (`send::window_full`). Forgotten when the session is
+    /// reopened, or when a fetch sent at that much brought records after all.
+    full_at: Option<u64>,
 }
 
 /// Session errors in a row after which one WARN says the share session does not heal.
 const SESSION_ERRORS_BEFORE_WARN: u32 = 5;
 
 impl Session {
+    /// Records the member holds of what this fetcher delivered: delivered, less settled by the
+    /// caller. Records it holds otherwise (expired, released unpolled, acknowledged through
+    /// another leader after a move) make this too high by a steady amount, which the window
+    /// test (`full_at`) compares against a figure taken the same way.
+    fn held(&self, me: &FetcherHandle) -> u64 {
+        let settled = me.acks.lock().expect("acks").settled_by_caller();
+        self.delivered.saturating_sub(settled)
+    }
+
+    /// What an answered ShareFetch that asked for records says of the record-lock windows: one
+    /// sent without acks, after a fetch that took whole log batches past its ask, that came
+    /// back empty while the member held records found them full at what the member held then;
+    /// one sent holding as much that brought records found them larger than that.
+    fn fetch_answered(&mut self, carried_acks: bool, held: u64, records: usize, holds: bool) {
+        if carried_acks {
+            return;
+        }
+        if records == 0 && self.left_more && holds {
+            self.full_at = Some(self.full_at.map_or(held, |at| at.min(held)));
+        } else if records > 0 && self.full_at.is_some_and(|at| held >= at) {
+            self.full_at = None;
+        }
+    }
+
     fn next_epoch(&mut self) -> i32 {
         let current = self.epoch;
         // Wraps from i32::MAX to 1, never back to 0 (which would open a new session).
@@ -109,6 +146,7 @@ impl Session {
         self.empty_fetches = 0;
         self.caught_up = false;
         self.left_more = false;
+        self.full_at = None;
         if drop_connection {
             self.conn = None;
         }
@@ -133,6 +171,8 @@ pub(crate) async fn run(
         missing: Default::default(),
         lost: BTreeMap::new(),
         session_errors: 0,
+        delivered: 0,
+        full_at: None,
     };
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
@@ -337,6 +377,68 @@ async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Sessio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn session() -> Session {
+        Session {
+            conn: None,
+            epoch: 1,
+            generation: 0,
+            partitions: BTreeSet::new(),
+            quiet_until: None,
+            empty_fetches: 0,
+            caught_up: false,
+            left_more: false,
+            missing: Default::default(),
+            lost: BTreeMap::new(),
+            session_errors: 0,
+            delivered: 0,
+            full_at: None,
+        }
+    }
+
+    #[test]
+    fn only_an_empty_fetch_without_acks_after_a_backlogged_one_says_the_windows_are_full() {
+        let mut s = session();
+        // The last fetch with records read to the end of the log, or took its ask only
+        // (record_limit): an empty one says nothing of the windows.
+        s.fetch_answered(false, 4800, 0, true);
+        assert_eq!(s.full_at, None);
+        s.left_more = true;
+        // Carrying acks, the windows it found were not the ones the member holds now.
+        s.fetch_answered(true, 4800, 0, true);
+        assert_eq!(s.full_at, None);
+        // Holding nothing, the member was at the end of the log.
+        s.fetch_answered(false, 0, 0, false);
+        assert_eq!(s.full_at, None);
+        s.fetch_answered(false, 4800, 0, true);
+        assert_eq!(s.full_at, Some(4800));
+        assert!(send::window_full(&s, 4800) && send::window_full(&s, 9000));
+        assert!(
+            !send::window_full(&s, 4799),
+            "acks freed part of the windows"
+        );
+        // The lowest holding found full is the bound.
+        s.fetch_answered(false, 5000, 0, true);
+        assert_eq!(s.full_at, Some(4800));
+        // A fetch that brought records holding less says nothing more.
+        s.fetch_answered(false, 2000, 500, true);
+        assert_eq!(s.full_at, Some(4800));
+        // One sent holding that much that brought records: the windows are larger.
+        s.fetch_answered(false, 4800, 500, true);
+        assert_eq!(s.full_at, None);
+        // A new session learns again.
+        s.fetch_answered(false, 4800, 0, true);
+        s.reset(false);
+        assert_eq!(s.full_at, None);
+        s.left_more = true;
+        s.full_at = Some(10);
+        assert!(send::window_full(&s, 10));
+        s.left_more = false;
+        assert!(
+            !send::window_full(&s, 10),
+            "the last fetch took only its ask"
+        );
+    }
 
     #[test]
     fn the_loop_never_wakes_for_an_instant_already_past() {

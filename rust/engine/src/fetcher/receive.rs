@@ -41,6 +41,7 @@ pub(super) fn handle_response(
         sent_at,
         sent_wall_ms,
         asked_records,
+        held,
         ..
     } = done;
     let body = match result {
@@ -75,6 +76,7 @@ pub(super) fn handle_response(
                     generation,
                     wall_ms: sent_wall_ms,
                     asked_records,
+                    held,
                 },
                 response,
             )
@@ -224,6 +226,8 @@ struct FetchSent {
     wall_ms: i64,
     /// It asked for records (not only carried acks).
     asked_records: bool,
+    /// What the member held of this leader's partitions then (`Session::held`).
+    held: u64,
 }
 
 fn handle_fetch(
@@ -239,7 +243,9 @@ fn handle_fetch(
         generation,
         wall_ms: sent_wall_ms,
         asked_records,
+        held,
     } = sent;
+    let carried_acks = acks.len() > 0;
     if response.error_code != NONE {
         let message = response.error_message.map(|m| m.to_string());
         return top_level_error(
@@ -370,6 +376,8 @@ fn handle_fetch(
     // Partitions with acks but absent from the response had nothing to report: applied.
     acks.resolve_all((NONE, None));
     if asked_records {
+        let holds = super::send::holds_records(shared);
+        session.fetch_answered(carried_acks, held, batch.len(), holds);
         session.caught_up = read_to_the_end(batch.len(), shared.config.max_poll_records);
         if !batch.is_empty() {
             session.left_more = took_past_the_ask(batch.len(), shared.config.max_poll_records);
@@ -411,6 +419,7 @@ fn handle_fetch(
             .bytes_fetched
             .fetch_add(batch.payload_bytes() as u64, Relaxed);
         shared.metrics.records_buffered.fetch_add(n as i64, Relaxed);
+        session.delivered = session.delivered.saturating_add(n);
         trace!(node = me.node_id, records = n, "fetched");
         shared.buffer.push(batch);
     }
@@ -585,6 +594,8 @@ mod tests {
             missing: Default::default(),
             lost: Default::default(),
             session_errors: 0,
+            delivered: 0,
+            full_at: None,
         }
     }
 

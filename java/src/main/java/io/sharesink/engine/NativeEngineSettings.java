@@ -47,6 +47,7 @@ public final class NativeEngineSettings {
           "share.acquire.mode",
           "share.fetch.max.wait.held.ms",
           "share.fetch.wait.initial.ms",
+          "share.fetch.acknowledge.first",
           "share.buffer.max.records",
           "share.buffer.max.bytes",
           "share.buffer.hold.max.ms",
