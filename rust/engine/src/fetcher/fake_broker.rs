@@ -92,7 +92,13 @@ pub(super) struct Script {
     pub partition_errors: HashMap<i32, (i16, i16)>,
     /// Extra delay before each answer.
     pub delay: Duration,
+    /// Partition → records to serve once, by the next ShareFetch asking for records while the
+    /// partition is in the session.
+    pub records: HashMap<i32, Served>,
 }
+
+/// Record batches and the ranges (first, last) acquired in them.
+pub(super) type Served = (Bytes, Vec<(i64, i64)>);
 
 pub(super) struct FakeLeader {
     pub addr: String,
@@ -234,6 +240,15 @@ fn answer(
             if r.share_session_epoch == -1 {
                 session.clear();
             }
+            let mut served: HashMap<(Uuid, i32), Served> = HashMap::new();
+            if r.max_records > 0 {
+                for key in session.iter() {
+                    if let Some(records) = script.records.remove(&key.1) {
+                        partitions.entry(*key).or_insert(false);
+                        served.insert(*key, records);
+                    }
+                }
+            }
             let mut by_topic: BTreeMap<Uuid, Vec<kfr::PartitionData>> = BTreeMap::new();
             for ((topic, partition), acked) in partitions {
                 let (fetch, ack) = script
@@ -241,11 +256,24 @@ fn answer(
                     .get(&partition)
                     .copied()
                     .unwrap_or((NONE, NONE));
+                let (records, acquired) = served.remove(&(topic, partition)).unwrap_or_default();
                 by_topic.entry(topic).or_default().push(
                     kfr::PartitionData::default()
                         .with_partition_index(partition)
                         .with_error_code(fetch)
-                        .with_acknowledge_error_code(if acked { ack } else { NONE }),
+                        .with_acknowledge_error_code(if acked { ack } else { NONE })
+                        .with_records((!records.is_empty()).then_some(records))
+                        .with_acquired_records(
+                            acquired
+                                .into_iter()
+                                .map(|(first, last)| {
+                                    kfr::AcquiredRecords::default()
+                                        .with_first_offset(first)
+                                        .with_last_offset(last)
+                                        .with_delivery_count(1)
+                                })
+                                .collect(),
+                        ),
                 );
             }
             response.responses = by_topic
