@@ -293,6 +293,15 @@ impl MemoryCharge {
         Ok(())
     }
 
+    /// What the current record batch may still take before its allowance is spent.
+    pub fn batch_left(&self) -> usize {
+        let allowance = match &self.member {
+            Some(member) => member.batch_allowance().0,
+            None => MAX_DECOMPRESSED_BATCH_BYTES,
+        };
+        allowance.saturating_sub(self.batch_bytes)
+    }
+
     /// Takes `n` bytes that belong to no record batch (the response's own bytes, the vector
     /// of its records): held to the member's and the worker's bounds only.
     pub fn charge_held(&mut self, n: usize) -> Result<(), Shortfall> {

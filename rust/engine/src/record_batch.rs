@@ -116,11 +116,18 @@ pub(crate) struct DecodedRecord {
 pub(crate) trait Budget {
     /// Takes `n` bytes before they are allocated.
     fn take(&mut self, n: usize) -> Result<(), Shortfall>;
+
+    /// What one batch may still take at most (a buffer grows no further than that).
+    fn left(&self) -> usize;
 }
 
 impl Budget for MemoryCharge {
     fn take(&mut self, n: usize) -> Result<(), Shortfall> {
         self.charge(n)
+    }
+
+    fn left(&self) -> usize {
+        self.batch_left()
     }
 }
 
@@ -136,6 +143,10 @@ impl Budget for Cap {
             bound: crate::memory::Bound::Decompressed,
         })?;
         Ok(())
+    }
+
+    fn left(&self) -> usize {
+        self.0
     }
 }
 
@@ -215,7 +226,8 @@ pub(crate) fn decompress(
 
 /// Reads a decompressing stream to its end into a buffer that grows only by what `budget`
 /// granted first. It grows by half its size each time (not double: what is charged is the
-/// buffer's capacity, which so stays within 1.5× what the batch decompresses to).
+/// buffer's capacity, which so stays within 1.5× what the batch decompresses to), and never
+/// past what the budget has left for the batch, so a batch just within its allowance fits.
 fn read_bounded(
     mut decoder: impl std::io::Read,
     compressed_len: usize,
@@ -232,7 +244,8 @@ fn read_bounded(
     let mut out: Vec<u8> = Vec::new();
     let mut next: Option<u8> = None;
     loop {
-        let grow = (out.capacity() / 2).max(first);
+        // At least a byte: with nothing left the budget refuses it.
+        let grow = (out.capacity() / 2).max(first).min(budget.left()).max(1);
         budget.take(grow)?;
         out.reserve_exact(grow);
         out.extend(next.take());
