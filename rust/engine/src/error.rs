@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
 
-use crate::memory::MEMBER_BOUND_KEY;
+use crate::memory::{MEMBER_BOUND_KEY, WORKER_BOUND_PROPERTY};
 use crate::protocol::error_codes;
 
 /// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type
@@ -112,7 +112,8 @@ pub enum EngineError {
         "records of {topic}-{partition} from offset {offset} do not fit in this member's memory: \
          {reason}; the member stopped and released its records, which the share group delivers \
          again (and archives after share.delivery.count.limit deliveries); if such record \
-         batches are expected, raise {MEMBER_BOUND_KEY}"
+         batches are expected, raise that bound ({MEMBER_BOUND_KEY} for one member, \
+         {WORKER_BOUND_PROPERTY} for the worker)"
     )]
     MemoryBound {
         topic: String,

@@ -137,9 +137,10 @@ impl std::fmt::Display for Shortfall {
             Shortfall::Batch { allowance, bound } => {
                 let of = match bound {
                     Bound::Member => format!("half of this member's bound {MEMBER_BOUND_KEY}"),
-                    Bound::Worker => {
-                        format!("half of the worker's bound {WORKER_BOUND_PROPERTY}")
-                    }
+                    Bound::Worker => format!(
+                        "an eighth of the worker's bound {WORKER_BOUND_PROPERTY}: half of what \
+                         one member may hold of it"
+                    ),
                     Bound::Decompressed => "the engine's cap on one decompressed batch".into(),
                 };
                 write!(
