@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import Cluster, Rest
+from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import (FILE_SINK, STRING_CONVERTER, LogMark, Progress, Sampler, connector_trace,
                      delete_connector, file_line_count, record_figures, share_config,
                      start_connector, task_states, uniq, wait_for)
@@ -71,14 +71,16 @@ def bounded_worker(cluster: Cluster, worker: Rest):
     """Worker 0 with its heap committed up front and a native bound of WORKER_BOUND; worker 0
     as the session started it afterwards."""
     heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
+    archive = default_plugin_archive()
     cluster.stop_worker(0)
     try:
-        cluster.start_worker(0, jvm_opts=[f"-Xms{heap}", "-XX:+AlwaysPreTouch",
-                                          f"-Dsharesink.engine.memory.max.bytes={WORKER_BOUND}"])
+        cluster.start_worker(0, plugin_archive=archive, jvm_opts=[
+            f"-Xms{heap}", "-XX:+AlwaysPreTouch",
+            f"-Dsharesink.engine.memory.max.bytes={WORKER_BOUND}"])
         yield worker
     finally:
         cluster.stop_worker(0)
-        cluster.start_worker(0)
+        cluster.start_worker(0, plugin_archive=archive)
 
 
 def test_hostile_records_fail_only_their_own_connector(cluster: Cluster, bounded_worker: Rest):
