@@ -152,6 +152,8 @@ stage_broker() {
     echo "broker tests failed: engine exit $engine_rc, Java exit $java_rc (build/java-broker-tests.log)" >&2
     exit 1
   fi
+  log "Engine under hostile records (memory bounds; a process of its own, one test at a time)"
+  cargo test -p sharesink-engine --features broker-tests --test broker_memory -- --test-threads=1
   log "Engine across a broker restart"
   cargo test -p sharesink-engine --features broker-tests --test broker_restart
 }

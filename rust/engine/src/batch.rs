@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::acks::{Ack, AckKind};
+use crate::memory::{MemberMemory, MemoryCharge};
 use bytes::Bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +61,14 @@ pub(crate) struct StoredRecord {
 
 /// What the records of a batch point into: the response's record buffers (or the decompressed
 /// ones), their topics and their headers. Shared, never changed, once the batch is complete:
-/// a split batch's halves hold the same data.
-#[derive(Debug, Default, Clone)]
+/// a split batch's halves hold the same data. `memory` is what all of it (and the records of
+/// the batch) was charged to its member: given back when the last half is dropped.
+#[derive(Debug, Default)]
 pub(crate) struct RecordData {
     pub buffers: Vec<Bytes>,
     pub topics: Vec<Arc<str>>,
     pub headers: Vec<StoredHeader>,
+    pub memory: MemoryCharge,
 }
 
 impl RecordData {
@@ -249,10 +252,27 @@ impl Batch {
         self.records.is_empty()
     }
 
-    /// The records and their data, to be filled by the fetcher. The data is not shared yet (a
-    /// batch is split only once complete); were it shared, it would be copied, not changed.
+    /// An empty batch whose records, and what they point into, are charged to `memory`.
+    pub(crate) fn charged_to(memory: Arc<MemberMemory>) -> Batch {
+        Batch {
+            data: Arc::new(RecordData {
+                memory: MemoryCharge::new(memory),
+                ..RecordData::default()
+            }),
+            ..Batch::default()
+        }
+    }
+
+    /// The records and their data, to be filled by the fetcher. The data is not shared yet: a
+    /// batch is split only once complete.
     pub(crate) fn parts_mut(&mut self) -> (&mut Vec<StoredRecord>, &mut RecordData) {
-        (&mut self.records, Arc::make_mut(&mut self.data))
+        let data = Arc::get_mut(&mut self.data).expect("a batch being filled is not shared");
+        (&mut self.records, data)
+    }
+
+    /// Bytes charged for this batch's records and data (all halves of a split batch together).
+    pub fn memory_bytes(&self) -> usize {
+        self.data.memory.bytes()
     }
 
     pub fn payload_bytes(&self) -> usize {

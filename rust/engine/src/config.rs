@@ -56,6 +56,11 @@ pub struct ConsumerConfig {
     /// Upper bound on bytes fetched but not yet handed to `poll` (`share.buffer.max.bytes`,
     /// default `fetch.max.bytes`).
     pub max_buffered_bytes: usize,
+    /// Upper bound on the decoded bytes this member holds: the response being decoded, the
+    /// buffer, and what `poll` handed out and the caller still holds (`share.memory.max.bytes`,
+    /// default 4 × the larger of `fetch.max.bytes` and `share.buffer.max.bytes`, at least
+    /// 1 MiB; at most a quarter of the worker's bound applies; see `memory`).
+    pub max_memory_bytes: usize,
     /// How long batches may wait in the buffer while the caller does not poll
     /// (`share.buffer.hold.max.ms`, default 900000 = the Java driver's
     /// `share.task.stuck.timeout.ms`). Until then their locks are renewed (each release would
@@ -196,6 +201,13 @@ impl ConsumerConfig {
             1,
             usize::MAX,
         )?;
+        let max_memory_bytes = parse_num(
+            props,
+            crate::memory::MEMBER_BOUND_KEY,
+            4usize.saturating_mul(max_buffered_bytes.max(fetch_max_bytes as usize)),
+            1 << 20,
+            usize::MAX,
+        )?;
         let buffer_hold_max_ms: u64 = parse_num(
             props,
             "share.buffer.hold.max.ms",
@@ -227,6 +239,7 @@ impl ConsumerConfig {
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,
+            max_memory_bytes,
             buffer_hold_max: Duration::from_millis(buffer_hold_max_ms),
             close_timeout: Duration::from_millis(close_timeout_ms),
             partition_stall: Duration::from_millis(partition_stall_ms),
@@ -262,6 +275,7 @@ mod tests {
         assert_eq!(c.fetch_wait_initial, Duration::from_millis(5));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
+        assert_eq!(c.max_memory_bytes, 200 * 1024 * 1024);
         assert_eq!(c.buffer_hold_max, Duration::from_secs(900));
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));
@@ -287,6 +301,8 @@ mod tests {
             ("request.timeout.ms", "0"),
             ("share.buffer.hold.max.ms", "-1"),
             ("share.buffer.hold.max.ms", "soon"),
+            ("share.memory.max.bytes", "1000"), // below 1 MiB
+            ("share.memory.max.bytes", "-1"),
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {

@@ -19,6 +19,7 @@ use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::membership::{self, Assignment, Subscription};
+use crate::memory::MemoryPool;
 use crate::metrics::MetricsSnapshot;
 use crate::probe::api_versions;
 use crate::protocol::error_codes;
@@ -37,8 +38,21 @@ pub struct ShareConsumer {
 
 impl ShareConsumer {
     /// Connects, checks the broker's share-group API versions and joins the group. Returns
-    /// once the join is under way; records flow after the first assignment.
+    /// once the join is under way; records flow after the first assignment. The member's
+    /// records are bounded by its own `share.memory.max.bytes` only: see
+    /// [`ShareConsumer::start_in`] for members that share a worker's memory.
     pub async fn start(config: ConsumerConfig, topics: Vec<String>) -> Result<Self, EngineError> {
+        Self::start_in(config, topics, MemoryPool::unbounded()).await
+    }
+
+    /// [`ShareConsumer::start`] for a member of `pool`: what the records of all its members
+    /// hold together stays within the pool's limit (one pool per worker), and this member holds
+    /// at most a quarter of it.
+    pub async fn start_in(
+        config: ConsumerConfig,
+        topics: Vec<String>,
+        pool: Arc<MemoryPool>,
+    ) -> Result<Self, EngineError> {
         check_topics(&topics)?;
         let cluster = Cluster::new(
             config.bootstrap_servers.clone(),
@@ -86,6 +100,7 @@ impl ShareConsumer {
             cluster,
             share_fetch_version,
             share_acknowledge_version,
+            pool,
         ));
         let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
         let closing_rx = shared.lifecycle.closing.subscribe();
@@ -354,7 +369,9 @@ impl ShareConsumer {
     }
 
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.shared.metrics.snapshot()
+        let mut snapshot = self.shared.metrics.snapshot();
+        snapshot.memory_bytes = self.shared.memory.used() as u64;
+        snapshot
     }
 
     /// Tests only: the next fetcher to run its loop panics with `message`, so a test can watch

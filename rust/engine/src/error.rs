@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
 
+use crate::memory::{MEMBER_BOUND_KEY, WORKER_BOUND_PROPERTY};
 use crate::protocol::error_codes;
 
 /// Stable classification of an [`EngineError`]; the JNI layer maps it to a Java exception type
@@ -22,11 +23,13 @@ pub enum ErrorKind {
     Timeout,
     Closed,
     Internal,
+    /// Input that would pass a memory bound: the member stopped (see `memory`).
+    Resource,
 }
 
 impl ErrorKind {
     /// Every kind, for the JNI layer's check that Java knows each name.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Config,
         ErrorKind::Connection,
         ErrorKind::Authentication,
@@ -36,6 +39,7 @@ impl ErrorKind {
         ErrorKind::Timeout,
         ErrorKind::Closed,
         ErrorKind::Internal,
+        ErrorKind::Resource,
     ];
 }
 
@@ -52,6 +56,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "TIMEOUT",
             ErrorKind::Closed => "CLOSED",
             ErrorKind::Internal => "INTERNAL",
+            ErrorKind::Resource => "RESOURCE",
         }
     }
 }
@@ -100,6 +105,22 @@ pub enum EngineError {
 
     #[error("internal error: {0}")]
     Internal(String),
+
+    /// A record batch that would pass a memory bound on its own: the member stopped and its
+    /// records went back to the share group (see `memory`).
+    #[error(
+        "records of {topic}-{partition} from offset {offset} do not fit in this member's memory: \
+         {reason}; the member stopped and released its records, which the share group delivers \
+         again (and archives after share.delivery.count.limit deliveries); if such record \
+         batches are expected, raise that bound ({MEMBER_BOUND_KEY} for one member, \
+         {WORKER_BOUND_PROPERTY} for the worker)"
+    )]
+    MemoryBound {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        reason: String,
+    },
 }
 
 impl EngineError {
@@ -138,6 +159,7 @@ impl EngineError {
             EngineError::Timeout { .. } => ErrorKind::Timeout,
             EngineError::Closed => ErrorKind::Closed,
             EngineError::Internal(_) | EngineError::TaskFailed { .. } => ErrorKind::Internal,
+            EngineError::MemoryBound { .. } => ErrorKind::Resource,
         }
     }
 
@@ -178,6 +200,17 @@ impl EngineError {
             EngineError::TaskFailed { task, message } => EngineError::TaskFailed {
                 task,
                 message: message.clone(),
+            },
+            EngineError::MemoryBound {
+                topic,
+                partition,
+                offset,
+                reason,
+            } => EngineError::MemoryBound {
+                topic: topic.clone(),
+                partition: *partition,
+                offset: *offset,
+                reason: reason.clone(),
             },
         }
     }

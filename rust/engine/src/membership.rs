@@ -118,6 +118,10 @@ pub(crate) async fn run(
         match heartbeat(&shared, &conn, epoch, send_topics).await {
             Ok(response) => match response.error_code {
                 NONE => {
+                    shared
+                        .metrics
+                        .heartbeats
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     subscription_unsent = false;
                     if epoch == 0 {
                         info!(member_id = %shared.member_id, epoch = response.member_epoch, "joined share group");

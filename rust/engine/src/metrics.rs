@@ -36,6 +36,11 @@ pub(crate) struct Metrics {
     /// Record batches that could not be read (CRC, compression, framing); their acquired
     /// records were released, the rest of the response delivered.
     pub corrupt_batches: AtomicU64,
+    /// Acquired records released undecoded because decoding them would have passed the
+    /// member's or the worker's memory bound while memory was held (see `memory`).
+    pub records_released_memory: AtomicU64,
+    /// Heartbeats the coordinator answered without error.
+    pub heartbeats: AtomicU64,
 }
 
 impl Metrics {
@@ -107,6 +112,9 @@ impl Metrics {
             acks_resent: self.acks_resent.load(Relaxed),
             ack_conflicts: self.ack_conflicts.load(Relaxed),
             corrupt_batches: self.corrupt_batches.load(Relaxed),
+            records_released_memory: self.records_released_memory.load(Relaxed),
+            heartbeats: self.heartbeats.load(Relaxed),
+            memory_bytes: 0,
         }
     }
 }
@@ -156,4 +164,12 @@ pub struct MetricsSnapshot {
     pub ack_conflicts: u64,
     /// Record batches that could not be read; their acquired records were released.
     pub corrupt_batches: u64,
+    /// Acquired records released undecoded because the member's or the worker's memory was
+    /// held (each costs a delivery attempt); see `share.memory.max.bytes`.
+    pub records_released_memory: u64,
+    /// Heartbeats the group coordinator answered without error.
+    pub heartbeats: u64,
+    /// Decoded bytes the member holds now: the response being decoded, the buffer, and the
+    /// batches polled and not yet dropped.
+    pub memory_bytes: u64,
 }

@@ -10,6 +10,7 @@ use kafka_protocol::compression::{self as codec, Decompressor};
 
 use crate::batch::{RecordData, Span, StoredHeader, TimestampType};
 use crate::error::EngineError;
+use crate::memory::{reserve_one, MemoryCharge, Shortfall};
 
 pub(crate) const HEADER_LEN: usize = 61;
 const LENGTH_AT: usize = 8;
@@ -111,69 +112,160 @@ pub(crate) struct DecodedRecord {
     pub headers: (u32, u32),
 }
 
-/// Largest decompressed size accepted for one record batch. A valid gzip, lz4 or zstd stream
-/// can expand by 1000× (zstd run-length blocks: over 30000×), so without a cap a small
-/// crafted batch could make the engine allocate without limit. Real batches are far smaller
-/// (producers cut batches at `batch.size`, brokers at `message.max.bytes`).
-pub(crate) const MAX_DECOMPRESSED_BATCH_BYTES: usize = 256 * 1024 * 1024;
+/// Where decoding takes its memory from: a member's [`MemoryCharge`], or a plain cap.
+pub(crate) trait Budget {
+    /// Takes `n` bytes before they are allocated.
+    fn take(&mut self, n: usize) -> Result<(), Shortfall>;
 
-fn decompress(codec_id: i16, body: Bytes) -> Result<Bytes, EngineError> {
-    decompress_capped(codec_id, body, MAX_DECOMPRESSED_BATCH_BYTES)
+    /// What one batch may still take at most (a buffer grows no further than that).
+    fn left(&self) -> usize;
 }
 
+impl Budget for MemoryCharge {
+    fn take(&mut self, n: usize) -> Result<(), Shortfall> {
+        self.charge(n)
+    }
+
+    fn left(&self) -> usize {
+        self.batch_left()
+    }
+}
+
+/// At most `cap` bytes in all.
+#[cfg(test)]
+pub(crate) struct Cap(pub usize);
+
+#[cfg(test)]
+impl Budget for Cap {
+    fn take(&mut self, n: usize) -> Result<(), Shortfall> {
+        self.0 = self.0.checked_sub(n).ok_or(Shortfall::Batch {
+            allowance: self.0,
+            bound: crate::memory::Bound::Decompressed,
+        })?;
+        Ok(())
+    }
+
+    fn left(&self) -> usize {
+        self.0
+    }
+}
+
+/// Why a record batch was not decoded.
+#[derive(Debug)]
+pub(crate) enum BatchError {
+    /// Its bytes are wrong (CRC, compression, record framing): only this batch is lost.
+    Corrupt(EngineError),
+    /// Decoding it would pass a memory bound (see `memory`).
+    Memory(Shortfall),
+}
+
+impl From<EngineError> for BatchError {
+    fn from(e: EngineError) -> Self {
+        BatchError::Corrupt(e)
+    }
+}
+
+impl From<Shortfall> for BatchError {
+    fn from(s: Shortfall) -> Self {
+        BatchError::Memory(s)
+    }
+}
+
+/// Decompresses a batch body, at most `cap` bytes (tests and fuzzing).
+#[cfg(test)]
 pub(crate) fn decompress_capped(
     codec_id: i16,
-    mut body: Bytes,
+    body: Bytes,
     cap: usize,
 ) -> Result<Bytes, EngineError> {
-    let result = match codec_id {
-        0 => return Ok(body),
-        1 => read_capped(flate2::read::GzDecoder::new(&body[..]), body.len(), cap),
-        2 => {
-            // Bounded at 22× the input by the check; the cap applies afterwards.
-            check_snappy_lengths(&body)?;
-            codec::Snappy::decompress(&mut body, |b| Ok(b.split_to(b.len())))
-                .map_err(|e| e.to_string())
-                .and_then(|out| {
-                    if out.len() > cap {
-                        Err(format!("more than {cap} bytes uncompressed"))
-                    } else {
-                        Ok(out)
-                    }
-                })
-        }
-        3 => lz4::Decoder::new(&body[..])
-            .map_err(|e| e.to_string())
-            .and_then(|d| read_capped(d, body.len(), cap)),
-        4 => zstd::stream::read::Decoder::new(&body[..])
-            .map_err(|e| e.to_string())
-            .and_then(|d| read_capped(d, body.len(), cap)),
-        other => {
-            return Err(EngineError::protocol(format!(
-                "unknown compression codec {other}"
-            )))
-        }
-    };
-    result.map_err(|e| EngineError::protocol(format!("decompressing a record batch: {e}")))
+    decompress(codec_id, body, &mut Cap(cap)).map_err(|e| match e {
+        BatchError::Corrupt(e) => e,
+        BatchError::Memory(_) => EngineError::protocol(format!(
+            "decompressing a record batch: more than {cap} bytes uncompressed"
+        )),
+    })
 }
 
-/// Reads a decompressing stream to its end, failing past `cap` bytes.
-fn read_capped(
-    decoder: impl std::io::Read,
-    compressed_len: usize,
-    cap: usize,
-) -> Result<Bytes, String> {
-    use std::io::Read;
-    // A first guess that avoids most regrowth for typical ratios.
-    let mut out = Vec::with_capacity(compressed_len.saturating_mul(4).min(cap).min(16 << 20));
-    decoder
-        .take(cap as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| e.to_string())?;
-    if out.len() > cap {
-        return Err(format!("more than {cap} bytes uncompressed"));
+/// Decompresses a batch body, taking what its output needs from `budget` as it grows: a stream
+/// that expands past it stops there.
+pub(crate) fn decompress(
+    codec_id: i16,
+    mut body: Bytes,
+    budget: &mut dyn Budget,
+) -> Result<Bytes, BatchError> {
+    let corrupt = |e: String| {
+        BatchError::Corrupt(EngineError::protocol(format!(
+            "decompressing a record batch: {e}"
+        )))
+    };
+    match codec_id {
+        0 => Ok(body),
+        1 => read_bounded(flate2::read::GzDecoder::new(&body[..]), body.len(), budget),
+        2 => {
+            // The codec allocates what the block headers declare (bounded at 22× the input by
+            // the check), growing one buffer block by block: up to twice that.
+            let declared = check_snappy_lengths(&body)?;
+            budget.take(declared.saturating_mul(2))?;
+            codec::Snappy::decompress(&mut body, |b| Ok(b.split_to(b.len())))
+                .map_err(|e| corrupt(e.to_string()))
+        }
+        3 => {
+            let decoder = lz4::Decoder::new(&body[..]).map_err(|e| corrupt(e.to_string()))?;
+            read_bounded(decoder, body.len(), budget)
+        }
+        4 => {
+            let decoder =
+                zstd::stream::read::Decoder::new(&body[..]).map_err(|e| corrupt(e.to_string()))?;
+            read_bounded(decoder, body.len(), budget)
+        }
+        other => Err(BatchError::Corrupt(EngineError::protocol(format!(
+            "unknown compression codec {other}"
+        )))),
     }
-    Ok(Bytes::from(out))
+}
+
+/// Reads a decompressing stream to its end into a buffer that grows only by what `budget`
+/// granted first. It grows by half its size each time (not double: what is charged is the
+/// buffer's capacity, which so stays within 1.5× what the batch decompresses to), and never
+/// past what the budget has left for the batch, so a batch just within its allowance fits.
+fn read_bounded(
+    mut decoder: impl std::io::Read,
+    compressed_len: usize,
+    budget: &mut dyn Budget,
+) -> Result<Bytes, BatchError> {
+    use std::io::Read;
+    let corrupt = |e: std::io::Error| {
+        BatchError::Corrupt(EngineError::protocol(format!(
+            "decompressing a record batch: {e}"
+        )))
+    };
+    // A first guess that avoids most regrowth for typical ratios.
+    let first = compressed_len.saturating_mul(4).clamp(4096, 4 << 20);
+    let mut out: Vec<u8> = Vec::new();
+    let mut next: Option<u8> = None;
+    loop {
+        // At least a byte: with nothing left the budget refuses it.
+        let grow = (out.capacity() / 2).max(first).min(budget.left()).max(1);
+        budget.take(grow)?;
+        out.reserve_exact(grow);
+        out.extend(next.take());
+        let room = (out.capacity() - out.len()) as u64;
+        // Reads until the granted room is full (`take` ends the stream there: no growth past
+        // it) or the stream ends.
+        let read = (&mut decoder)
+            .take(room)
+            .read_to_end(&mut out)
+            .map_err(corrupt)?;
+        if (read as u64) < room {
+            return Ok(Bytes::from(out));
+        }
+        // Full: grow only if the stream has more.
+        let mut one = [0u8];
+        if decoder.read(&mut one).map_err(corrupt)? == 0 {
+            return Ok(Bytes::from(out));
+        }
+        next = Some(one[0]);
+    }
 }
 
 /// kafka-protocol's snappy decoder allocates (and zero-fills) the uncompressed length that a
@@ -181,13 +273,13 @@ fn read_capped(
 /// element of 3 bytes expands to at most 64, so a block of n bytes cannot honestly declare more
 /// than 22·n; refuse such headers before the codec sees them. The framing (xerial
 /// header + length-prefixed blocks, else one raw block) is recognised exactly as that decoder
-/// does; malformed framing is left for it to report.
-fn check_snappy_lengths(body: &[u8]) -> Result<(), EngineError> {
+/// does; malformed framing is left for it to report. Returns the total the blocks declare.
+fn check_snappy_lengths(body: &[u8]) -> Result<usize, EngineError> {
     const XERIAL_HEADER: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
     const MAX_EXPANSION: usize = 22;
     let check_block = |block: &[u8]| {
         let Some(declared) = snappy_declared_len(block) else {
-            return Ok(());
+            return Ok(0);
         };
         if declared > block.len().saturating_mul(MAX_EXPANSION) {
             return Err(EngineError::protocol(format!(
@@ -195,20 +287,21 @@ fn check_snappy_lengths(body: &[u8]) -> Result<(), EngineError> {
                 block.len()
             )));
         }
-        Ok(())
+        Ok(declared)
     };
     let Some(mut blocks) = body.strip_prefix(XERIAL_HEADER) else {
         return check_block(body);
     };
+    let mut total = 0usize;
     while blocks.len() >= 4 {
         let len = u32::from_be_bytes(blocks[..4].try_into().expect("4 bytes")) as usize;
         let Some(block) = blocks[4..].get(..len) else {
-            return Ok(()); // truncated block: the codec reports it
+            return Ok(total); // truncated block: the codec reports it
         };
-        check_block(block)?;
+        total = total.saturating_add(check_block(block)?);
         blocks = &blocks[4 + len..];
     }
-    Ok(())
+    Ok(total)
 }
 
 /// The uncompressed length at the start of a raw snappy block (little-endian base-128 u32).
@@ -281,20 +374,26 @@ impl Cursor<'_> {
 }
 
 /// Checks the CRC of the batch at `range` of `data.buffers[buffer]`, decompresses it (into a
-/// buffer added to `data`) and hands each record to `each`; headers go to `data.headers`. On
-/// error `data` is left as it was.
+/// buffer added to `data`) and hands each record to `each`, with the charge that pays for what
+/// it keeps; headers go to `data.headers`. What the batch keeps (the decompressed buffer, its
+/// headers) is charged to `data.memory` before it is allocated. On error `data` is left as it
+/// was, its charge too.
 pub(crate) fn decode_records(
     data: &mut RecordData,
     buffer: u32,
     range: Range<usize>,
     header: &BatchHeader,
-    each: impl FnMut(DecodedRecord),
-) -> Result<(), EngineError> {
-    let source = &data.buffers[buffer as usize];
+    mut each: impl FnMut(DecodedRecord, &mut MemoryCharge) -> Result<(), Shortfall>,
+) -> Result<(), BatchError> {
+    let RecordData {
+        buffers,
+        headers,
+        memory,
+        ..
+    } = data;
+    let source = &buffers[buffer as usize];
     if u32::try_from(source.len()).is_err() {
-        return Err(EngineError::protocol(
-            "records of 4 GiB or more in one response",
-        ));
+        return Err(EngineError::protocol("records of 4 GiB or more in one response").into());
     }
     let batch = &source[range.clone()];
     let stored_crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
@@ -302,10 +401,13 @@ pub(crate) fn decode_records(
         return Err(EngineError::protocol(format!(
             "record batch at offset {} fails its CRC check",
             header.base_offset
-        )));
+        ))
+        .into());
     }
     let body_start = range.start + HEADER_LEN;
-    let headers_before = data.headers.len();
+    let (headers_before, headers_capacity, charged) =
+        (headers.len(), headers.capacity(), memory.bytes());
+    memory.start_batch();
     let result = match header.attributes & 0x7 {
         0 => {
             let body = Cursor {
@@ -313,25 +415,31 @@ pub(crate) fn decode_records(
                 pos: 0,
                 base: body_start,
             };
-            decode_body(body, buffer, header, &mut data.headers, each)
+            decode_body(body, buffer, header, headers, memory, &mut each)
         }
-        codec_id => {
-            let body = decompress(codec_id, source.slice(body_start..range.end))?;
-            let index = data.buffers.len() as u32;
-            let cursor = Cursor {
-                buf: &body,
-                pos: 0,
-                base: 0,
-            };
-            let decoded = decode_body(cursor, index, header, &mut data.headers, each);
-            if decoded.is_ok() {
-                data.buffers.push(body);
+        codec_id => match decompress(codec_id, source.slice(body_start..range.end), memory) {
+            Ok(body) => {
+                let index = buffers.len() as u32;
+                let cursor = Cursor {
+                    buf: &body,
+                    pos: 0,
+                    base: 0,
+                };
+                let decoded = decode_body(cursor, index, header, headers, memory, &mut each);
+                if decoded.is_ok() {
+                    buffers.push(body);
+                }
+                decoded
             }
-            decoded
-        }
+            Err(e) => Err(e),
+        },
     };
     if result.is_err() {
-        data.headers.truncate(headers_before);
+        // What the batch allocated is freed (the decompressed buffer is dropped, the headers
+        // taken back to where they were), and so is its charge.
+        headers.truncate(headers_before);
+        headers.shrink_to(headers_capacity);
+        memory.give_back_to(charged);
     }
     result
 }
@@ -341,8 +449,9 @@ fn decode_body(
     buffer: u32,
     header: &BatchHeader,
     headers: &mut Vec<StoredHeader>,
-    mut each: impl FnMut(DecodedRecord),
-) -> Result<(), EngineError> {
+    memory: &mut MemoryCharge,
+    each: &mut impl FnMut(DecodedRecord, &mut MemoryCharge) -> Result<(), Shortfall>,
+) -> Result<(), BatchError> {
     let timestamp_type = header.timestamp_type();
     for _ in 0..header.record_count.max(0) {
         let len = cur.varlong()?;
@@ -362,6 +471,9 @@ fn decode_body(
             let key_len = cur.varlong()?;
             let key = cur.span(usize::try_from(key_len).map_err(|_| Cursor::short())?)?;
             let value = cur.nullable()?;
+            // A header is 2 bytes on the wire at least and 20 here: a flood of them is charged
+            // as it grows, not only the bytes it came in.
+            reserve_one(headers, memory)?;
             headers.push(StoredHeader { key, value });
         }
         cur.pos = end;
@@ -385,15 +497,18 @@ fn decode_body(
         };
         // A batch holds far fewer than 2^32 headers (each takes at least 2 bytes).
         let headers_span = (first_header as u32, (headers.len() - first_header) as u32);
-        each(DecodedRecord {
-            offset,
-            timestamp,
-            timestamp_type,
-            buffer,
-            key,
-            value,
-            headers: headers_span,
-        });
+        each(
+            DecodedRecord {
+                offset,
+                timestamp,
+                timestamp_type,
+                buffer,
+                key,
+                value,
+                headers: headers_span,
+            },
+            memory,
+        )?;
     }
     Ok(())
 }
@@ -453,7 +568,14 @@ mod tests {
         let range = 0..bytes.len();
         data.buffers.push(bytes);
         let mut out = Vec::new();
-        decode_records(&mut data, 0, range, &header, |r| out.push(r))?;
+        decode_records(&mut data, 0, range, &header, |r, _| {
+            out.push(r);
+            Ok(())
+        })
+        .map_err(|e| match e {
+            BatchError::Corrupt(e) => e,
+            BatchError::Memory(s) => EngineError::protocol(s.to_string()),
+        })?;
         Ok((data, out))
     }
 

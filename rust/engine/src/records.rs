@@ -9,7 +9,8 @@ use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
 
 use crate::batch::{Batch, RecordData, StoredRecord};
 use crate::error::EngineError;
-use crate::record_batch::{complete_batch_len, decode_records, BatchHeader};
+use crate::memory::{reserve_one, Shortfall};
+use crate::record_batch::{complete_batch_len, decode_records, BatchError, BatchHeader};
 use tracing::warn;
 
 /// What [`extract`] finds in one partition (the tests' view of [`extract_into`]).
@@ -40,6 +41,18 @@ pub fn deliverable_bound(records: Option<&Bytes>, acquired: &[AcquiredRecords]) 
     (acquired.min(by_bytes as u64)) as usize
 }
 
+/// Whether a partition's records hold a compressed batch (read from the batch headers only).
+pub fn has_compressed_batches(records: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(len) = complete_batch_len(&records[at..]) {
+        if BatchHeader::parse(&records[at..at + len]).is_ok_and(|h| h.attributes & 0x7 != 0) {
+            return true;
+        }
+        at += len;
+    }
+    false
+}
+
 /// `acquired` may come in any order; ranges are inclusive.
 #[cfg(test)]
 pub fn extract(
@@ -54,6 +67,7 @@ pub fn extract(
         gaps,
         unread,
         corrupt,
+        ..
     } = extract_into(
         topic,
         partition,
@@ -77,6 +91,9 @@ pub struct Unreadable {
     pub unread: Vec<(i64, i64)>,
     /// Why batches could not be read (logged at WARN too).
     pub corrupt: Vec<String>,
+    /// Decoding stopped at the batch at this offset: it would have passed a memory bound.
+    /// Its acquired offsets and every later one of the partition are in `unread`.
+    pub short: Option<(i64, Shortfall)>,
 }
 
 /// [`extract`] appending the records to `into` (the fetch response's batch, reserved once for
@@ -92,6 +109,8 @@ pub fn extract_into(
 ) -> Result<Unreadable, EngineError> {
     let (stored, data) = into.parts_mut();
     let before = (stored.len(), data.buffers.len(), data.headers.len());
+    let capacity = (stored.capacity(), data.headers.capacity());
+    let charged = data.memory.bytes();
     let result = extract_records(
         topic,
         partition,
@@ -101,11 +120,15 @@ pub fn extract_into(
         stored,
         data,
     );
-    // The partition's buffer (and any decompressed one) stays only when a record lies in it.
+    // The partition's buffer (and any decompressed one) stays only when a record lies in it;
+    // what it was charged goes with it.
     if result.is_err() || stored.len() == before.0 {
         stored.truncate(before.0);
+        stored.shrink_to(capacity.0);
         data.buffers.truncate(before.1);
         data.headers.truncate(before.2);
+        data.headers.shrink_to(capacity.1);
+        data.memory.give_back_to(charged);
     }
     result
 }
@@ -153,6 +176,7 @@ fn extract_records(
     // range (see `acquired_last_offset`) never spans one.
     let mut splits: Vec<i64> = Vec::new();
     let mut corrupt: Vec<String> = Vec::new();
+    let mut short = None;
 
     // A partial trailing batch (possible when the broker cut at MaxBytes) ends the loop:
     // its acquired offsets count as unread, not as gaps.
@@ -177,19 +201,22 @@ fn extract_records(
             continue; // not deliverable; acquired offsets in it become gaps below
         }
         let (cursor_before, records_before, gaps_before) = (cursor, into.len(), gaps.len());
+        let records_capacity = into.capacity();
         let next_before = next_expected[cursor_before.min(ranges.len() - 1)];
-        let decoded = decode_records(data, buffer, range, &header, |record| {
+        let decoded = decode_records(data, buffer, range, &header, |record, memory| {
             let offset = record.offset;
             while cursor < ranges.len() && ranges[cursor].1 < offset {
                 cursor += 1;
             }
             if cursor == ranges.len() || offset < ranges[cursor].0 {
-                return; // read but not acquired by us
+                return Ok(()); // read but not acquired by us
             }
             if offset > next_expected[cursor] {
                 gaps.push((next_expected[cursor], offset - 1));
             }
             next_expected[cursor] = offset + 1;
+            // 88 bytes per record, where a record takes 7 on the wire at least.
+            reserve_one(into, memory)?;
             into.push(StoredRecord {
                 offset,
                 timestamp: record.timestamp,
@@ -204,13 +231,16 @@ fn extract_records(
                 value: record.value,
                 headers: record.headers,
             });
+            Ok(())
         });
         if let Err(e) = decoded {
             // Only this batch is lost (CRC, compression or record framing): undo what it
             // delivered, release its acquired offsets and go on with the next batch. Released,
             // not rejected as Java's client does: the corruption may have happened in transit,
             // and the broker archives a record anyway once share.delivery.count.limit is reached.
+            // A batch that would pass a memory bound is released too, and decoding stops there.
             into.truncate(records_before);
+            into.shrink_to(records_capacity); // its growth was charged to the batch
             gaps.truncate(gaps_before);
             let last_range = ranges.len() - 1;
             for i in cursor_before + 1..=cursor.min(last_range) {
@@ -227,10 +257,19 @@ fn extract_records(
                 &mut unread,
             );
             splits.extend(released.iter().map(|r| r.0));
-            warn!(%topic, partition, base_offset = header.base_offset,
-                  last_offset = header.last_offset, error = %e, released = ?released,
-                  "corrupt record batch: releasing its acquired records, delivering the others");
-            corrupt.push(e.to_string());
+            match e {
+                BatchError::Corrupt(e) => {
+                    warn!(%topic, partition, base_offset = header.base_offset,
+                          last_offset = header.last_offset, error = %e, released = ?released,
+                          "corrupt record batch: releasing its acquired records, delivering the others");
+                    corrupt.push(e.to_string());
+                }
+                BatchError::Memory(shortfall) => {
+                    // The caller decides what it means (and logs it); the rest is unread.
+                    short = Some((header.base_offset, shortfall));
+                    break;
+                }
+            }
         }
     }
 
@@ -274,10 +313,12 @@ fn extract_records(
         }
     }
     gaps.sort_unstable();
+    unread.sort_unstable();
     Ok(Unreadable {
         gaps,
         unread,
         corrupt,
+        short,
     })
 }
 

@@ -2,7 +2,7 @@
 //! the caller's handle: configuration, buffer, metrics, routes for acks, the fatal error.
 //!
 //! Dependencies point one way, towards this module's parts: `shared` imports only what a
-//! `Shared` is made of (`config`, `cluster`, `buffer`, `metrics`, `clock`, `lifecycle`,
+//! `Shared` is made of (`config`, `cluster`, `buffer`, `memory`, `metrics`, `clock`, `lifecycle`,
 //! `fetcher_handle`), and the modules that act on a member (`consumer`, `tasks`, `router`,
 //! `membership`, `fetcher`, `sweeper`) import `shared`, never the reverse. A type `Shared` holds
 //! therefore lives in a module of its own (`Lifecycle`, `FetcherHandle`), not beside the task
@@ -24,6 +24,7 @@ use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::fetcher_handle::FetcherHandle;
 use crate::lifecycle::Lifecycle;
+use crate::memory::{MemberMemory, MemoryPool};
 use crate::metrics::Metrics;
 
 pub(crate) struct Shared {
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub cluster: Cluster,
     pub metrics: Metrics,
     pub buffer: DeliveryBuffer,
+    /// What the member's records hold, against its bound and the worker's (`memory`).
+    pub memory: Arc<MemberMemory>,
     /// Wall clock of lock deadlines (a test may make it follow tokio's paused clock).
     pub clock: WallClock,
     pub share_fetch_version: i16,
@@ -67,14 +70,17 @@ impl Shared {
         cluster: Cluster,
         share_fetch_version: i16,
         share_acknowledge_version: i16,
+        pool: Arc<MemoryPool>,
     ) -> Self {
         let buffer = DeliveryBuffer::new(config.max_buffered_records, config.max_buffered_bytes);
+        let memory = MemberMemory::new(config.max_memory_bytes, pool);
         Shared {
             config,
             member_id,
             cluster,
             metrics: Metrics::default(),
             buffer,
+            memory,
             clock: WallClock::default(),
             share_fetch_version,
             share_acknowledge_version,
@@ -129,7 +135,8 @@ impl Shared {
         }
     }
 
-    /// Whether a fetch may acquire more now: room in the buffer and a caller that polls.
+    /// Whether a fetch may acquire more now: room in the buffer and in memory, and a caller
+    /// that polls.
     ///
     /// In `record_limit` mode (slow sinks: one put at a time, each of `max.poll.records`), room
     /// for a whole fetch's ask within `share.buffer.max.records` (default `max.poll.records`):
@@ -142,7 +149,7 @@ impl Shared {
             Some(ask) => self.buffer.has_room_for(ask),
             None => self.buffer.has_room(),
         };
-        room && !self.buffer.caller_idle(self.caller_idle_after_ms())
+        room && self.memory.has_room() && !self.buffer.caller_idle(self.caller_idle_after_ms())
     }
 
     pub fn route(&self, topic: &str, partition: i32) -> Option<Route> {
@@ -203,7 +210,14 @@ impl Shared {
             std::time::Duration::from_secs(1),
             config.security.clone(),
         );
-        Shared::new(config, "m".into(), cluster, 2, share_acknowledge_version)
+        Shared::new(
+            config,
+            "m".into(),
+            cluster,
+            2,
+            share_acknowledge_version,
+            MemoryPool::unbounded(),
+        )
     }
 }
 

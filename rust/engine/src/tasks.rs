@@ -104,23 +104,34 @@ pub(crate) fn spawn(
                 Ok(()) => return,
             };
             error!(task = role.name(), %message, "engine task failed; stopping the member");
-            shared.fail(EngineError::TaskFailed {
-                task: role.name(),
-                message,
-            });
-            let stopper = shared.clone();
-            tokio::spawn(
-                async move {
-                    let budget = stopper.config.close_timeout;
-                    stop_member(&stopper, budget).await;
-                }
-                .in_current_span(),
+            fail_member(
+                &shared,
+                EngineError::TaskFailed {
+                    task: role.name(),
+                    message,
+                },
             );
         }
         .in_current_span(),
     );
     shared.lifecycle.track(handle.abort_handle());
     handle
+}
+
+/// Fails the member with `error` (the next `poll` reports it) and stops it in a task of its
+/// own (see [`stop_member`]): its share sessions close, which releases every record it holds,
+/// and it leaves the group. Called from inside one of the member's tasks, which the stop then
+/// waits for.
+pub(crate) fn fail_member(shared: &Arc<Shared>, error: EngineError) {
+    shared.fail(error);
+    let stopper = shared.clone();
+    tokio::spawn(
+        async move {
+            let budget = stopper.config.close_timeout;
+            stop_member(&stopper, budget).await;
+        }
+        .in_current_span(),
+    );
 }
 
 /// Stops the member within `budget`: its share sessions close (epoch −1: queued acks applied,

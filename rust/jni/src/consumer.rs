@@ -16,7 +16,7 @@ use crate::batch_layout::{self, Written};
 use crate::error::Error;
 use crate::logs::{self, ConsumerLogs};
 use crate::metrics_layout;
-use crate::runtime::RuntimeLease;
+use crate::runtime::{self, RuntimeLease};
 
 pub(crate) struct ConsumerHandle {
     consumer: ShareConsumer,
@@ -140,15 +140,15 @@ impl ConsumerHandle {
         let lease = RuntimeLease::acquire()?;
         let logs = ConsumerLogs::register();
         let span = logs.span();
-        let consumer =
-            match lease.block_on(ShareConsumer::start(config, topics).instrument(span.clone())) {
-                Ok(consumer) => consumer,
-                Err(e) => {
-                    // The caller drains the global queue after a failed create.
-                    logs.queue.move_into(logs::global_queue());
-                    return Err(e.into());
-                }
-            };
+        let start = ShareConsumer::start_in(config, topics, runtime::memory_pool());
+        let consumer = match lease.block_on(start.instrument(span.clone())) {
+            Ok(consumer) => consumer,
+            Err(e) => {
+                // The caller drains the global queue after a failed create.
+                logs.queue.move_into(logs::global_queue());
+                return Err(e.into());
+            }
+        };
         Ok(Box::new(ConsumerHandle {
             consumer,
             span,

@@ -83,17 +83,19 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_panicForTest<'local
         .resolve::<ThrowNative>()
 }
 
-/// `static native void init(int workerThreads, int maxLogLevel)`: runtime size (for the next
-/// runtime started) and the most verbose native log level wanted (0 off, 1 ERROR .. 5 TRACE);
-/// installs the log layer on first call.
+/// `static native void init(int workerThreads, int maxLogLevel, long memoryMaxBytes)`: runtime
+/// size (for the next runtime started), the most verbose native log level wanted (0 off,
+/// 1 ERROR .. 5 TRACE), and the bound on what all members' records hold together (the worker's
+/// memory pool; `<= 0` keeps it); installs the log layer on first call.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_sharesink_engine_NativeEngine_init<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     worker_threads: jint,
     max_log_level: jint,
+    memory_max_bytes: jlong,
 ) {
-    env.with_env(|_| intern_init(worker_threads, max_log_level))
+    env.with_env(|_| intern_init(worker_threads, max_log_level, memory_max_bytes))
         .resolve::<ThrowNative>()
 }
 
@@ -273,9 +275,20 @@ pub extern "system" fn Java_io_sharesink_engine_NativeEngine_metricsLayoutSelfTe
         .resolve::<ThrowNative>()
 }
 
-fn intern_init(worker_threads: jint, max_log_level: jint) -> Result<(), Error> {
+fn intern_init(
+    worker_threads: jint,
+    max_log_level: jint,
+    memory_max_bytes: jlong,
+) -> Result<(), Error> {
     if worker_threads > 0 {
         runtime::set_worker_threads(worker_threads as usize);
+    }
+    if memory_max_bytes > 0 {
+        let limit = usize::try_from(memory_max_bytes).unwrap_or(usize::MAX);
+        let pool = runtime::memory_pool();
+        if pool.limit() != limit {
+            pool.set_limit(limit);
+        }
     }
     logs::init(max_log_level.clamp(0, 5) as u8);
     Ok(())

@@ -8,17 +8,25 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use sharesink_engine::MemoryPool;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::error::Error;
 
 /// Small on purpose: Connect workers run many plugins, and the engine's work is I/O bound.
 pub(crate) const DEFAULT_WORKER_THREADS: usize = 2;
-/// The blocking pool only resolves host names (tokio's `lookup_host`).
-const MAX_BLOCKING_THREADS: usize = 2;
+/// The blocking pool resolves host names (tokio's `lookup_host`) and runs the engine's worker
+/// cores while a fetcher decodes a large or compressed response in `block_in_place` (the
+/// decoding thread leaves the core to a blocking thread). Threads start only when needed and
+/// stop after 10 s idle; the cap is high so that several members decoding at once never leave
+/// a core waiting for a thread (the core's other tasks, other members' heartbeats among them,
+/// would wait with it).
+const MAX_BLOCKING_THREADS: usize = 64;
+/// The worker's memory bound for records until Java's `init` sets it (see `memory_pool`).
+const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 /// How long shutdown waits for engine tasks that are still running (consumers are closed by
 /// then, so this only bounds stragglers such as a half-open connection attempt).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -44,6 +52,15 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// keeps its size).
 pub(crate) fn set_worker_threads(threads: usize) {
     registry().worker_threads = threads.clamp(1, 64);
+}
+
+/// The memory of every member this library runs (every Connect task of the worker JVM that
+/// loaded it): what their records hold together stays within its limit (see the engine's
+/// `memory` module). It outlives runtimes: a member of a later runtime shares it too.
+pub(crate) fn memory_pool() -> Arc<MemoryPool> {
+    static POOL: OnceLock<Arc<MemoryPool>> = OnceLock::new();
+    POOL.get_or_init(|| MemoryPool::new(DEFAULT_MEMORY_LIMIT))
+        .clone()
 }
 
 /// Whether a runtime is running now (for tests and diagnostics).

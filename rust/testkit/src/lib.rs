@@ -1,7 +1,8 @@
 //! sharesink-testkit: what the engine's broker tests (`rust/engine/tests`) and the bench
 //! (`sharesink-bench`, `scripts/bench.sh`) need besides the engine: create and delete topics, set
 //! group configs, read share-partition start offsets, produce records (plain or in a
-//! transaction), and send a raw request. Never shipped: the engine does not depend on it, the
+//! transaction, or a batch already encoded: [`hostile`] writes record batches no honest producer
+//! writes), and send a raw request. Never shipped: the engine does not depend on it, the
 //! JNI library does not link it.
 //!
 //! It talks to the broker through the engine's public `Connection` (TLS and SASL as the engine
@@ -15,9 +16,11 @@
 //! `Connection::request` and its check.
 
 mod admin;
+pub mod hostile;
 mod lookup;
 mod produce;
 pub mod raw;
 
 pub use admin::Admin;
+pub use hostile::BombCodec;
 pub use produce::ProduceRecord;

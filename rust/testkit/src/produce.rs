@@ -115,6 +115,25 @@ fn produce_request(
 }
 
 impl Admin {
+    /// Produces `batch`, one or more record batches already encoded (see [`crate::hostile`]), to
+    /// `topic`-`partition` as they are; returns the base offset.
+    pub async fn produce_batch(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: Bytes,
+    ) -> Result<i64, EngineError> {
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(30_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(batch))])]);
+        self.produce_retrying(topic, partition, &request).await
+    }
+
     /// Produces `records` as one batch to `topic`-`partition`; returns the base offset.
     pub async fn produce(
         &self,

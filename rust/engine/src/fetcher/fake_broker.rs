@@ -94,6 +94,9 @@ pub(super) struct Script {
     pub delay: Duration,
     /// Records to hand out; without it every ShareFetch comes back without records.
     pub log: Option<Log>,
+    /// Partition → records to serve once, by the next ShareFetch asking for records while the
+    /// partition is in the session.
+    pub records: HashMap<i32, Served>,
 }
 
 /// An endless log behind every partition of the session, handed out as a share-partition leader
@@ -177,6 +180,9 @@ fn encoded(first: i64, last: i64) -> Bytes {
     RecordBatchEncoder::encode(&mut buf, &records, &opts).unwrap();
     buf.freeze()
 }
+
+/// Record batches and the ranges (first, last) acquired in them.
+pub(super) type Served = (Bytes, Vec<(i64, i64)>);
 
 pub(super) struct FakeLeader {
     pub addr: String,
@@ -342,6 +348,15 @@ fn answer(
                     }
                 }
             }
+            let mut served: HashMap<(Uuid, i32), Served> = HashMap::new();
+            if r.max_records > 0 {
+                for key in session.iter() {
+                    if let Some(records) = script.records.remove(&key.1) {
+                        partitions.entry(*key).or_insert(false);
+                        served.insert(*key, records);
+                    }
+                }
+            }
             let mut by_topic: BTreeMap<Uuid, Vec<kfr::PartitionData>> = BTreeMap::new();
             for ((topic, partition), acked) in partitions {
                 let (fetch, ack) = script
@@ -359,6 +374,17 @@ fn answer(
                         .with_first_offset(*first)
                         .with_last_offset(*last)
                         .with_delivery_count(1)];
+                } else if let Some((records, acquired)) = served.remove(&(topic, partition)) {
+                    data.records = (!records.is_empty()).then_some(records);
+                    data.acquired_records = acquired
+                        .into_iter()
+                        .map(|(first, last)| {
+                            kfr::AcquiredRecords::default()
+                                .with_first_offset(first)
+                                .with_last_offset(last)
+                                .with_delivery_count(1)
+                        })
+                        .collect();
                 }
                 by_topic.entry(topic).or_default().push(data);
             }

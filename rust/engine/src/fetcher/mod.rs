@@ -21,6 +21,8 @@ use crate::shared::Shared;
 
 #[cfg(test)]
 mod fake_broker;
+#[cfg(test)]
+mod memory_tests;
 mod missing;
 mod probe;
 mod receive;
@@ -101,6 +103,9 @@ struct Session {
     /// back empty too, and is not sent (`send::window_full`). Forgotten when the session is
     /// reopened, or when a fetch sent at that much brought records after all.
     full_at: Option<u64>,
+    /// A response did not fit in memory: no fetch asks for records before then (see
+    /// `receive::memory_ran_short`). Kept across reopenings.
+    memory_pause_until: Option<tokio::time::Instant>,
 }
 
 /// Session errors in a row after which one WARN says the share session does not heal.
@@ -173,7 +178,11 @@ pub(crate) async fn run(
         session_errors: 0,
         delivered: 0,
         full_at: None,
+        memory_pause_until: None,
     };
+    // Fetching waits for memory when the member or the worker holds half its bound: these
+    // change when room is made.
+    let (mut member_room, mut worker_room) = shared.memory.subscribe_room();
     let mut fetch: Option<InFlight> = None;
     let mut ack: Option<InFlight> = None;
     let mut backoff_until: Option<tokio::time::Instant> = None;
@@ -238,9 +247,14 @@ pub(crate) async fn run(
         )
         .min(watch.next_check());
         // A partition left out of the session is asked for again when its wait ends.
+        let now = tokio::time::Instant::now();
         let sleep_until = session
             .missing
-            .next_return(tokio::time::Instant::now())
+            .next_return(now)
+            .map_or(sleep_until, |t| t.min(sleep_until));
+        let sleep_until = session
+            .memory_pause_until
+            .filter(|t| *t > now)
             .map_or(sleep_until, |t| t.min(sleep_until));
         tokio::select! {
             result = async { (&mut fetch.as_mut().expect("guarded").response).await }, if fetch.is_some() => {
@@ -264,6 +278,8 @@ pub(crate) async fn run(
             }
             _ = me.wake.notified() => {}
             _ = space.changed() => {}
+            _ = member_room.changed() => {}
+            _ = worker_room.changed() => {}
             _ = closing.changed(), if !is_closing => {}
             _ = tokio::time::sleep_until(sleep_until) => {}
         }
@@ -393,6 +409,7 @@ mod tests {
             session_errors: 0,
             delivered: 0,
             full_at: None,
+            memory_pause_until: None,
         }
     }
 

@@ -2,22 +2,25 @@
 //! acks for what cannot be delivered, ack results to their waiters, session resets.
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 use kafka_protocol::messages::ShareFetchResponse;
-use tracing::{debug, info, trace, warn};
+use tracing::{debug, error, info, trace, warn};
 
 use super::missing::{Lacked, FIRST_EXCLUSION, MAX_EXCLUSION};
 use super::stall::StallWatch;
 use super::{InFlight, RequestKind, Session};
 use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
-use crate::batch::Batch;
+use crate::batch::{Batch, StoredRecord};
 use crate::error::EngineError;
 use crate::fetcher_handle::FetcherHandle;
+use crate::memory::Shortfall;
 use crate::protocol::bounded_decode::decode_share_fetch_response;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::ShareAcknowledgeResponse;
 use crate::records;
 use crate::shared::Shared;
+use crate::tasks;
 
 fn is_session_error(code: i16) -> bool {
     matches!(
@@ -27,7 +30,7 @@ fn is_session_error(code: i16) -> bool {
 }
 
 pub(super) fn handle_response(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     me: &FetcherHandle,
     session: &mut Session,
     watch: &mut StallWatch,
@@ -65,6 +68,7 @@ pub(super) fn handle_response(
     match kind {
         RequestKind::Fetch => {
             shared.metrics.fetch_done(sent_at.elapsed());
+            let body_len = body.len();
             let response = decode_share_fetch_response(body)?;
             handle_fetch(
                 shared,
@@ -77,6 +81,7 @@ pub(super) fn handle_response(
                     wall_ms: sent_wall_ms,
                     asked_records,
                     held,
+                    body_len,
                 },
                 response,
             )
@@ -228,10 +233,44 @@ struct FetchSent {
     asked_records: bool,
     /// What the member held of this leader's partitions then (`Session::held`).
     held: u64,
+    /// The response's size: its records point into it.
+    body_len: usize,
+}
+
+/// Where decoding stopped because memory ran short: the partition and the offset of the batch
+/// (none when the response itself could not be charged), and why.
+struct Stopped {
+    at: Option<(Arc<str>, i32, i64)>,
+    shortfall: Shortfall,
+}
+
+/// How long a member waits before fetching again after a response did not fit in memory (on
+/// top of waiting until it, and the worker, hold less than half their bound): the records it
+/// released go back to the share group, and fetching them again at once would only cost them
+/// further delivery attempts.
+pub(super) const MEMORY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A response this large, or holding compressed batches, is decoded off the worker thread:
+/// decompression can take a while (a compression bomb is stopped only at the member's
+/// allowance, up to hundreds of MiB), and the other members on the thread (their heartbeats,
+/// their fetches) must not wait for it.
+const DECODE_INLINE_MAX_BYTES: usize = 1 << 20;
+
+/// Runs `f` where it may block: on a worker of a multi-thread runtime, after handing the
+/// worker's other tasks to another thread (`block_in_place`); elsewhere (a current-thread
+/// runtime: tests) in place.
+fn off_the_worker<R>(heavy: bool, f: impl FnOnce() -> R) -> R {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if heavy && multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
 }
 
 fn handle_fetch(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     me: &FetcherHandle,
     session: &mut Session,
     watch: &mut StallWatch,
@@ -244,6 +283,7 @@ fn handle_fetch(
         wall_ms: sent_wall_ms,
         asked_records,
         held,
+        body_len,
     } = sent;
     let carried_acks = acks.len() > 0;
     if response.error_code != NONE {
@@ -268,110 +308,175 @@ fn handle_fetch(
     shared
         .lock_timeout_ms
         .store(response.acquisition_lock_timeout_ms, Relaxed);
-    let mut batch = Batch::default();
+    // Everything the response's records keep alive is charged to the member, before it is
+    // allocated (see `memory`): the response itself first.
+    let mut batch = Batch::charged_to(shared.memory.clone());
+    let mut stopped = batch
+        .parts_mut()
+        .1
+        .memory
+        .charge_held(body_len)
+        .err()
+        .map(|shortfall| Stopped {
+            at: None,
+            shortfall,
+        });
     // One allocation for the whole response: growing the vector record by record copied every
-    // record several times (a fifth of the engine's CPU at 100-byte records).
-    batch.records.reserve(
-        response
-            .responses
-            .iter()
-            .flat_map(|t| &t.partitions)
-            .map(|p| records::deliverable_bound(p.records.as_ref(), &p.acquired_records))
-            .fold(0, usize::saturating_add),
-    );
+    // record several times (a fifth of the engine's CPU at 100-byte records). Bounded by the
+    // response's bytes; without the memory for it, the vector grows as records come (charged).
+    let records_bound = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| records::deliverable_bound(p.records.as_ref(), &p.acquired_records))
+        .fold(0, usize::saturating_add);
+    let (stored, data) = batch.parts_mut();
+    if data
+        .memory
+        .charge_held(records_bound.saturating_mul(std::mem::size_of::<StoredRecord>()))
+        .is_ok()
+    {
+        stored.reserve_exact(records_bound);
+    }
+    let heavy = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .filter_map(|p| p.records.as_ref())
+        .try_fold(0usize, |bytes, r| {
+            let bytes = bytes + r.len();
+            (bytes <= DECODE_INLINE_MAX_BYTES && !records::has_compressed_batches(r))
+                .then_some(bytes)
+        })
+        .is_none();
     let mut refresh = false;
     let mut missing = Vec::new();
-    for topic in response.responses {
-        let topic_name = shared.topic_name(&topic.topic_id);
-        for p in topic.partitions {
-            let key = (topic.topic_id, p.partition_index);
-            let ack_message = p.acknowledge_error_message.map(|m| m.to_string());
-            if p.acknowledge_error_code != NONE {
-                warn!(topic = ?topic_name, partition = p.partition_index, code = p.acknowledge_error_code,
+    let mut released_for_memory = 0u64;
+    off_the_worker(heavy, || {
+        for topic in response.responses {
+            let topic_name = shared.topic_name(&topic.topic_id);
+            for p in topic.partitions {
+                let key = (topic.topic_id, p.partition_index);
+                let ack_message = p.acknowledge_error_message.map(|m| m.to_string());
+                if p.acknowledge_error_code != NONE {
+                    warn!(topic = ?topic_name, partition = p.partition_index, code = p.acknowledge_error_code,
                       name = name(p.acknowledge_error_code), message = ?ack_message, "acknowledgement failed");
-                shared.metrics.ack_errors.fetch_add(1, Relaxed);
-            }
-            if leader_moved(p.error_code) {
-                // Its acks were refused too (UNKNOWN_TOPIC_OR_PARTITION: the old leader dropped
-                // the share-partition): no drift between the sessions, the partition moved.
-                lose(me, session, key, p.error_code);
-            } else if not_in_broker_session(session, &assigned, key, p.acknowledge_error_code)
-                || not_in_broker_session(session, &assigned, key, p.error_code)
-            {
-                missing.push(key);
-            } else if p.error_code == NONE && session.missing.answered(&key) {
-                info!(topic = ?topic_name, partition = p.partition_index, "the broker has the partition again; back in the share session");
-            }
-            acks.resolve_partition(&key, (p.acknowledge_error_code, ack_message));
-            if p.error_code != NONE {
-                debug!(topic = ?topic_name, partition = p.partition_index, code = p.error_code, "partition fetch error");
-                refresh |= matches!(
-                    p.error_code,
-                    NOT_LEADER_OR_FOLLOWER
-                        | FENCED_LEADER_EPOCH
-                        | UNKNOWN_TOPIC_OR_PARTITION
-                        | UNKNOWN_TOPIC_ID
-                );
-                if matches!(
-                    p.error_code,
-                    TOPIC_AUTHORIZATION_FAILED | GROUP_AUTHORIZATION_FAILED
-                ) {
-                    shared.fail(EngineError::broker(
-                        "ShareFetch",
+                    shared.metrics.ack_errors.fetch_add(1, Relaxed);
+                }
+                if leader_moved(p.error_code) {
+                    // Its acks were refused too (UNKNOWN_TOPIC_OR_PARTITION: the old leader dropped
+                    // the share-partition): no drift between the sessions, the partition moved.
+                    lose(me, session, key, p.error_code);
+                } else if not_in_broker_session(session, &assigned, key, p.acknowledge_error_code)
+                    || not_in_broker_session(session, &assigned, key, p.error_code)
+                {
+                    missing.push(key);
+                } else if p.error_code == NONE && session.missing.answered(&key) {
+                    info!(topic = ?topic_name, partition = p.partition_index, "the broker has the partition again; back in the share session");
+                }
+                acks.resolve_partition(&key, (p.acknowledge_error_code, ack_message));
+                if p.error_code != NONE {
+                    debug!(topic = ?topic_name, partition = p.partition_index, code = p.error_code, "partition fetch error");
+                    refresh |= matches!(
                         p.error_code,
-                        p.error_message.map(|m| m.to_string()),
-                    ));
+                        NOT_LEADER_OR_FOLLOWER
+                            | FENCED_LEADER_EPOCH
+                            | UNKNOWN_TOPIC_OR_PARTITION
+                            | UNKNOWN_TOPIC_ID
+                    );
+                    if matches!(
+                        p.error_code,
+                        TOPIC_AUTHORIZATION_FAILED | GROUP_AUTHORIZATION_FAILED
+                    ) {
+                        shared.fail(EngineError::broker(
+                            "ShareFetch",
+                            p.error_code,
+                            p.error_message.map(|m| m.to_string()),
+                        ));
+                    }
+                    continue;
                 }
-                continue;
-            }
-            if p.acquired_records.is_empty() {
-                continue;
-            }
-            if let Some(last) = p.acquired_records.iter().map(|a| a.last_offset).max() {
-                if watch.delivered(&key, last, tokio::time::Instant::now()) {
-                    info!(topic = ?topic_name, partition = p.partition_index,
+                if p.acquired_records.is_empty() {
+                    continue;
+                }
+                if let Some(last) = p.acquired_records.iter().map(|a| a.last_offset).max() {
+                    if watch.delivered(&key, last, tokio::time::Instant::now()) {
+                        info!(topic = ?topic_name, partition = p.partition_index,
                           "partition delivers again after its share session was rebuilt");
-                }
-            }
-            let Some(topic_name) = &topic_name else {
-                warn!(topic_id = %topic.topic_id, "records for an unknown topic id; releasing");
-                release_all(me, key, &p.acquired_records);
-                continue;
-            };
-            match records::extract_into(
-                topic_name,
-                p.partition_index,
-                p.records,
-                &p.acquired_records,
-                lock_deadline_ms,
-                &mut batch,
-            ) {
-                Ok(records::Unreadable {
-                    gaps,
-                    unread,
-                    corrupt,
-                }) => {
-                    shared
-                        .metrics
-                        .corrupt_batches
-                        .fetch_add(corrupt.len() as u64, Relaxed);
-                    for (first, last) in gaps {
-                        me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
-                    }
-                    for (first, last) in unread {
-                        me.push_ack(
-                            key,
-                            PendingAck::from_engine(first, last, AckKind::Release as i8),
-                            false,
-                        );
                     }
                 }
-                Err(e) => {
-                    warn!(topic = %topic_name, partition = p.partition_index, error = %e, "unreadable records; releasing them");
+                let Some(topic_name) = &topic_name else {
+                    warn!(topic_id = %topic.topic_id, "records for an unknown topic id; releasing");
                     release_all(me, key, &p.acquired_records);
+                    continue;
+                };
+                if stopped.is_some() {
+                    // Memory ran short earlier in this response: nothing more is decoded.
+                    released_for_memory += release_all(me, key, &p.acquired_records);
+                    continue;
+                }
+                match records::extract_into(
+                    topic_name,
+                    p.partition_index,
+                    p.records,
+                    &p.acquired_records,
+                    lock_deadline_ms,
+                    &mut batch,
+                ) {
+                    Ok(records::Unreadable {
+                        gaps,
+                        unread,
+                        corrupt,
+                        short,
+                    }) => {
+                        if let Some((offset, shortfall)) = short {
+                            released_for_memory += unread
+                                .iter()
+                                .filter(|(_, last)| *last >= offset)
+                                .map(|(first, last)| (last - first.max(&offset) + 1) as u64)
+                                .sum::<u64>();
+                            stopped = Some(Stopped {
+                                at: Some((topic_name.clone(), p.partition_index, offset)),
+                                shortfall,
+                            });
+                        }
+                        shared
+                            .metrics
+                            .corrupt_batches
+                            .fetch_add(corrupt.len() as u64, Relaxed);
+                        for (first, last) in gaps {
+                            me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
+                        }
+                        for (first, last) in unread {
+                            me.push_ack(
+                                key,
+                                PendingAck::from_engine(first, last, AckKind::Release as i8),
+                                false,
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        warn!(topic = %topic_name, partition = p.partition_index, error = %e, "unreadable records; releasing them");
+                        release_all(me, key, &p.acquired_records);
+                    }
                 }
             }
         }
+    });
+    if let Some(stopped) = stopped {
+        match memory_ran_short(shared, session, stopped, released_for_memory) {
+            Some(error) => {
+                // The records decoded so far go with the member: its sessions close, which
+                // releases them with everything else it holds.
+                drop(batch);
+                tasks::fail_member(shared, error.duplicate());
+                return Err(error);
+            }
+            None => shared
+                .metrics
+                .records_released_memory
+                .fetch_add(released_for_memory, Relaxed),
+        };
     }
     // Partitions with acks but absent from the response had nothing to report: applied.
     acks.resolve_all((NONE, None));
@@ -426,18 +531,60 @@ fn handle_fetch(
     Ok(())
 }
 
+/// Releases every acquired offset of a partition; returns how many.
 fn release_all(
     me: &FetcherHandle,
     key: PartitionKey,
     acquired: &[kafka_protocol::messages::share_fetch_response::AcquiredRecords],
-) {
+) -> u64 {
+    let mut n = 0u64;
     for a in acquired {
         me.push_ack(
             key,
             PendingAck::from_engine(a.first_offset, a.last_offset, AckKind::Release as i8),
             false,
         );
+        n = n.saturating_add((a.last_offset.saturating_sub(a.first_offset) + 1).max(0) as u64);
     }
+    n
+}
+
+/// A response did not fit: what decoding stopped on. A record batch that could never fit
+/// (beyond its allowance) is the input's fault: the error to fail the member with. Otherwise
+/// memory was held meanwhile (by this member or the worker's others): the rest of the response
+/// was released, and this member pauses its fetching ([`MEMORY_PAUSE`], then until it and the
+/// worker hold less than half their bounds).
+fn memory_ran_short(
+    shared: &Shared,
+    session: &mut Session,
+    stopped: Stopped,
+    released: u64,
+) -> Option<EngineError> {
+    let Stopped { at, shortfall } = stopped;
+    if let (true, Some((topic, partition, offset))) = (shortfall.is_poison(), &at) {
+        let error = EngineError::MemoryBound {
+            topic: topic.to_string(),
+            partition: *partition,
+            offset: *offset,
+            reason: shortfall.to_string(),
+        };
+        error!(%topic, partition, offset, %shortfall,
+               "a record batch does not fit in this member's memory; stopping the member");
+        return Some(error);
+    }
+    session.memory_pause_until = Some(tokio::time::Instant::now() + MEMORY_PAUSE);
+    let (topic, partition, offset) = at
+        .map(|(t, p, o)| (Some(t), Some(p), Some(o)))
+        .unwrap_or_default();
+    // Once per member at WARN: under sustained pressure every response would log it.
+    if shared.metrics.records_released_memory.load(Relaxed) == 0 {
+        warn!(?topic, ?partition, ?offset, %shortfall, released,
+              "a fetch response did not fit in memory; released the rest of it and pausing fetches until memory is free (further cases at DEBUG)");
+    } else {
+        debug!(?topic, ?partition, ?offset, %shortfall, released,
+               "a fetch response did not fit in memory; released the rest of it");
+    }
+    None
 }
 
 fn handle_acknowledge(
@@ -596,6 +743,7 @@ mod tests {
             session_errors: 0,
             delivered: 0,
             full_at: None,
+            memory_pause_until: None,
         }
     }
 

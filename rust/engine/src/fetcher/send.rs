@@ -56,7 +56,10 @@ pub(super) async fn send_next(
         session.conn = Some(Arc::new(conn));
     }
     let conn = session.conn.clone().expect("connected above");
-    let room = shared.wants_records();
+    let room = shared.wants_records()
+        && session
+            .memory_pause_until
+            .is_none_or(|t| t <= tokio::time::Instant::now());
 
     if session.epoch == 0 {
         if fetch.is_some() || ack.is_some() {
@@ -276,10 +279,13 @@ fn fetch_request(
             session.empty_fetches,
             session.caught_up,
         );
+        // A response may take no more than one record batch's memory allowance: it then
+        // fits in the half of the member's bound that is free when a fetch goes out.
+        let allowance = i32::try_from(shared.memory.batch_allowance().0).unwrap_or(i32::MAX);
         (
             wait.max_wait.as_millis() as i32,
             wait.min_bytes,
-            c.fetch_max_bytes,
+            c.fetch_max_bytes.min(allowance),
             c.max_poll_records,
         )
     } else {
@@ -500,7 +506,14 @@ mod tests {
             Duration::from_secs(1),
             config.security.clone(),
         );
-        Shared::new(config, "m".into(), cluster, 2, 2)
+        Shared::new(
+            config,
+            "m".into(),
+            cluster,
+            2,
+            2,
+            crate::memory::MemoryPool::unbounded(),
+        )
     }
 
     fn max_wait(s: &Shared, carries_acks: bool, empty_fetches: u32, caught_up: bool) -> Duration {

@@ -44,7 +44,14 @@ fn shared() -> Arc<Shared> {
         Duration::from_secs(1),
         config.security.clone(),
     );
-    Arc::new(Shared::new(config, "m".into(), cluster, 1, 1))
+    Arc::new(Shared::new(
+        config,
+        "m".into(),
+        cluster,
+        1,
+        1,
+        crate::memory::MemoryPool::unbounded(),
+    ))
 }
 
 struct Running {

@@ -58,7 +58,14 @@ async fn member(log: Log, settings: &[(&str, &str)]) -> Member {
         Duration::from_secs(1),
         config.security.clone(),
     );
-    let shared = Arc::new(Shared::new(config, "m".into(), cluster, 1, 1));
+    let shared = Arc::new(Shared::new(
+        config,
+        "m".into(),
+        cluster,
+        1,
+        1,
+        crate::memory::MemoryPool::unbounded(),
+    ));
     shared.learn_topic_names([(TOPIC, &Arc::from("t"))]);
     let me = Arc::new(FetcherHandle::new(1, leader.addr.clone()));
     me.set_desired(BTreeSet::from([(TOPIC, 0)]));

@@ -269,9 +269,16 @@ fn decompression_is_capped() {
         });
         let e = out.unwrap_err().to_string();
         assert!(e.contains("more than"), "{compression:?}: {e}");
-        // Within the cap the same data decodes.
-        let full = crate::record_batch::decompress_capped(codec_id, body, 16 * cap).unwrap();
+        // Within the cap the same data decodes (snappy's decoder grows its buffer by doubling,
+        // so twice the 8 MiB are charged for it).
+        let full =
+            crate::record_batch::decompress_capped(codec_id, body.clone(), 20 * cap).unwrap();
         assert!(full.len() > 8 * 1024 * 1024, "{compression:?}"); // value + header
+                                                                  // A stream decoder's buffer grows no further than the cap: what fits, fits exactly.
+        if codec_id != 2 {
+            let just = crate::record_batch::decompress_capped(codec_id, body, full.len() + 1);
+            assert_eq!(just.unwrap(), full, "{compression:?}");
+        }
     }
 }
 
@@ -315,4 +322,59 @@ fn snappy_block_declaring_4_gib() {
     });
     let out = out.unwrap();
     assert!(out.corrupt[0].contains("declares"), "{:?}", out.corrupt);
+}
+
+/// A compression bomb (32 MiB of zeros in about 1 KiB) and a header flood (1 M headers, 2 MiB
+/// decompressed, 20 MiB as the engine holds headers) after three good records, extracted for a
+/// member whose allowance is 4 MiB (half of an 8 MiB bound): decoding stops at the allowance,
+/// no allocation ever passes it, the good records stay, the hostile batch and what follows are
+/// released, and once the batch is dropped nothing stays charged.
+#[test]
+fn hostile_batches_stop_at_the_allowance_before_it_is_allocated() {
+    use crate::memory::{MemberMemory, MemoryPool};
+    use sharesink_testkit::hostile::{compression_bomb, header_flood, BombCodec};
+    const MIB: usize = 1024 * 1024;
+    let t: Arc<str> = Arc::from("t");
+    for (what, hostile, last) in [
+        ("bomb", compression_bomb(BombCodec::Zstd, 4, 8 * MIB), 6),
+        ("header flood", header_flood(BombCodec::Gzip, 1 << 20), 3),
+    ] {
+        let mut data = BytesMut::new();
+        let good: Vec<Record> = (0..3).map(|o| record(o, false, b"k", b"v")).collect();
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut data, &good, &opts).unwrap();
+        let mut hostile = BytesMut::from(&hostile[..]);
+        hostile[0..8].copy_from_slice(&3i64.to_be_bytes()); // outside the CRC
+        data.extend_from_slice(&hostile);
+        let pool = MemoryPool::new(1 << 30);
+        let member = MemberMemory::new(8 * MIB, pool.clone());
+        let mut batch = crate::batch::Batch::charged_to(member.clone());
+        let out = with_allocation_limit(what, 4 * MIB, || {
+            records::extract_into(
+                &t,
+                0,
+                Some(data.freeze()),
+                &[acquired(0, last, 1)],
+                0,
+                &mut batch,
+            )
+        })
+        .unwrap();
+        let (offset, shortfall) = out.short.expect(what);
+        assert_eq!(offset, 3, "{what}");
+        assert!(shortfall.is_poison(), "{what}: {shortfall:?}");
+        assert_eq!(batch.len(), 3, "{what}: the good records stay");
+        assert_eq!(out.unread, vec![(3, last)], "{what}");
+        assert!(out.gaps.is_empty() && out.corrupt.is_empty(), "{what}");
+        assert!(member.used() <= 4 * MIB, "{what}: {}", member.used());
+        assert_eq!(member.used(), pool.used());
+        let rest = batch.split_off(1);
+        drop(batch);
+        assert!(member.used() > 0, "{what}: a half still holds the data");
+        drop(rest);
+        assert_eq!((member.used(), pool.used()), (0, 0), "{what}");
+    }
 }

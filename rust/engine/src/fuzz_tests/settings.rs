@@ -115,7 +115,7 @@ proptest! {
         let numeric = [
             "max.poll.records", "fetch.max.bytes", "fetch.min.bytes", "fetch.max.wait.ms",
             "request.timeout.ms", "share.buffer.max.records", "share.buffer.max.bytes",
-            "fetch.max.bytes",
+            "share.memory.max.bytes",
         ];
         let mut props: std::collections::HashMap<String, String> = keys
             .iter()

@@ -239,6 +239,22 @@ public class ShareSinkConfig extends AbstractConfig {
           + " override, as share.consumer.bootstrap.servers.";
   private static final String SASL_JAAS_DISPLAY = "SASL JAAS configuration";
 
+  public static final String MEMORY_MAX_BYTES_CONFIG = "share.consumer.share.memory.max.bytes";
+  public static final int MEMORY_MAX_BYTES_MIN = 1 << 20;
+  private static final String MEMORY_MAX_BYTES_DOC =
+      "The most memory (bytes) one task's native share consumer may hold for records: the fetch"
+          + " response it decodes, the records it buffers and those polled and not yet handed to"
+          + " the sink, counted as decoded (decompressed, with the engine's own cost per record and"
+          + " per header). One record batch may take half of it: a batch that needs more (a"
+          + " compression bomb, a flood of headers) fails the task naming its topic, partition and"
+          + " offset, and its records go back to the share group, which archives them after"
+          + " share.delivery.count.limit deliveries. At most a quarter of the worker's bound (the"
+          + " JVM property sharesink.engine.memory.max.bytes, default half the worker's heap)"
+          + " applies. Default: 4 x the larger of share.consumer.fetch.max.bytes and"
+          + " share.consumer.share.buffer.max.bytes (200 MiB with Kafka's defaults). An override,"
+          + " as share.consumer.bootstrap.servers.";
+  private static final String MEMORY_MAX_BYTES_DISPLAY = "Memory bound of a task's consumer";
+
   /**
    * The consumer's settings of type PASSWORD ({@code ssl.keystore.password}, ...): defined under
    * {@value #CONSUMER_PREFIX} too, so the worker shows and logs them as {@code [hidden]}.
@@ -503,6 +519,17 @@ public class ShareSinkConfig extends AbstractConfig {
         ++order,
         Width.LONG,
         SASL_JAAS_DISPLAY);
+    def.define(
+        MEMORY_MAX_BYTES_CONFIG,
+        Type.LONG,
+        null,
+        new ConfigValidators.OptionalAtLeast(MEMORY_MAX_BYTES_MIN, "see the description"),
+        Importance.LOW,
+        MEMORY_MAX_BYTES_DOC,
+        GROUP_SHARE_CONSUMER,
+        ++order,
+        Width.MEDIUM,
+        MEMORY_MAX_BYTES_DISPLAY);
     for (String key : CONSUMER_PASSWORD_KEYS) {
       def.define(
           CONSUMER_PREFIX + key,

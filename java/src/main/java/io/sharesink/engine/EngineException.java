@@ -21,6 +21,11 @@ public class EngineException extends RuntimeException {
     TIMEOUT,
     CLOSED,
     INTERNAL,
+    /**
+     * Records that do not fit in the member's memory bound (a compression bomb, a flood of
+     * headers): the member stopped and released them.
+     */
+    RESOURCE,
     /** A panic in the native code, caught at the JNI boundary. */
     PANIC;
 

@@ -43,11 +43,13 @@ public final class NativeEngine {
 
   /**
    * Sets the engine runtime's worker thread count (used when the runtime is next started: it starts
-   * with the first consumer and stops with the last) and the most verbose native log level to queue
-   * (0 off, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE). Installs the native log layer on the first
-   * call. {@code workerThreads <= 0} keeps the current setting.
+   * with the first consumer and stops with the last), the most verbose native log level to queue (0
+   * off, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE) and the bound on the memory the records of all
+   * members hold together (the worker's; each member holds at most a quarter of it). Installs the
+   * native log layer on the first call. {@code workerThreads <= 0} and {@code memoryMaxBytes <= 0}
+   * keep the current settings.
    */
-  static native void init(int workerThreads, int maxLogLevel);
+  static native void init(int workerThreads, int maxLogLevel, long memoryMaxBytes);
 
   /**
    * Starts a share-group member: connects, checks the broker's API versions and joins the group.

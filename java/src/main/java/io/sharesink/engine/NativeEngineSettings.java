@@ -51,6 +51,7 @@ public final class NativeEngineSettings {
           "share.buffer.max.records",
           "share.buffer.max.bytes",
           "share.buffer.hold.max.ms",
+          "share.memory.max.bytes",
           "share.buffer.max.lock.fraction", // retired: the engine warns about it itself
           "share.close.timeout.ms",
           "share.partition.stall.ms");

@@ -40,6 +40,16 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
   /** JVM property: the native runtime's worker thread count (default 2). */
   public static final String THREADS_PROPERTY = "sharesink.engine.threads";
 
+  /**
+   * JVM property: the bound on the memory the records of all native members of this worker hold
+   * together, in bytes (default {@link #defaultWorkerMemoryBound}); each member holds at most a
+   * quarter of it. A JVM property, not a connector setting: no tenant's connector can raise it.
+   */
+  public static final String MEMORY_PROPERTY = "sharesink.engine.memory.max.bytes";
+
+  /** The smallest worker bound accepted: 16 MiB. */
+  static final long MIN_WORKER_MEMORY = 16L << 20;
+
   /** Base poll buffer; batches that do not fit are split, so it grows only for huge records. */
   static final int DEFAULT_BUFFER_BYTES = 1 << 20;
 
@@ -95,7 +105,10 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     this.description = "share member of " + props.get("group.id") + " on " + topics;
     byte[] blob = configBlob(props, topics);
     try {
-      NativeEngine.init(Integer.getInteger(THREADS_PROPERTY, 0), logs.maxLevel());
+      NativeEngine.init(
+          Integer.getInteger(THREADS_PROPERTY, 0),
+          logs.maxLevel(),
+          workerMemoryBound(System.getProperty(MEMORY_PROPERTY), Runtime.getRuntime().maxMemory()));
     } catch (UnsatisfiedLinkError e) {
       throw new EngineException(
           EngineException.Kind.INTERNAL,
@@ -113,6 +126,45 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     logs.drain(0);
     this.pollBuffer = new PollBuffer(bufferBytes);
     logs.drain(handle);
+  }
+
+  /**
+   * Half the JVM's maximum heap, at least 256 MiB (Connect's start script gives a worker 2 GiB of
+   * heap, hence 1 GiB): the engine's records are converted onto the heap, and the JVM's own default
+   * for direct memory is the heap's size.
+   */
+  static long defaultWorkerMemoryBound(long maxHeap) {
+    return Math.max(256L << 20, maxHeap / 2);
+  }
+
+  /**
+   * The worker's memory bound from the value of {@value #MEMORY_PROPERTY} (null: the default for
+   * {@code maxHeap}).
+   *
+   * @throws EngineException of kind CONFIG naming the property when the value is not a number of
+   *     bytes of at least 16 MiB
+   */
+  static long workerMemoryBound(String value, long maxHeap) {
+    if (value == null || value.isBlank()) {
+      return defaultWorkerMemoryBound(maxHeap);
+    }
+    long bytes;
+    try {
+      bytes = Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      bytes = -1;
+    }
+    if (bytes < MIN_WORKER_MEMORY) {
+      throw new EngineException(
+          EngineException.Kind.CONFIG,
+          "JVM property "
+              + MEMORY_PROPERTY
+              + "="
+              + value
+              + " is not a number of bytes of at least "
+              + MIN_WORKER_MEMORY);
+    }
+    return bytes;
   }
 
   /** The create blob: little-endian {@code i32 n, n × (key, value), i32 t, t × topic}. */

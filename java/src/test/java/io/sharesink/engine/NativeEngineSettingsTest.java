@@ -23,7 +23,8 @@ class NativeEngineSettingsTest {
             "security.protocol",
             "sasl.jaas.config",
             "ssl.truststore.location",
-            "share.buffer.hold.max.ms")) {
+            "share.buffer.hold.max.ms",
+            "share.memory.max.bytes")) {
       settings.put(read, "x");
     }
     settings.put("max.partition.fetch.bytes", "1");
