@@ -1,7 +1,7 @@
-//! The layering of the Rust side (docs/architecture.md, "Layering"): the engine depends on no JNI
-//! crate and names neither JNI nor Kafka Connect; the JNI crate names no Connect concept. Read
-//! from `Cargo.lock` (the resolved graph, dev-dependencies included) and from the crates' code,
-//! comments left out (they may say what a crate is not).
+//! The layering of the Rust side (DEVELOPING.md, "Layering, checked by tests"): the engine
+//! depends on no JNI crate and names neither JNI nor Kafka Connect; the JNI crate names no
+//! Connect concept. Read from `Cargo.lock` (the resolved graph, dev-dependencies included) and
+//! from the crates' code, comments left out (they may say what a crate is not).
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -29,10 +29,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The layering of the Java side, checked on the production classes (docs/architecture.md,
- * "Layering"): the adapter speaks no Kafka wire protocol (the engine does), the engine bindings
- * know nothing of Connect, the JNI boundary stays in the engine bindings, and the connect packages
- * have no cycles.
+ * The layering of the Java side, checked on the production classes (DEVELOPING.md, "Layering,
+ * checked by tests"): the adapter speaks no Kafka wire protocol (the engine does), the engine
+ * bindings know nothing of Connect, the JNI boundary stays in the engine bindings, and the connect
+ * packages have no cycles.
  */
 class LayeringTest {
 
