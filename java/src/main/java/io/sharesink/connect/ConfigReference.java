@@ -1,8 +1,6 @@
 package io.sharesink.connect;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -22,6 +20,7 @@ final class ConfigReference {
 
   static final String BEGIN = "<!-- BEGIN GENERATED: ShareSinkConfig.main; do not edit -->";
   static final String END = "<!-- END GENERATED -->";
+  static final GeneratedRegion REGION = new GeneratedRegion(BEGIN, END);
 
   private ConfigReference() {}
 
@@ -54,11 +53,11 @@ final class ConfigReference {
                 .append(" | ")
                 .append(defaultText(key))
                 .append(" | ")
-                .append(cell(key.validator == null ? "" : key.validator.toString()))
+                .append(GeneratedRegion.cell(key.validator == null ? "" : key.validator.toString()))
                 .append(" | ")
                 .append(key.importance.name().toLowerCase())
                 .append(" | ")
-                .append(cell(key.documentation))
+                .append(GeneratedRegion.cell(key.documentation))
                 .append(" |\n");
           }
           out.append("\n");
@@ -84,28 +83,8 @@ final class ConfigReference {
     return text.isEmpty() ? "\"\"" : "`" + text + "`";
   }
 
-  private static String cell(String text) {
-    return text.replace("|", "\\|").replace("\n", " ");
-  }
-
-  /** {@code document} with its generated region replaced by {@code generated}. */
-  static String replaceGenerated(String document, String generated) {
-    int begin = document.indexOf(BEGIN);
-    int end = document.indexOf(END);
-    if (begin < 0 || end < begin) {
-      throw new IllegalArgumentException(
-          "the document has no " + BEGIN + " ... " + END + " region");
-    }
-    return document.substring(0, begin + BEGIN.length())
-        + "\n\n"
-        + generated
-        + document.substring(end);
-  }
-
   /** Rewrites the generated region of the file at {@code path} (for {@code mvn exec} or tests). */
   static void update(Path path) throws IOException {
-    String document = Files.readString(path, StandardCharsets.UTF_8);
-    String updated = replaceGenerated(document, markdown(ShareSinkConfig.CONFIG_DEF));
-    Files.writeString(path, updated, StandardCharsets.UTF_8);
+    REGION.update(path, markdown(ShareSinkConfig.CONFIG_DEF));
   }
 }

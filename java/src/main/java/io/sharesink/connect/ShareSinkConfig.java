@@ -2,7 +2,6 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.autoscale.TaskAutoscale;
-import io.sharesink.connect.ordering.ShareOrdering;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.List;
 import java.util.Locale;
@@ -71,7 +70,17 @@ public class ShareSinkConfig extends AbstractConfig {
   // ---- order (io.sharesink.connect.ordering checks it)
 
   public static final String ORDERING_CONFIG = "share.ordering";
-  public static final String ORDERING_DEFAULT = ShareOrdering.CHECK;
+
+  /** Default: known order-sensitive configurations are refused. */
+  public static final String ORDERING_CHECK = "check";
+
+  /** The operator accepts that each key's records reach the sink in any order. */
+  public static final String ORDERING_UNORDERED = "unordered";
+
+  /** The sink's target keeps each key's newest version by the record's partition and offset. */
+  public static final String ORDERING_OFFSET_GUARDED = "offset-guarded";
+
+  public static final String ORDERING_DEFAULT = ORDERING_CHECK;
   private static final String ORDERING_DOC =
       "How the connector stands to order. A share group hands the records of one partition to"
           + " many tasks at once, so the versions of one key reach the sink in no fixed order, and"
@@ -80,11 +89,11 @@ public class ShareSinkConfig extends AbstractConfig {
           + " on that order (Debezium's and Confluent's JDBC sinks with insert.mode upsert or"
           + " update, delete.enabled=true or truncate.enabled=true; see the table of known sinks)"
           + " is a validation error on the setting that makes it so, naming the choices. '"
-          + ShareOrdering.UNORDERED
+          + ORDERING_UNORDERED
           + "': run it anyway; each key's versions may be written in any order, so an upsert may"
           + " leave a row on an older version and a delete may be undone by an older version (right"
           + " when each key is written once, or a stale row does no harm). '"
-          + ShareOrdering.OFFSET_GUARDED
+          + ORDERING_OFFSET_GUARDED
           + "': the sink's target keeps each key's newest version by the record's Kafka partition"
           + " and offset (for PostgreSQL, the trigger of the reference's recipe); validation then"
           + " requires the transforms to carry both into the value (InsertField$Value with"
@@ -375,7 +384,7 @@ public class ShareSinkConfig extends AbstractConfig {
         Type.STRING,
         ORDERING_DEFAULT,
         ConfigDef.CaseInsensitiveValidString.in(
-            ShareOrdering.CHECK, ShareOrdering.UNORDERED, ShareOrdering.OFFSET_GUARDED),
+            ORDERING_CHECK, ORDERING_UNORDERED, ORDERING_OFFSET_GUARDED),
         Importance.HIGH,
         ORDERING_DOC,
         GROUP_ORDER,

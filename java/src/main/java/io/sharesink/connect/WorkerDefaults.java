@@ -251,7 +251,7 @@ final class WorkerDefaults {
               + String.join(" or ", WORKER_MAIN_CLASSES));
     }
     Path path = Path.of(named.get());
-    if (!Files.isRegularFile(path) || !Files.isReadable(path)) {
+    if (!readableFile(path)) {
       return invisible(
           "its REST extension has not been handed the worker's configuration, and the worker"
               + " configuration file "
@@ -336,11 +336,6 @@ final class WorkerDefaults {
     }
   }
 
-  /** The worker configuration file named on this JVM's command line, if it is readable. */
-  static Optional<Path> commandLineFile() {
-    return commandLineArgument().flatMap(WorkerDefaults::existing);
-  }
-
   /** The argument after a Connect main class on this JVM's command line, readable or not. */
   static Optional<String> commandLineArgument() {
     Optional<String[]> arguments = ProcessHandle.current().info().arguments();
@@ -353,11 +348,6 @@ final class WorkerDefaults {
     return argumentAfterMain(System.getProperty("sun.java.command"));
   }
 
-  /** The argument right after a Connect main class, in a JVM's argument list, if readable. */
-  static Optional<Path> fromArguments(List<String> arguments) {
-    return argumentAfterMain(arguments).flatMap(WorkerDefaults::existing);
-  }
-
   /** The argument right after a Connect main class, in a JVM's argument list. */
   static Optional<String> argumentAfterMain(List<String> arguments) {
     for (int i = 0; i + 1 < arguments.size(); i++) {
@@ -366,11 +356,6 @@ final class WorkerDefaults {
       }
     }
     return Optional.empty();
-  }
-
-  /** {@link #argumentAfterMain(String)} if readable. */
-  static Optional<Path> fromJavaCommand(String javaCommand) {
-    return argumentAfterMain(javaCommand).flatMap(WorkerDefaults::existing);
   }
 
   /**
@@ -388,11 +373,9 @@ final class WorkerDefaults {
     return Optional.of(parts[1]);
   }
 
-  private static Optional<Path> existing(String argument) {
-    Path path = Path.of(argument);
-    return Files.isRegularFile(path) && Files.isReadable(path)
-        ? Optional.of(path)
-        : Optional.empty();
+  /** Whether {@code path} is a file the worker's configuration can be read from. */
+  static boolean readableFile(Path path) {
+    return Files.isRegularFile(path) && Files.isReadable(path);
   }
 
   @Override

@@ -4,7 +4,7 @@ package io.sharesink.engine;
  * A point-in-time snapshot of one engine member's counters. Acknowledgement counts are records
  * (offsets) sent to the broker; latencies are request round trips. The native engine fills every
  * component ({@link MetricsLayout}); the Java share consumer ({@code share.engine=java}) fills the
- * first eleven and leaves the native engine's own counters at 0.
+ * first eleven and leaves the native engine's own counters (from {@code gapAckedRecords} on) at 0.
  *
  * @param recordsFetched records fetched
  * @param bytesFetched key + value bytes of fetched records
@@ -58,44 +58,4 @@ public record EngineMetrics(
     long acksResent,
     long ackConflicts,
     long corruptBatches,
-    long emptyFetches) {
-
-  /** The counters every engine has; the native engine's own ones are 0. */
-  public EngineMetrics(
-      long recordsFetched,
-      long bytesFetched,
-      long acceptedRecords,
-      long releasedRecords,
-      long rejectedRecords,
-      long renewedRecords,
-      long ackErrors,
-      long fetchRequests,
-      double fetchLatencyAvgMs,
-      double ackLatencyAvgMs,
-      long recordsInFlight) {
-    this(
-        recordsFetched,
-        bytesFetched,
-        acceptedRecords,
-        releasedRecords,
-        rejectedRecords,
-        renewedRecords,
-        ackErrors,
-        fetchRequests,
-        fetchLatencyAvgMs,
-        ackLatencyAvgMs,
-        recordsInFlight,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0);
-  }
-}
+    long emptyFetches) {}

@@ -123,29 +123,6 @@ public final class NativeShareBatch implements ShareBatch {
     return copy(at(i) + R_VALUE_POSITION);
   }
 
-  /** The key's length in bytes, or -1 for a null key. */
-  public int keyLength(int i) {
-    return buffer.getInt(at(i) + R_KEY_LENGTH);
-  }
-
-  /** The value's length in bytes, or -1 for a null value. */
-  public int valueLength(int i) {
-    return buffer.getInt(at(i) + R_VALUE_LENGTH);
-  }
-
-  /**
-   * The value as a read-only view of the native buffer, without copying; null for a null value.
-   * Valid only until the next poll.
-   */
-  public ByteBuffer valueView(int i) {
-    return view(at(i) + R_VALUE_POSITION);
-  }
-
-  /** The key as a read-only view (see {@link #valueView}); null for a null key. */
-  public ByteBuffer keyView(int i) {
-    return view(at(i) + R_KEY_POSITION);
-  }
-
   // The position field is followed by the length field in both blobs.
   private byte[] copy(int positionField) {
     int length = buffer.getInt(positionField + 4);
@@ -155,14 +132,6 @@ public final class NativeShareBatch implements ShareBatch {
     byte[] bytes = new byte[length];
     buffer.get(buffer.getInt(positionField), bytes);
     return bytes;
-  }
-
-  private ByteBuffer view(int positionField) {
-    int length = buffer.getInt(positionField + 4);
-    if (length < 0) {
-      return null;
-    }
-    return buffer.slice(buffer.getInt(positionField), length).asReadOnlyBuffer();
   }
 
   @Override

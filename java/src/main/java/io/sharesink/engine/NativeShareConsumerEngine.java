@@ -320,15 +320,6 @@ public final class NativeShareConsumerEngine implements ShareConsumerEngine {
     }
   }
 
-  /** Restarts the acquisition locks of the given ranges: {@link AckType#RENEW} for each. */
-  public void renew(Acknowledgements ranges) {
-    Acknowledgements renew = new Acknowledgements();
-    for (Acknowledgements.Range r : ranges.ranges()) {
-      renew.add(r.topic(), r.partition(), r.firstOffset(), r.lastOffset(), AckType.RENEW);
-    }
-    acknowledge(renew);
-  }
-
   /**
    * Hands the new subscription to the native member, which sends it with an immediate heartbeat.
    * Its log line about the change is re-logged by the next poll.

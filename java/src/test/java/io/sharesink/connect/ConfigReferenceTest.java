@@ -24,7 +24,7 @@ class ConfigReferenceTest {
     }
     String document = Files.readString(DOC, StandardCharsets.UTF_8);
     String expected =
-        ConfigReference.replaceGenerated(
+        ConfigReference.REGION.replaceIn(
             document, ConfigReference.markdown(ShareSinkConfig.CONFIG_DEF));
     assertEquals(
         expected,

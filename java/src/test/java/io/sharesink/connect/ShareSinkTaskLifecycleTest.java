@@ -113,7 +113,7 @@ class ShareSinkTaskLifecycleTest {
 
     @Override
     public EngineMetrics metrics() {
-      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     @Override

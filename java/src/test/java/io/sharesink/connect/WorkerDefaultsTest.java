@@ -39,17 +39,16 @@ class WorkerDefaultsTest {
             "/opt/kafka/libs/*",
             "org.apache.kafka.connect.cli.ConnectDistributed",
             file.toString());
-    assertEquals(Optional.of(file), WorkerDefaults.fromArguments(args));
+    assertEquals(Optional.of(file.toString()), WorkerDefaults.argumentAfterMain(args));
     assertEquals(
-        Optional.of(file),
-        WorkerDefaults.fromJavaCommand(
+        Optional.of(file.toString()),
+        WorkerDefaults.argumentAfterMain(
             "org.apache.kafka.connect.cli.ConnectStandalone " + file + " sink.properties"));
-    assertEquals(Optional.empty(), WorkerDefaults.fromArguments(List.of("java", "kafka.Kafka")));
-    assertEquals(Optional.empty(), WorkerDefaults.fromJavaCommand("com.example.Main x"));
     assertEquals(
-        Optional.empty(),
-        WorkerDefaults.fromArguments(
-            List.of("org.apache.kafka.connect.cli.ConnectDistributed", "/no/such/file")));
+        Optional.empty(), WorkerDefaults.argumentAfterMain(List.of("java", "kafka.Kafka")));
+    assertEquals(Optional.empty(), WorkerDefaults.argumentAfterMain("com.example.Main x"));
+    assertTrue(WorkerDefaults.readableFile(file));
+    assertFalse(WorkerDefaults.readableFile(Path.of("/no/such/file")));
   }
 
   @Test
@@ -128,10 +127,7 @@ class WorkerDefaultsTest {
         Optional.of("/no/such/file"),
         WorkerDefaults.argumentAfterMain(
             List.of("java", "org.apache.kafka.connect.cli.ConnectDistributed", "/no/such/file")));
-    assertEquals(
-        Optional.empty(),
-        WorkerDefaults.fromArguments(
-            List.of("java", "org.apache.kafka.connect.cli.ConnectDistributed", dir.toString())));
+    assertFalse(WorkerDefaults.readableFile(dir), "a directory");
   }
 
   @Test

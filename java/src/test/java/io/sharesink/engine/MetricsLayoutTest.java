@@ -58,13 +58,4 @@ class MetricsLayoutTest {
             () -> NativeEngine.metricsLayoutSelfTest(new long[MetricsLayout.FIELDS - 1]));
     assertEquals(EngineException.Kind.CONFIG, e.kind());
   }
-
-  @Test
-  void theJavaEnginesCountersLeaveTheNativeOnesAtZero() {
-    EngineMetrics m = new EngineMetrics(1, 2, 3, 4, 5, 6, 7, 8, 9.5, 10.5, 11);
-    assertEquals(3, m.acceptedRecords());
-    assertEquals(11, m.recordsInFlight());
-    assertEquals(0, m.acksResent());
-    assertEquals(0, m.recordsRenewedUnpolled());
-  }
 }

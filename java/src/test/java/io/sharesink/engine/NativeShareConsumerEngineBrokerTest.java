@@ -152,7 +152,7 @@ class NativeShareConsumerEngineBrokerTest {
         long nextRenew = 0;
         while (System.nanoTime() < until) {
           if (System.nanoTime() >= nextRenew) {
-            engine.renew(new Acknowledgements().add(topic, 0, 0, 2, AckType.RENEW));
+            engine.acknowledge(new Acknowledgements().add(topic, 0, 0, 2, AckType.RENEW));
             nextRenew = System.nanoTime() + Duration.ofSeconds(5).toNanos();
           }
           repeated += engine.poll(Duration.ofMillis(300)).size();

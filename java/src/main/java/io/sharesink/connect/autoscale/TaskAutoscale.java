@@ -1,8 +1,10 @@
 package io.sharesink.connect.autoscale;
 
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Range;
@@ -103,15 +105,13 @@ public final class TaskAutoscale {
   static final String DRAIN_TARGET_MS_DISPLAY = "Autoscale: drain target (ms)";
   public static final long DRAIN_TARGET_MS_DEFAULT = 60_000L;
 
-  /** The task's share consumer's max.poll.records (for what a task may hold in flight). */
-  static final String MAX_POLL_RECORDS_CONFIG = "share.consumer.max.poll.records";
-
-  static final int MAX_POLL_RECORDS_DEFAULT = 500;
-
-  /** sharesink's share.commit.interval.ms (records put but not yet acknowledged wait for it). */
-  static final String COMMIT_INTERVAL_MS_CONFIG = "share.commit.interval.ms";
-
-  static final long COMMIT_INTERVAL_MS_DEFAULT = 5_000L;
+  /**
+   * The task's share consumer's max.poll.records (for what a task may hold in flight): Kafka's key
+   * under {@code ShareSinkConfig.CONSUMER_PREFIX}, which this package cannot import
+   * (ShareSinkConfig composes its keys; AutoscalerTest ties the two).
+   */
+  static final String MAX_POLL_RECORDS_CONFIG =
+      "share.consumer." + ConsumerConfig.MAX_POLL_RECORDS_CONFIG;
 
   /** Defines the autoscaler's keys in {@code def}, in their own group. */
   public static void define(ConfigDef def) {
@@ -280,8 +280,12 @@ public final class TaskAutoscale {
                   props, RECONFIGURE_MIN_INTERVAL_MS_CONFIG, RECONFIGURE_MIN_INTERVAL_MS_DEFAULT)),
           parseLong(props, SCALE_DOWN_WINDOW_MS_CONFIG, SCALE_DOWN_WINDOW_MS_DEFAULT),
           parseLong(props, DRAIN_TARGET_MS_CONFIG, DRAIN_TARGET_MS_DEFAULT),
-          Math.max(1, parseInt(props, MAX_POLL_RECORDS_CONFIG, MAX_POLL_RECORDS_DEFAULT)),
-          parseLong(props, COMMIT_INTERVAL_MS_CONFIG, COMMIT_INTERVAL_MS_DEFAULT));
+          Math.max(
+              1, parseInt(props, MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS)),
+          parseLong(
+              props,
+              SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG,
+              SinkDriverConfig.COMMIT_INTERVAL_MS_DEFAULT));
     }
 
     private static int parseInt(Map<String, String> props, String key, int dflt) {

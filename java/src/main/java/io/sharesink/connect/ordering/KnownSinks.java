@@ -47,8 +47,9 @@ public final class KnownSinks {
    * @param effect what goes wrong when the records arrive out of order, as a clause following the
    *     sink's name and the setting ("writes ...")
    * @param guardable whether a write guard on each record's partition and offset ({@value
-   *     ShareOrdering#OFFSET_GUARDED}) can keep the newest version: not for hard deletes, which
-   *     remove the row that carried the offset, nor for targets without a conditional write
+   *     io.sharesink.connect.ShareSinkConfig#ORDERING_OFFSET_GUARDED}) can keep the newest version:
+   *     not for hard deletes, which remove the row that carried the offset, nor for targets without
+   *     a conditional write
    */
   public record Trigger(
       String key, List<String> values, String pattern, String effect, boolean guardable) {

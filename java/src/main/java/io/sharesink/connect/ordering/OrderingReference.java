@@ -1,12 +1,15 @@
 package io.sharesink.connect.ordering;
 
-import io.sharesink.connect.ShareSinkConfig;
+import static io.sharesink.connect.GeneratedRegion.cell;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_CONFIG;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_OFFSET_GUARDED;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_UNORDERED;
+
+import io.sharesink.connect.GeneratedRegion;
 import io.sharesink.connect.ordering.KnownSinks.Kind;
 import io.sharesink.connect.ordering.KnownSinks.Sink;
 import io.sharesink.connect.ordering.KnownSinks.Trigger;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Collectors;
 
@@ -20,6 +23,7 @@ public final class OrderingReference {
   static final String BEGIN =
       "<!-- BEGIN GENERATED: KnownSinks (OrderingReference.main); do not edit -->";
   static final String END = "<!-- END GENERATED: KnownSinks -->";
+  static final GeneratedRegion REGION = new GeneratedRegion(BEGIN, END);
 
   private OrderingReference() {}
 
@@ -30,7 +34,7 @@ public final class OrderingReference {
   public static String markdown() {
     StringBuilder out = new StringBuilder();
     out.append("| Sink | Connector classes | Setting | What goes wrong in share mode | Runs with `")
-        .append(ShareSinkConfig.ORDERING_CONFIG)
+        .append(ORDERING_CONFIG)
         .append("` | The target's own guard |\n");
     out.append("|---|---|---|---|---|---|\n");
     for (Sink sink : KnownSinks.SINKS) {
@@ -82,9 +86,9 @@ public final class OrderingReference {
             .append(" | it ")
             .append(cell(t.effect()))
             .append(" | `")
-            .append(ShareOrdering.UNORDERED)
+            .append(ORDERING_UNORDERED)
             .append("`")
-            .append(t.guardable() ? ", `" + ShareOrdering.OFFSET_GUARDED + "`" : "")
+            .append(t.guardable() ? ", `" + ORDERING_OFFSET_GUARDED + "`" : "")
             .append(" | ")
             .append(first ? guard : "")
             .append(" |\n");
@@ -107,29 +111,9 @@ public final class OrderingReference {
         + t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", "));
   }
 
-  private static String cell(String text) {
-    return text.replace("|", "\\|").replace("\n", " ");
-  }
-
-  /** {@code document} with its generated region replaced by {@code generated}. */
-  static String replaceGenerated(String document, String generated) {
-    int begin = document.indexOf(BEGIN);
-    int end = document.indexOf(END);
-    if (begin < 0 || end < begin) {
-      throw new IllegalArgumentException(
-          "the document has no " + BEGIN + " ... " + END + " region");
-    }
-    return document.substring(0, begin + BEGIN.length())
-        + "\n\n"
-        + generated
-        + "\n"
-        + document.substring(end);
-  }
-
   /** Rewrites the generated region of the file at {@code path}. */
   static void update(Path path) throws IOException {
-    String document = Files.readString(path, StandardCharsets.UTF_8);
-    Files.writeString(path, replaceGenerated(document, markdown()), StandardCharsets.UTF_8);
+    REGION.update(path, markdown());
   }
 
   /** Prints the table (what docs/configuration.md holds between its KnownSinks markers). */

@@ -1,5 +1,10 @@
 package io.sharesink.connect.ordering;
 
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_CHECK;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_CONFIG;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_OFFSET_GUARDED;
+import static io.sharesink.connect.ShareSinkConfig.ORDERING_UNORDERED;
+
 import io.sharesink.connect.ShareModeForm;
 import io.sharesink.connect.ShareSinkConfig;
 import io.sharesink.connect.ordering.KnownSinks.Kind;
@@ -28,15 +33,6 @@ public final class ShareOrdering {
 
   private ShareOrdering() {}
 
-  /** Default: known order-sensitive configurations are refused. */
-  public static final String CHECK = "check";
-
-  /** The operator accepts that each key's records reach the sink in any order. */
-  public static final String UNORDERED = "unordered";
-
-  /** The sink's target keeps each key's newest version by the record's partition and offset. */
-  public static final String OFFSET_GUARDED = "offset-guarded";
-
   /** The reference's section about order, named in messages. */
   public static final String DOCS = "docs/configuration.md, \"Order in share mode\"";
 
@@ -54,22 +50,18 @@ public final class ShareOrdering {
     String choice = choice(props);
     Optional<Sink> sink = sinkOf(props, loader);
     sink.ifPresent(s -> sinkProblems(s, props, choice, problems));
-    if (OFFSET_GUARDED.equals(choice) && !carriesCoordinates(props)) {
+    if (ORDERING_OFFSET_GUARDED.equals(choice) && !carriesCoordinates(props)) {
       add(
           problems,
-          ShareSinkConfig.ORDERING_CONFIG,
-          ShareSinkConfig.ORDERING_CONFIG
-              + "="
-              + OFFSET_GUARDED
+          ORDERING_CONFIG,
+          orderingIs(ORDERING_OFFSET_GUARDED)
               + " says the sink's target keeps each key's newest version by the record's"
               + " partition and offset, but no transform carries them into the record: add"
               + " transforms of type org.apache.kafka.connect.transforms.InsertField$Value with"
               + " offset.field and partition.field (see "
               + DOCS
               + "), or choose "
-              + ShareSinkConfig.ORDERING_CONFIG
-              + "="
-              + UNORDERED);
+              + orderingIs(ORDERING_UNORDERED));
     }
     return problems;
   }
@@ -94,8 +86,10 @@ public final class ShareOrdering {
   }
 
   private static String choice(Map<String, String> props) {
-    String value = props.get(ShareSinkConfig.ORDERING_CONFIG);
-    return value == null || value.isBlank() ? CHECK : value.trim().toLowerCase(Locale.ROOT);
+    String value = props.get(ORDERING_CONFIG);
+    return value == null || value.isBlank()
+        ? ORDERING_CHECK
+        : value.trim().toLowerCase(Locale.ROOT);
   }
 
   private static Optional<Sink> sinkOf(
@@ -161,13 +155,12 @@ public final class ShareOrdering {
               + " "
               + trigger.effect()
               + ", silently.";
-      if (CHECK.equals(choice)) {
+      String problem = setting + ": " + situation;
+      if (ORDERING_CHECK.equals(choice)) {
         add(
             problems,
             reportOn,
-            setting
-                + ": "
-                + situation
+            problem
                 + " Choose one: run this connector on the classic runtime ("
                 + classicRuntime(props, className)
                 + ")"
@@ -178,26 +171,18 @@ public final class ShareOrdering {
                         + " (see "
                         + DOCS
                         + "), then set "
-                        + ShareSinkConfig.ORDERING_CONFIG
-                        + "="
-                        + OFFSET_GUARDED
+                        + orderingIs(ORDERING_OFFSET_GUARDED)
                     : "")
                 + "; or set "
-                + ShareSinkConfig.ORDERING_CONFIG
-                + "="
-                + UNORDERED
+                + orderingIs(ORDERING_UNORDERED)
                 + " if writes in any order are acceptable (each key written once, say)");
-      } else if (OFFSET_GUARDED.equals(choice) && !trigger.guardable()) {
+      } else if (ORDERING_OFFSET_GUARDED.equals(choice) && !trigger.guardable()) {
         add(
             problems,
             reportOn,
-            setting
-                + ": "
-                + situation
+            problem
                 + " A guard on the partition and offset cannot order it ("
-                + ShareSinkConfig.ORDERING_CONFIG
-                + "="
-                + OFFSET_GUARDED
+                + orderingIs(ORDERING_OFFSET_GUARDED)
                 + "): a hard delete removes the row that held them, and this target has no write"
                 + " guard for it. "
                 + (trigger.always()
@@ -208,11 +193,14 @@ public final class ShareOrdering {
                 + "run this connector on the classic runtime ("
                 + classicRuntime(props, className)
                 + "), or set "
-                + ShareSinkConfig.ORDERING_CONFIG
-                + "="
-                + UNORDERED);
+                + orderingIs(ORDERING_UNORDERED));
       }
     }
+  }
+
+  /** {@code share.ordering=value}, as messages name a choice. */
+  private static String orderingIs(String value) {
+    return ORDERING_CONFIG + "=" + value;
   }
 
   /** The connector's value of the trigger's key (null for a trigger that always holds). */

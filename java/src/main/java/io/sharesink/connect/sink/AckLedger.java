@@ -802,17 +802,6 @@ public final class AckLedger {
     return next;
   }
 
-  /** The earliest lock deadline among held records, or Long.MAX_VALUE when none is held. */
-  public synchronized long earliestDeadlineMs() {
-    long earliest = Long.MAX_VALUE;
-    for (PartitionLedger ledger : partitions.values()) {
-      for (Entry entry : ledger.entries.values()) {
-        earliest = Math.min(earliest, entry.lockDeadlineMs);
-      }
-    }
-    return earliest;
-  }
-
   /** Held records in a state, in partition then offset order. */
   public synchronized List<Entry> entries(State state) {
     List<Entry> result = new ArrayList<>();

@@ -53,11 +53,6 @@ final class CommitSchedule {
     putSinceCommit += records;
   }
 
-  /** Records put since the last commit cycle. */
-  long putSinceCommit() {
-    return putSinceCommit;
-  }
-
   /** A commit cycle starts now. */
   void started(long nowMs) {
     lastAtMs = nowMs;

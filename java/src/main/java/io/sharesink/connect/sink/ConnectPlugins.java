@@ -20,14 +20,12 @@ public final class ConnectPlugins {
 
   /**
    * @param props the connector configuration
-   * @param key {@code key.converter} or {@code value.converter}
-   * @param defaultClass used when {@code props} names none (the worker's default, as found by the
-   *     host); null makes a missing setting an error
+   * @param key {@code key.converter} or {@code value.converter}; a missing setting is an error (the
+   *     worker's defaults are merged into the props before)
    * @param loader resolves class names and aliases (the task's context loader on a worker)
    */
-  public static Converter newConverter(
-      Map<String, String> props, String key, String defaultClass, ClassLoader loader) {
-    Converter converter = newInstance(props, key, defaultClass, loader, Converter.class);
+  public static Converter newConverter(Map<String, String> props, String key, ClassLoader loader) {
+    Converter converter = newInstance(props, key, null, loader, Converter.class);
     Map<String, String> config = withPrefix(props, key + ".");
     boolean isKey = key.startsWith("key.");
     LoaderSwap.run(LoaderSwap.loaderOf(converter), () -> converter.configure(config, isKey));
@@ -35,11 +33,14 @@ public final class ConnectPlugins {
   }
 
   /** {@code header.converter}, defaulting to Connect's {@link SimpleHeaderConverter}. */
-  public static HeaderConverter newHeaderConverter(
-      Map<String, String> props, String defaultClass, ClassLoader loader) {
-    String fallback = defaultClass != null ? defaultClass : SimpleHeaderConverter.class.getName();
+  public static HeaderConverter newHeaderConverter(Map<String, String> props, ClassLoader loader) {
     HeaderConverter converter =
-        newInstance(props, "header.converter", fallback, loader, HeaderConverter.class);
+        newInstance(
+            props,
+            "header.converter",
+            SimpleHeaderConverter.class.getName(),
+            loader,
+            HeaderConverter.class);
     Map<String, String> config = withPrefix(props, "header.converter.");
     config.put("converter.type", "header");
     LoaderSwap.run(LoaderSwap.loaderOf(converter), () -> converter.configure(config));

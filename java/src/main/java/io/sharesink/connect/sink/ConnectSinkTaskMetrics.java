@@ -182,10 +182,6 @@ final class ConnectSinkTaskMetrics implements AutoCloseable {
         .orElse(null);
   }
 
-  String mbean() {
-    return mbean;
-  }
-
   @Override
   public void close() {
     if (LIVE.remove(mbean, this)) {

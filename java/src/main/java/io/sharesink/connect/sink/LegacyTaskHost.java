@@ -63,11 +63,6 @@ final class LegacyTaskHost {
     this.restarts = Objects.requireNonNull(restarts, "restarts");
   }
 
-  /** The running instance's class name, for logs. */
-  String taskClassName() {
-    return task.getClass().getName();
-  }
-
   /** Whether the instance is down, between a failure and the start of the next one. */
   boolean down() {
     return down;

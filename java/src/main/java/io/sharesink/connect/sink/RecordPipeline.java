@@ -39,14 +39,13 @@ final class RecordPipeline implements AutoCloseable {
       HeaderConverter headerConverter,
       TransformChain transforms,
       ErrorHandling errors,
-      boolean internalRecords,
       String deliveryCountHeader) {
     this.keyConverter = keyConverter;
     this.valueConverter = valueConverter;
     this.headerConverter = headerConverter;
     this.transforms = transforms;
     this.errors = errors;
-    this.internalRecords = internalRecords && InternalSinkRecords.available();
+    this.internalRecords = InternalSinkRecords.available();
     this.deliveryCountHeader =
         deliveryCountHeader == null || deliveryCountHeader.isEmpty() ? null : deliveryCountHeader;
   }

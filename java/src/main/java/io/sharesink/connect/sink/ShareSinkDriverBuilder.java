@@ -40,21 +40,16 @@ public final class ShareSinkDriverBuilder {
   private Map<String, String> taskProps;
   private Map<String, String> driverProps;
   private Map<String, String> connectorProps;
-  private Supplier<Map<String, String>> latestConfigs;
   private String connectorName = "sharesink";
   private int taskId;
   private String taskName;
   private ShareConsumerEngine engine;
   private ClassLoader classLoader;
-  private String defaultKeyConverter;
-  private String defaultValueConverter;
-  private String defaultHeaderConverter;
   private Map<String, Object> deadLetterProducerConfig;
   private Map<String, Object> deadLetterAdminConfig;
   private DeadLetterQueue deadLetterQueue;
   private boolean brokerWritesDeadLetters;
   private PluginMetrics pluginMetrics;
-  private boolean internalRecords = true;
   private Supplier<SinkTask> newInstances;
   private Time time = Time.SYSTEM;
   private KeeperTimer keeperTimer = KeeperTimer.shared();
@@ -94,12 +89,6 @@ public final class ShareSinkDriverBuilder {
     return this;
   }
 
-  /** What {@code context.configs()} returns; defaults to the start props. */
-  public ShareSinkDriverBuilder latestConfigs(Supplier<Map<String, String>> latestConfigs) {
-    this.latestConfigs = latestConfigs;
-    return this;
-  }
-
   public ShareSinkDriverBuilder connectorName(String connectorName) {
     this.connectorName = connectorName;
     return this;
@@ -125,15 +114,6 @@ public final class ShareSinkDriverBuilder {
   /** Resolves converter, transform and predicate class names (the hosting task's TCCL). */
   public ShareSinkDriverBuilder classLoader(ClassLoader classLoader) {
     this.classLoader = classLoader;
-    return this;
-  }
-
-  /** Converters used when the task props name none (the worker's defaults, when known). */
-  public ShareSinkDriverBuilder defaultConverters(
-      String keyConverter, String valueConverter, String headerConverter) {
-    this.defaultKeyConverter = keyConverter;
-    this.defaultValueConverter = valueConverter;
-    this.defaultHeaderConverter = headerConverter;
     return this;
   }
 
@@ -166,12 +146,6 @@ public final class ShareSinkDriverBuilder {
   /** Given to the task through its context, and where the driver's gauges are published. */
   public ShareSinkDriverBuilder pluginMetrics(PluginMetrics pluginMetrics) {
     this.pluginMetrics = pluginMetrics;
-    return this;
-  }
-
-  /** Whether to hand the task the runtime's InternalSinkRecord when reachable (default yes). */
-  public ShareSinkDriverBuilder internalRecords(boolean internalRecords) {
-    this.internalRecords = internalRecords;
     return this;
   }
 
@@ -268,13 +242,9 @@ public final class ShareSinkDriverBuilder {
     HeaderConverter headerConverter = null;
     ErrorHandling errors = null;
     try {
-      keyConverter =
-          ConnectPlugins.newConverter(pluginProps, "key.converter", defaultKeyConverter, loader);
-      valueConverter =
-          ConnectPlugins.newConverter(
-              pluginProps, "value.converter", defaultValueConverter, loader);
-      headerConverter =
-          ConnectPlugins.newHeaderConverter(pluginProps, defaultHeaderConverter, loader);
+      keyConverter = ConnectPlugins.newConverter(pluginProps, "key.converter", loader);
+      valueConverter = ConnectPlugins.newConverter(pluginProps, "value.converter", loader);
+      headerConverter = ConnectPlugins.newHeaderConverter(pluginProps, loader);
       transforms = TransformChain.fromConfig(pluginProps, loader);
       DeadLetterQueue dlq = deadLetterQueue;
       if (dlq == null
@@ -302,7 +272,7 @@ public final class ShareSinkDriverBuilder {
       throw e;
     }
 
-    Supplier<Map<String, String>> configs = latestConfigs != null ? latestConfigs : () -> taskProps;
+    Supplier<Map<String, String>> configs = () -> taskProps;
     ShareSinkTaskContext context =
         new ShareSinkTaskContext(configs, config, errors, pluginMetrics, name);
     ClassLoader taskLoader = LoaderSwap.loaderOf(task);
@@ -331,7 +301,6 @@ public final class ShareSinkDriverBuilder {
             headerConverter,
             transforms,
             errors,
-            internalRecords,
             config.deliveryCountHeader());
     ShareSinkDriver driver =
         new ShareSinkDriver(

@@ -600,7 +600,20 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
         pollCount,
         pollCount == 0 ? 0 : pollNanos.get() / 1e6 / pollCount,
         commitCount == 0 ? 0 : commitNanos.get() / 1e6 / commitCount,
-        heldByDriver.size());
+        heldByDriver.size(),
+        // The native engine's own counters: a Java share consumer has none of them.
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0);
   }
 
   /**

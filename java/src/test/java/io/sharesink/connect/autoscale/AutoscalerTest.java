@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.ShareSinkConfig;
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.metrics.PluginMetrics;
@@ -114,6 +116,24 @@ class AutoscalerTest {
     }
     TaskAutoscale.Settings s = TaskAutoscale.Settings.of(Map.of());
     assertEquals(new TaskAutoscale.Settings(1, 5_000, 60_000, 60_000, 60_000, 500, 5_000), s);
+  }
+
+  @Test
+  void theSettingsReadTheKeysTheConnectorDefines() {
+    // The share consumer's max.poll.records and the commit interval are defined elsewhere; the
+    // autoscaler must read them under the same names.
+    String maxPollRecords =
+        ShareSinkConfig.CONSUMER_PREFIX + ConsumerConfig.MAX_POLL_RECORDS_CONFIG;
+    assertTrue(
+        ShareSinkConfig.CONFIG_DEF.names().contains(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG));
+    TaskAutoscale.Settings s =
+        TaskAutoscale.Settings.of(
+            Map.of(maxPollRecords, "7", SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG, "1234"));
+    assertEquals(7, s.maxPollRecords());
+    assertEquals(1234, s.commitIntervalMs());
+    assertEquals(
+        ShareSinkConfig.CONFIG_DEF.defaultValues().get(SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG),
+        TaskAutoscale.Settings.of(Map.of()).commitIntervalMs());
   }
 
   static GroupReading reading(long end, long lag) {

@@ -24,7 +24,7 @@ class OrderingReferenceTest {
     }
     String document = Files.readString(DOC, StandardCharsets.UTF_8);
     assertEquals(
-        OrderingReference.replaceGenerated(document, OrderingReference.markdown()),
+        OrderingReference.REGION.replaceIn(document, OrderingReference.markdown()),
         document,
         "docs/configuration.md is stale: run `mvn -Dnative.skip test -Dtest=OrderingReferenceTest"
             + " -Dsharesink.docs.update=true` in java/");

@@ -406,7 +406,8 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
     public EngineMetrics metrics() {
       synchronized (InMemoryShareGroup.this) {
         ensureOpen(); // as the native engine: a closed one refuses
-        return new EngineMetrics(recordsHandedOut, 0, 0, 0, 0, 0, 0, polls, 0, 0, 0);
+        return new EngineMetrics(
+            recordsHandedOut, 0, 0, 0, 0, 0, 0, polls, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
       }
     }
 

@@ -112,21 +112,17 @@ class SinkDriverPartsTest {
         Map.of(
             "value.converter", "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable", "false");
-    Converter value = ConnectPlugins.newConverter(props, "value.converter", null, loader);
+    Converter value = ConnectPlugins.newConverter(props, "value.converter", loader);
     assertEquals(
         Map.of("a", 1L),
         value
             .toConnectData("t", "{\"a\":1}".getBytes(java.nio.charset.StandardCharsets.UTF_8))
             .value());
-    Converter key =
-        ConnectPlugins.newConverter(
-            props, "key.converter", "org.apache.kafka.connect.storage.StringConverter", loader);
-    assertEquals("k", key.toConnectData("t", "k".getBytes()).value());
-    HeaderConverter headers = ConnectPlugins.newHeaderConverter(props, null, loader);
+    HeaderConverter headers = ConnectPlugins.newHeaderConverter(props, loader);
     assertTrue(headers instanceof SimpleHeaderConverter);
     assertThrows(
         ConfigException.class,
-        () -> ConnectPlugins.newConverter(Map.of(), "key.converter", null, loader));
+        () -> ConnectPlugins.newConverter(Map.of(), "key.converter", loader));
   }
 
   @Test
