@@ -13,7 +13,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from harness.common import HarnessError, _java, _write_atomic
 from harness.waits import Budget
@@ -50,6 +50,49 @@ TOOLS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+# How long a tool may run with no broker process alive before it is stopped (wall seconds): far
+# longer than a broker's restart leaves none running.
+BROKERS_GONE_S = 60.0
+
+
+class BrokersGone(Exception):
+    def __init__(self, stderr: str):
+        super().__init__("no broker running")
+        self.stderr = stderr
+
+
+def communicate_watching(proc: subprocess.Popen, input: Optional[str], timeout: float,
+                         gone: Callable[[], bool], gone_for: float, interval: float = 1.0,
+                         clock: Callable[[], float] = time.monotonic) -> Tuple[str, str]:
+    """`proc.communicate(input, timeout)`, checking `gone()` every `interval` s: once it has
+    been true for `gone_for` s the process is killed and BrokersGone raised. On the timeout the
+    process is killed and subprocess.TimeoutExpired raised (with what it wrote), as
+    subprocess.run does."""
+    t0 = clock()
+    gone_since: Optional[float] = None
+    while True:
+        try:
+            # communicate() may be called again after a TimeoutExpired without losing output;
+            # the input is sent by the first call only.
+            out, err = proc.communicate(input, timeout=interval)
+            return out, err
+        except subprocess.TimeoutExpired:
+            input = None
+        now = clock()
+        if gone():
+            gone_since = now if gone_since is None else gone_since
+            if now - gone_since >= gone_for:
+                proc.kill()
+                out, err = proc.communicate()
+                raise BrokersGone(err or "")
+        else:
+            gone_since = None
+        if now - t0 >= timeout:
+            proc.kill()
+            out, err = proc.communicate()
+            raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err)
+
+
 class KafkaTools:
     """Kafka's tool classes on the Kafka class path, against the cluster's brokers (a part of
     ``Cluster``: uses its ``state_dir``, ``classpath``, ``bootstrap``, ``replication``)."""
@@ -79,14 +122,24 @@ class KafkaTools:
         """Run a Kafka tool class on the Kafka classpath; text output (stdout, stderr)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         cmd = self.java_cmd(main_class, [str(a) for a in args], heap=heap, jvm_opts=jvm_opts)
+        # A tool that retries until a broker answers (ProducerPerformance retries for ever) waits
+        # out its whole timeout when every broker has exited (a full disk): give up on it once no
+        # broker process has run for BROKERS_GONE_S, if one ran when it started.
+        running = getattr(self, "broker_running", None)
+        gone = (lambda: not running()) if running is not None and running() else (lambda: False)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else stdin,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            proc = subprocess.run(cmd, input=input, stdin=stdin if input is None else None,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  timeout=timeout)
+            out, err = communicate_watching(proc, input, timeout, gone, BROKERS_GONE_S)
         except subprocess.TimeoutExpired as e:
             raise HarnessError(f"{main_class} timed out after {timeout}s: {shlex.join(cmd)}\n"
                                f"stdout: {(e.stdout or '')[-2000:]}\nstderr: {(e.stderr or '')[-2000:]}"
                                ) from e
+        except BrokersGone as e:
+            raise HarnessError(f"{main_class} stopped: no broker of the cluster has run for "
+                               f"{BROKERS_GONE_S:.0f}s (their logs: {self.state_dir / 'logs'}): "
+                               f"{shlex.join(cmd)}\nstderr: {e.stderr[-2000:]}") from None
+        proc = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         if check and proc.returncode != 0:
             raise HarnessError(f"{main_class} exited {proc.returncode}: {' '.join(map(str, args))}\n"
                                f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}")
