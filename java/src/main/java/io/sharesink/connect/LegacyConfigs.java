@@ -1,7 +1,10 @@
 package io.sharesink.connect;
 
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 
 /** Builds the configurations the legacy connector and its tasks see. */
 final class LegacyConfigs {
@@ -28,12 +31,41 @@ final class LegacyConfigs {
   /**
    * A task config as the runtime gave it to our task (the legacy task's config plus our keys plus
    * the runtime's {@code task.class} and {@code topics}), turned back into what the legacy task
-   * would have received from the runtime.
+   * would have received from the runtime: {@code task.class} naming the legacy class, without our
+   * keys or the connector-level keys our connector copied in ({@link
+   * ShareSinkConfig#ADDED_KEYS_CONFIG}).
    */
   static Map<String, String> forTask(Map<String, String> ourTaskProps, String legacyTaskClass) {
     Map<String, String> legacy = withoutShareKeys(ourTaskProps);
     legacy.put(TASK_CLASS, legacyTaskClass);
+    for (String added : addedKeys(ourTaskProps)) {
+      legacy.remove(added);
+    }
     return legacy;
+  }
+
+  /**
+   * Where converters and transforms are read from: the connector-level settings, with the worker
+   * file's default converter (class and its prefixed settings) for each converter the connector
+   * does not set, as the runtime falls back to the worker's converters.
+   */
+  static Map<String, String> forPlugins(Map<String, String> ourTaskProps, WorkerDefaults worker) {
+    Map<String, String> plugin = withoutShareKeys(ourTaskProps);
+    for (String converter : WorkerDefaults.CONVERTER_KEYS) {
+      if (!plugin.containsKey(converter)) {
+        plugin.putAll(worker.converter(converter));
+      }
+    }
+    return plugin;
+  }
+
+  private static Set<String> addedKeys(Map<String, String> props) {
+    String list = props.get(ShareSinkConfig.ADDED_KEYS_CONFIG);
+    Set<String> keys = new HashSet<>();
+    if (list != null && !list.isBlank()) {
+      Arrays.stream(list.split(",")).map(String::trim).filter(s -> !s.isEmpty()).forEach(keys::add);
+    }
+    return keys;
   }
 
   /** Only sharesink's keys (they are added to every task config the legacy connector makes). */

@@ -269,7 +269,7 @@ public final class ShareModeForm {
     if (legacyTaskClass == null) {
       return taskConfig;
     }
-    return ShareSinkTask.legacyTaskProps(taskConfig, legacyTaskClass);
+    return LegacyConfigs.forTask(taskConfig, legacyTaskClass);
   }
 
   /**

@@ -1,40 +1,19 @@
 package io.sharesink.connect;
 
-import io.sharesink.connect.admin.GroupSettings;
-import io.sharesink.connect.nativelib.NativeLoader;
 import io.sharesink.connect.sink.KeeperTimer;
-import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
-import io.sharesink.connect.sink.ShareSinkDriverBuilder;
-import io.sharesink.connect.sink.SinkDriverConfig;
 import io.sharesink.connect.sink.StopBudget;
-import io.sharesink.connect.topics.AdminTopicLister;
 import io.sharesink.connect.topics.TopicPatternSubscription;
-import io.sharesink.engine.EngineException;
-import io.sharesink.engine.NativeEngineSettings;
-import io.sharesink.engine.NativeShareConsumerEngine;
 import io.sharesink.engine.ShareConsumerEngine;
-import io.sharesink.engine.kafka.KafkaShareConsumerEngine;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
-import java.util.SortedSet;
-import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.utils.Time;
-import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
-import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.sink.SinkTask;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTask;
@@ -61,45 +40,39 @@ import org.slf4j.LoggerFactory;
  * share.task.stuck.timeout.ms}, then releases them to other members (or to this one after RESUME),
  * a redelivery that at-least-once allows.
  *
- * <p>Time: one {@link Time} (the {@link #time} seam, the system clock in a worker) reaches the
- * driver, the engines, the topic pattern's checks and every wait of the task; how long a stop may
- * take is {@link StopBudget}. Waits are {@link Time#waitObject}: timed monitor waits on the system
- * clock, ended on a {@code MockTime} by their condition or by a test moving the clock.
+ * <p>Its jobs are its parts': {@link ShareMemberStarter} builds the member (engine, legacy task,
+ * driver; a {@link ShareMember} once started), {@link TopicPatternFollower} follows {@code
+ * topics.regex}, and {@link CycleGate} lets one cycle or the cleanup run at a time.
+ *
+ * <p>Time: one {@link Time} (the constructor's, the system clock in a worker) reaches the driver,
+ * the engines, the topic pattern's checks and every wait of the task; how long a stop may take is
+ * {@link StopBudget}. Waits are {@link Time#waitObject}: timed monitor waits on the system clock,
+ * ended on a {@code MockTime} by their condition or by a test moving the clock.
  */
 public class ShareSinkTask extends SourceTask {
 
   private static final Logger log = LoggerFactory.getLogger(ShareSinkTask.class);
 
-  /**
-   * Guards the driver and engine: one cycle, or the cleanup, at a time; {@link #busy} says whether
-   * one runs, and whoever ends it notifies this monitor.
-   */
-  private final Object gate = new Object();
+  /** The task's clock, handed to everything the task makes. */
+  private final Time time;
 
-  /** A cycle or the cleanup runs; guarded by {@link #gate}. */
-  private boolean busy;
+  /** Guards the member: one cycle, or the cleanup, at a time. */
+  private final CycleGate gate;
 
   private volatile boolean stopRequested;
-  private volatile ShareSinkDriver driver;
-  private volatile ShareConsumerEngine engine;
   private boolean cleanedUp;
-  private Duration pollTimeout = Duration.ofMillis(ShareSinkConfig.POLL_TIMEOUT_MS_DEFAULT);
-  private String taskName = "sharesink";
 
-  /** How long one listing of the cluster's topics for {@code topics.regex} may take. */
-  static final Duration LIST_TOPICS_TIMEOUT = Duration.ofSeconds(30);
+  /** The share-group member, once it joined; null before and after. */
+  private volatile ShareMember member;
 
   /** Joins the group on the given topics and starts the legacy task; set by start(). */
-  private Consumer<List<String>> memberStart;
+  private ShareMemberStarter memberStarter;
 
-  /** {@code topics.regex}, when set; used on the task thread only. */
-  private TopicPatternSubscription topicPattern;
+  /** {@code topics.regex}, when set; followed on the task thread, woken by stop(). */
+  private volatile TopicPatternFollower topicFollower;
 
-  /** What the member subscribes to now (for {@code topics.regex}'s log lines). */
-  private List<String> subscribed = List.of();
-
-  /** The task's clock, handed to everything the task makes; a seam for tests. */
-  Time time = Time.SYSTEM;
+  private Duration pollTimeout = Duration.ofMillis(ShareSinkConfig.POLL_TIMEOUT_MS_DEFAULT);
+  private String taskName = "sharesink";
 
   /** What runs the driver's lock keeper off the task thread; a seam for tests. */
   KeeperTimer keeperTimer = KeeperTimer.shared();
@@ -107,8 +80,16 @@ public class ShareSinkTask extends SourceTask {
   /** The worker's configuration (only the worker process decides it); a seam for tests. */
   Supplier<WorkerDefaults> workerDefaults = WorkerDefaults::current;
 
-  /** A task waiting for a topic to match waits on this; stop() notifies it. */
-  private final Object idle = new Object();
+  /** The task Connect instantiates, on the system clock. */
+  public ShareSinkTask() {
+    this(Time.SYSTEM);
+  }
+
+  /** A task on {@code time} (a {@code MockTime} in tests). */
+  ShareSinkTask(Time time) {
+    this.time = time;
+    this.gate = new CycleGate(time);
+  }
 
   @Override
   public String version() {
@@ -133,97 +114,40 @@ public class ShareSinkTask extends SourceTask {
             worker,
             BootstrapServers.HostResolver.DNS,
             StartChecks.Order.SKIP);
-    Class<? extends SinkConnector> connectorClass = checked.legacyClass();
-    ConnectorClients clients = checked.clients();
-    ShareConsumerSettings consumerSettings = clients.consumer();
-    if (!consumerSettings.ignored().isEmpty()) {
-      log.warn(
-          "{}: consumer settings a share consumer does not take, ignored: {}",
-          taskName,
-          consumerSettings.ignored());
-    }
-    Class<? extends SinkTask> taskClass = legacyTaskClass(connectorClass, props);
-    SinkTask legacyTask = LegacyPlugins.newInstance(taskClass);
-
-    String clientId = "connector-share-" + taskName;
-    EngineChoice choice =
-        EngineChoice.choose(
-            config.engine(), consumerSettings.settings(), NativeLoader::loadFailure);
-    if (choice.fallbackReason() != null) {
-      log.warn(
-          "{}: {}={}: running the Java KafkaShareConsumer engine: {}",
-          taskName,
-          ShareSinkConfig.ENGINE_CONFIG,
-          config.engine(),
-          choice.fallbackReason());
-    }
-    if (ShareSinkConfig.ENGINE_NATIVE.equals(choice.engine())) {
-      String unread = unreadByNativeEngine(consumerSettings);
-      if (unread != null) {
-        log.warn("{}: {}", taskName, unread);
-      }
-    }
-    SinkDriverConfig driverConfig = new SinkDriverConfig(props);
-    memberStart =
-        topics -> {
-          ShareConsumerEngine newEngine =
-              openEngine(
-                  choice.engine(),
-                  consumerSettings.settings(),
-                  groupId,
-                  clientId,
-                  topics,
-                  driverConfig.taskStuckTimeoutMs());
-          try {
-            ShareSinkDriverBuilder builder =
-                new ShareSinkDriverBuilder()
-                    .task(legacyTask)
-                    .taskProps(legacyTaskProps(props, taskClass.getName()))
-                    .driverProps(props)
-                    .connectorProps(pluginProps(props, worker))
-                    .connectorName(connectorName)
-                    .taskId(taskId)
-                    .taskName(taskName)
-                    .engine(newEngine)
-                    .classLoader(Thread.currentThread().getContextClassLoader())
-                    .pluginMetrics(context.pluginMetrics())
-                    .time(time)
-                    .keeperTimer(keeperTimer);
-            String dlqMode =
-                props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
-            if (GroupSettings.BROKER.equals(dlqMode)) {
-              builder.brokerWritesDeadLetters(true);
-            } else {
-              builder.deadLetterClients(clients.producer(), clients.admin());
-            }
-            driver = builder.start();
-            engine = newEngine;
-          } catch (RuntimeException | Error e) {
-            closeQuietly(newEngine);
-            throw e;
-          }
-          log.info(
-              "{}: legacy sink task {} runs on share group {} (engine {})",
-              taskName,
-              taskClass.getName(),
-              groupId,
-              choice.engine());
-        };
+    memberStarter =
+        new ShareMemberStarter(
+            config,
+            props,
+            checked,
+            worker,
+            connectorName,
+            taskId,
+            taskName,
+            groupId,
+            () -> context.pluginMetrics(),
+            time,
+            keeperTimer,
+            this::openEngine);
     Optional<Pattern> pattern = config.topicsRegex();
     if (pattern.isEmpty()) {
-      memberStart.accept(config.topics());
+      member = memberStarter.start(config.topics());
       return;
     }
-    topicPattern =
-        openTopicPattern(
-            pattern.get(), config, clients.admin(), consumerSettings.settings(), worker);
+    ConnectorClients clients = checked.clients();
+    TopicPatternFollower follower =
+        new TopicPatternFollower(
+            openTopicPattern(
+                pattern.get(), config, clients.admin(), clients.consumer().settings(), worker),
+            time,
+            taskName);
+    topicFollower = follower;
     // Join at once when the cluster answers quickly; otherwise the poll loop joins later.
     followTopicPattern();
-    if (driver == null && !topicPattern.resolved()) {
-      topicPattern.awaitListing(pollTimeout.toMillis());
+    if (member == null && !follower.resolved()) {
+      follower.awaitListing(pollTimeout.toMillis());
       followTopicPattern();
     }
-    if (driver == null) {
+    if (member == null) {
       log.info(
           "{}: no topic matching topics.regex '{}' yet: the task joins share group {} when one"
               + " appears",
@@ -233,114 +157,24 @@ public class ShareSinkTask extends SourceTask {
     }
   }
 
-  /**
-   * The subscription for {@code topics.regex}: the pattern matched against the cluster's topics
-   * every {@code metadata.max.age.ms}, never matching the worker's own topics or the DLQ topic.
-   */
+  /** The subscription for {@code topics.regex}; a seam for tests. */
   TopicPatternSubscription openTopicPattern(
       Pattern pattern,
       ShareSinkConfig config,
       Map<String, Object> adminSettings,
       Map<String, Object> consumerSettings,
       WorkerDefaults worker) {
-    Set<String> excluded = new HashSet<>(worker.internalTopics());
-    if (!config.dlqTopic().isEmpty()) {
-      excluded.add(config.dlqTopic());
-    }
-    long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(consumerSettings);
-    Map<String, Object> settings = new HashMap<>(adminSettings);
-    settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
-    Admin admin = Admin.create(settings);
-    return new TopicPatternSubscription(
-        pattern,
-        excluded,
-        new AdminTopicLister(admin, LIST_TOPICS_TIMEOUT),
-        time,
-        checkIntervalMs,
-        taskName);
+    return TopicPatternFollower.subscription(
+        pattern, config, adminSettings, consumerSettings, worker, time, taskName);
   }
 
-  /**
-   * Called on the task thread with no cycle running: applies what the pattern matches now. The
-   * first non-empty match joins the group; a later change replaces the member's subscription. A
-   * match that becomes empty leaves the member subscribed to the names it had: they are gone from
-   * the cluster, so the broker assigns nothing of them, and the broker refuses a member that
-   * subscribes to nothing when it (re)joins.
-   */
+  /** Called on the task thread with no cycle running: applies what the pattern matches now. */
   private void followTopicPattern() {
-    TopicPatternSubscription pattern = topicPattern;
-    if (pattern == null || cleanedUp) {
+    TopicPatternFollower follower = topicFollower;
+    if (follower == null || cleanedUp) {
       return;
     }
-    Optional<SortedSet<String>> changed = pattern.poll();
-    if (changed.isEmpty()) {
-      return;
-    }
-    List<String> topics = List.copyOf(changed.get());
-    if (topics.isEmpty()) {
-      if (driver != null) {
-        log.info(
-            "{}: the share member stays subscribed to {}, which no longer exist: nothing is"
-                + " assigned of them until a matching topic appears",
-            taskName,
-            subscribed);
-      }
-      return;
-    }
-    if (driver == null) {
-      memberStart.accept(topics);
-    } else {
-      try {
-        engine.subscribe(topics);
-      } catch (EngineException e) {
-        throw NativeErrors.toConnect(taskName + ": cannot change the subscription", e);
-      }
-      log.info("{}: share member subscribes to {} (was {})", taskName, topics, subscribed);
-    }
-    subscribed = topics;
-  }
-
-  /** A task waiting for its first matching topic: wait without spinning, wake on stop. */
-  private void waitForTopics() {
-    TopicPatternSubscription pattern = topicPattern;
-    if (pattern == null) {
-      return;
-    }
-    long waitMs = Math.min(pollTimeout.toMillis(), pattern.nextCheckMs() - time.milliseconds());
-    pattern.awaitListing(pollTimeout.toMillis());
-    if (waitMs > 0) {
-      try {
-        time.waitObject(idle, () -> stopRequested, time.milliseconds() + waitMs);
-      } catch (TimeoutException e) {
-        // Time to look at the cluster again.
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /**
-   * The settings the native engine would not use, each named as the operator set it, in a sentence
-   * for a WARN; null when it uses them all.
-   */
-  static String unreadByNativeEngine(ShareConsumerSettings consumerSettings) {
-    List<String> unread =
-        NativeEngineSettings.unread(consumerSettings.settings()).stream()
-            // Read by the task itself: how often topics.regex is matched again.
-            .filter(k -> !k.equals(ShareConsumerSettings.METADATA_MAX_AGE_MS))
-            .toList();
-    if (unread.isEmpty()) {
-      return null;
-    }
-    List<String> named =
-        unread.stream().map(k -> k + " (" + consumerSettings.origin(k) + ")").toList();
-    return "the native engine does not use these consumer settings, so they have no effect: "
-        + String.join(", ", named)
-        + " (the Java client does: "
-        + ShareSinkConfig.ENGINE_CONFIG
-        + "="
-        + ShareSinkConfig.ENGINE_JAVA
-        + ")";
+    member = follower.follow(member, memberStarter);
   }
 
   private static int parseTaskId(String value) {
@@ -351,11 +185,7 @@ public class ShareSinkTask extends SourceTask {
     }
   }
 
-  /**
-   * One share-group member, from the engine {@code share.engine} names; a seam for tests. {@code
-   * stuckTimeoutMs} is the driver's {@code share.task.stuck.timeout.ms} (see {@link
-   * #nativeSettings}).
-   */
+  /** One share-group member, from the engine {@code share.engine} names; a seam for tests. */
   ShareConsumerEngine openEngine(
       String kind,
       Map<String, Object> clientSettings,
@@ -363,134 +193,8 @@ public class ShareSinkTask extends SourceTask {
       String clientId,
       List<String> topics,
       long stuckTimeoutMs) {
-    Map<String, Object> settings = new HashMap<>(clientSettings);
-    settings.put("group.id", groupId);
-    settings.putIfAbsent("client.id", clientId);
-    if (ShareSinkConfig.ENGINE_JAVA.equals(kind)) {
-      try {
-        ShareConsumerEngine java =
-            new KafkaShareConsumerEngine(settings, topics, time, StopBudget.ENGINE_CLOSE);
-        log.info(
-            "{}: the worker's KafkaShareConsumer joins share group {} on {}",
-            taskName,
-            groupId,
-            topics);
-        return java;
-      } catch (EngineException e) {
-        throw NativeErrors.toConnect(taskName + ": cannot start the Java share consumer", e);
-      } catch (LinkageError e) {
-        throw new ConnectException(
-            "share.engine=java needs a worker with Kafka 4.2+ clients (KafkaShareConsumer): " + e,
-            e);
-      }
-    }
-    String nativeVersion = NativeLoader.ensureLoaded();
-    try {
-      ShareConsumerEngine nativeEngine =
-          new NativeShareConsumerEngine(nativeSettings(settings, stuckTimeoutMs), topics, time);
-      log.info(
-          "{}: sharesink native engine {} started member {} of share group {} on {}",
-          taskName,
-          nativeVersion,
-          settings.get("client.id"),
-          groupId,
-          topics);
-      return nativeEngine;
-    } catch (EngineException e) {
-      throw NativeErrors.toConnect(
-          taskName + ": the native share consumer could not start for group " + groupId, e);
-    }
-  }
-
-  /** The native engine's bound on holding fetched records for a caller that does not poll. */
-  static final String BUFFER_HOLD_MAX_MS = "share.buffer.hold.max.ms";
-
-  /** The native engine's close budget. */
-  static final String CLOSE_TIMEOUT_MS = "share.close.timeout.ms";
-
-  /**
-   * The settings a native member starts with: the client settings, plus {@value
-   * #BUFFER_HOLD_MAX_MS} = {@code share.task.stuck.timeout.ms} unless {@code
-   * share.consumer.share.buffer.hold.max.ms} sets it, and {@value #CLOSE_TIMEOUT_MS} = {@link
-   * StopBudget#ENGINE_CLOSE} unless {@code share.consumer.share.close.timeout.ms} sets it. The
-   * engine renews the records it has fetched and the task has not polled while the task thread is
-   * stuck in a call, as the driver renews the ones it holds, and both release theirs after the same
-   * time: the member behaves one way.
-   */
-  static Map<String, Object> nativeSettings(Map<String, Object> settings, long stuckTimeoutMs) {
-    Map<String, Object> out = new HashMap<>(settings);
-    out.putIfAbsent(BUFFER_HOLD_MAX_MS, Long.toString(stuckTimeoutMs));
-    out.putIfAbsent(CLOSE_TIMEOUT_MS, Long.toString(StopBudget.ENGINE_CLOSE.toMillis()));
-    return out;
-  }
-
-  /**
-   * What the legacy task is started with: the task config the legacy connector made, as the runtime
-   * would pass it ({@code task.class} naming the legacy class), without our keys or the
-   * connector-level keys our connector copied in.
-   */
-  static Map<String, String> legacyTaskProps(Map<String, String> props, String legacyTaskClass) {
-    Map<String, String> legacy = LegacyConfigs.forTask(props, legacyTaskClass);
-    for (String added : addedKeys(props)) {
-      legacy.remove(added);
-    }
-    return legacy;
-  }
-
-  /**
-   * Where converters and transforms are read from: the connector-level settings, with the worker
-   * file's default converter (class and its prefixed settings) for each converter the connector
-   * does not set, as the runtime falls back to the worker's converters.
-   */
-  static Map<String, String> pluginProps(Map<String, String> props, WorkerDefaults worker) {
-    Map<String, String> plugin = new HashMap<>();
-    props.forEach(
-        (key, value) -> {
-          if (!key.startsWith(ShareSinkConfig.SHARE_PREFIX)) {
-            plugin.put(key, value);
-          }
-        });
-    for (String converter : WorkerDefaults.CONVERTER_KEYS) {
-      if (!plugin.containsKey(converter)) {
-        plugin.putAll(worker.converter(converter));
-      }
-    }
-    return plugin;
-  }
-
-  private static Set<String> addedKeys(Map<String, String> props) {
-    String list = props.get(ShareSinkConfig.ADDED_KEYS_CONFIG);
-    Set<String> keys = new HashSet<>();
-    if (list != null && !list.isBlank()) {
-      Arrays.stream(list.split(",")).map(String::trim).filter(s -> !s.isEmpty()).forEach(keys::add);
-    }
-    return keys;
-  }
-
-  /**
-   * The legacy task class, from {@code legacyConnector.taskClass()}: a task class is not a scanned
-   * plugin, so its name cannot be resolved from our plugin directory, but the connector's class
-   * reaches it inside its own.
-   */
-  private static Class<? extends SinkTask> legacyTaskClass(
-      Class<? extends SinkConnector> connectorClass, Map<String, String> props) {
-    SinkConnector connector = LegacyPlugins.newInstance(connectorClass);
-    Class<? extends Task> taskClass =
-        LoaderSwap.call(connectorClass.getClassLoader(), connector::taskClass);
-    if (taskClass == null || !SinkTask.class.isAssignableFrom(taskClass)) {
-      throw new ConnectException(
-          connectorClass.getName() + ".taskClass() returned " + taskClass + ", not a SinkTask");
-    }
-    String expected = props.get(ShareSinkConfig.SINK_TASK_CLASS_CONFIG);
-    if (expected != null && !expected.equals(taskClass.getName())) {
-      log.warn(
-          "{} now reports task class {}, the connector configured {}; using {}",
-          connectorClass.getName(),
-          taskClass.getName(),
-          expected,
-          taskClass.getName());
-    }
-    return taskClass.asSubclass(SinkTask.class);
+    return new ShareEngineOpener(time, taskName)
+        .open(kind, clientSettings, groupId, clientId, topics, stuckTimeoutMs);
   }
 
   /**
@@ -503,15 +207,18 @@ public class ShareSinkTask extends SourceTask {
     if (stopRequested) {
       return null;
     }
-    enterGate();
+    gate.enter();
     try {
       if (stopRequested) {
         return null;
       }
       followTopicPattern();
-      ShareSinkDriver current = driver;
+      ShareMember current = member;
       if (current == null) {
-        waitForTopics();
+        TopicPatternFollower follower = topicFollower;
+        if (follower != null) {
+          follower.awaitNextCheck(pollTimeout.toMillis(), () -> stopRequested);
+        }
         return null;
       }
       current.runCycle(pollTimeout);
@@ -525,7 +232,7 @@ public class ShareSinkTask extends SourceTask {
           cleanUp();
         }
       } finally {
-        leaveGate();
+        gate.leave();
       }
     }
     return null;
@@ -546,14 +253,15 @@ public class ShareSinkTask extends SourceTask {
     long deadlineMs =
         time.milliseconds() + pollTimeout.toMillis() + StopBudget.CYCLE_WAIT_BEYOND_POLL.toMillis();
     stopRequested = true;
-    synchronized (idle) {
-      idle.notifyAll();
+    TopicPatternFollower follower = topicFollower;
+    if (follower != null) {
+      follower.wakeUp();
     }
-    ShareSinkDriver current = driver;
+    ShareMember current = member;
     if (current != null) {
       current.wakeup();
     }
-    if (!enterGate(deadlineMs)) {
+    if (!gate.enter(deadlineMs)) {
       log.warn(
           "{}: the running share cycle did not return in time; it stops the task when it does",
           taskName);
@@ -562,51 +270,7 @@ public class ShareSinkTask extends SourceTask {
     try {
       cleanUp();
     } finally {
-      leaveGate();
-    }
-  }
-
-  /** Waits, as long as it takes, until no cycle or cleanup runs, and starts one (a poll). */
-  private void enterGate() {
-    boolean interrupted = false;
-    synchronized (gate) {
-      while (busy) {
-        try {
-          gate.wait();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-      busy = true;
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  /**
-   * As {@link #enterGate()}, waiting until {@code deadlineMs} on the task's clock at most (a stop);
-   * returns whether it entered.
-   */
-  private boolean enterGate(long deadlineMs) {
-    synchronized (gate) {
-      try {
-        time.waitObject(gate, () -> !busy, deadlineMs);
-      } catch (TimeoutException e) {
-        return false;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-      busy = true;
-      return true;
-    }
-  }
-
-  private void leaveGate() {
-    synchronized (gate) {
-      busy = false;
-      gate.notifyAll();
+      gate.leave();
     }
   }
 
@@ -616,38 +280,16 @@ public class ShareSinkTask extends SourceTask {
       return;
     }
     cleanedUp = true;
-    ShareSinkDriver current = driver;
-    ShareConsumerEngine currentEngine = engine;
-    driver = null;
-    engine = null;
-    if (topicPattern != null) {
-      try {
-        topicPattern.close();
-      } catch (RuntimeException e) {
-        log.warn("{}: closing the topic lister failed", taskName, e);
-      }
-      topicPattern = null;
+    ShareMember current = member;
+    member = null;
+    TopicPatternFollower follower = topicFollower;
+    if (follower != null) {
+      follower.close();
+      topicFollower = null;
     }
-    try {
-      if (current != null) {
-        current.stop();
-      }
-    } catch (RuntimeException e) {
-      log.error("{}: stopping the legacy sink task failed", taskName, e);
-    } finally {
-      closeQuietly(currentEngine);
+    if (current != null) {
+      current.stop();
     }
     log.info("{}: share member stopped", taskName);
-  }
-
-  private void closeQuietly(ShareConsumerEngine toClose) {
-    if (toClose == null) {
-      return;
-    }
-    try {
-      toClose.close();
-    } catch (RuntimeException e) {
-      log.warn("{}: closing the share consumer failed", taskName, e);
-    }
   }
 }

@@ -308,8 +308,7 @@ class ShareSinkConnectorTest {
     assertEquals("all", configs.get(0).get("errors.tolerance"));
     assertEquals("none", configs.get(1).get("errors.tolerance"));
     Map<String, String> legacyTask =
-        ShareSinkTask.legacyTaskProps(
-            configs.get(0), "org.apache.kafka.connect.file.FileStreamSinkTask");
+        LegacyConfigs.forTask(configs.get(0), "org.apache.kafka.connect.file.FileStreamSinkTask");
     // The topics come along as the sink runtime hands them to its tasks.
     assertEquals(
         Map.of(
@@ -318,8 +317,7 @@ class ShareSinkConnectorTest {
             "task.class", "org.apache.kafka.connect.file.FileStreamSinkTask"),
         legacyTask);
     Map<String, String> legacyTask1 =
-        ShareSinkTask.legacyTaskProps(
-            configs.get(1), "org.apache.kafka.connect.file.FileStreamSinkTask");
+        LegacyConfigs.forTask(configs.get(1), "org.apache.kafka.connect.file.FileStreamSinkTask");
     assertEquals("none", legacyTask1.get("errors.tolerance"));
   }
 

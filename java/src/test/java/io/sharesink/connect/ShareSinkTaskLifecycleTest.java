@@ -36,11 +36,11 @@ import org.junit.jupiter.api.io.TempDir;
  * stop from another thread during a blocked poll (older runtimes), a start that fails after the
  * engine exists. In each case the engine is closed exactly once and nothing runs after it.
  *
- * <p>The task runs on a mock clock (its {@code time} seam, handed to the driver and the engines):
- * nothing sleeps, and durations are asserted on that clock. A test whose waits happen on the test
- * thread alone uses a {@link SteppingMockTime}, which passes a wait's time as it waits; one that
- * stops the task from another thread uses a plain {@link MockTime}, whose waits last until the
- * condition holds or the test moves the clock past the deadline.
+ * <p>The task runs on a mock clock (given to its constructor, handed to the driver and the
+ * engines): nothing sleeps, and durations are asserted on that clock. A test whose waits happen on
+ * the test thread alone uses a {@link SteppingMockTime}, which passes a wait's time as it waits;
+ * one that stops the task from another thread uses a plain {@link MockTime}, whose waits last until
+ * the condition holds or the test moves the clock past the deadline.
  */
 class ShareSinkTaskLifecycleTest {
 
@@ -288,9 +288,9 @@ class ShareSinkTaskLifecycleTest {
     }
 
     ScriptedTask(MockTime clock) {
+      super(clock);
       this.clock = clock;
       this.engine = new IdleEngine(clock);
-      time = clock;
       keeperTimer = KeeperTimer.none(); // renewals on the task thread only
       workerDefaults = () -> WorkerDefaults.NONE; // a worker that sets nothing, visibly
     }
@@ -488,13 +488,13 @@ class ShareSinkTaskLifecycleTest {
   @Test
   void nativeSettingsBoundTheBufferByTheStuckTimeoutUnlessSetExplicitly() {
     Map<String, Object> client = Map.of("bootstrap.servers", "b:9092");
-    Map<String, Object> settings = ShareSinkTask.nativeSettings(client, 120_000);
+    Map<String, Object> settings = ShareEngineOpener.nativeSettings(client, 120_000);
     assertEquals("120000", settings.get("share.buffer.hold.max.ms"));
     assertEquals("b:9092", settings.get("bootstrap.servers"));
     assertEquals("3000", settings.get("share.close.timeout.ms"), "the stop budget's engine close");
     // share.consumer.share.buffer.hold.max.ms arrives without its prefix and wins.
     Map<String, Object> explicit =
-        ShareSinkTask.nativeSettings(
+        ShareEngineOpener.nativeSettings(
             Map.of("bootstrap.servers", "b:9092", "share.buffer.hold.max.ms", "5000"), 120_000);
     assertEquals("5000", explicit.get("share.buffer.hold.max.ms"));
     assertNull(client.get("share.buffer.hold.max.ms"), "the client settings are left as they are");
@@ -569,7 +569,7 @@ class ShareSinkTaskLifecycleTest {
             Map.of(
                 "consumer.override.max.partition.fetch.bytes", "1",
                 "consumer.override.max.poll.records", "5"));
-    String warning = ShareSinkTask.unreadByNativeEngine(settings);
+    String warning = ShareEngineOpener.unreadByNativeEngine(settings);
     assertTrue(
         warning.contains(
             "client.dns.lookup (worker consumer.client.dns.lookup), max.partition.fetch.bytes"
@@ -577,7 +577,7 @@ class ShareSinkTaskLifecycleTest {
         warning);
     assertTrue(!warning.contains("max.poll.records"), warning);
     assertNull(
-        ShareSinkTask.unreadByNativeEngine(
+        ShareEngineOpener.unreadByNativeEngine(
             ShareConsumerSettings.layer(
                 new WorkerDefaults(null, Map.of("bootstrap.servers", "b:9092")), Map.of())));
   }

@@ -201,7 +201,7 @@ class WorkerDefaultsTest {
             "value.converter", "org.apache.kafka.connect.storage.StringConverter",
             "share.engine", "java",
             "file", "/tmp/x");
-    Map<String, String> plugin = ShareSinkTask.pluginProps(props, worker);
+    Map<String, String> plugin = LegacyConfigs.forPlugins(props, worker);
     assertEquals("org.apache.kafka.connect.json.JsonConverter", plugin.get("key.converter"));
     assertEquals("true", plugin.get("key.converter.schemas.enable"));
     assertEquals("org.apache.kafka.connect.storage.StringConverter", plugin.get("value.converter"));
