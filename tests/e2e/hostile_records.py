@@ -3,7 +3,8 @@ compression bomb (records of zeros, gzip: 300 MiB in about 300 KiB) and a header
 record with millions of empty headers, two bytes each). Both are valid magic-v2 batches that a
 broker takes as a producer sent them (`compression.type=producer`). The Python twin of
 `rust/testkit/src/hostile.rs`, standard library only: Kafka's own producer would have to hold
-the uncompressed records (and millions of header objects) to write them.
+the uncompressed records (and millions of header objects) to write them. `plain_batch` builds an
+honest batch on the same path, for producing small batches often without a JVM per call.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import socket
 import struct
 import time
 import zlib
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 _CRC32C_TABLE: List[int] = []
 
@@ -55,10 +56,11 @@ def _gzip(chunks: Iterator[bytes]) -> bytes:
     return b"".join(out)
 
 
-def _batch(record_count: int, body: bytes) -> bytes:
+def _batch(record_count: int, body: bytes, attributes: int = 1) -> bytes:
+    """A magic-v2 batch of `record_count` records in `body`; attributes 1: gzip, 0: none."""
     now = int(time.time() * 1000)
-    after_crc = struct.pack(">hiqqqhii", 1, record_count - 1, now, now, -1, -1, -1,
-                            record_count) + body  # attributes 1: gzip
+    after_crc = struct.pack(">hiqqqhii", attributes, record_count - 1, now, now, -1, -1, -1,
+                            record_count) + body
     head = struct.pack(">qiib", 0, 4 + 1 + 4 + len(after_crc), -1, 2)
     return head + struct.pack(">I", crc32c(after_crc)) + after_crc
 
@@ -79,6 +81,18 @@ def compression_bomb(records: int, value_len: int) -> bytes:
             yield varint(0)  # no headers
 
     return _batch(records, _gzip(chunks()))
+
+
+def plain_batch(records: Sequence[Tuple[Optional[bytes], bytes]]) -> bytes:
+    """Honest records for once: (key or None, value) pairs as one uncompressed batch, for a test
+    that produces small batches at a steady pace without a JVM per call (test_sink_matrix.py)."""
+    body = bytearray()
+    for i, (key, value) in enumerate(records):
+        rec = (b"\x00" + varint(0) + varint(i)
+               + (varint(-1) if key is None else varint(len(key)) + key)
+               + varint(len(value)) + value + varint(0))
+        body += varint(len(rec)) + rec
+    return _batch(len(records), bytes(body), attributes=0)
 
 
 def header_flood(headers: int) -> bytes:

@@ -35,8 +35,8 @@ POSTGRES = "PostgreSQL 15 (Debian `postgresql`)"
 HTTP = "an HTTP server of the test's own (Python standard library)"
 
 E2E = ("e2e: share mode, 4 tasks per partition; a worker killed with kill -9 and the backend "
-       "restarted mid-stream; every record counted by id at the backend; the classic runtime side by "
-       "side on the same data")
+       "restarted mid-stream (some but not all records written at each, asserted); every record "
+       "counted by id at the backend; the classic runtime side by side on the same data")
 APPEND = "safe as it is: one new message or row per record, in any order"
 PASSES = "passes: every record at the backend, share mode and classic runtime"
 

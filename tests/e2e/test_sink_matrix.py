@@ -6,13 +6,21 @@ One run for every row at once, so the whole matrix costs one Connect cluster and
 fault: workers 0 and 1 (restarted with the matrix's plugins, sink_matrix's Maven-resolved
 directories, on a second plugin.path entry), Mosquitto, NATS, MariaDB and an HTTP server of the
 test's own, each started once. Per row a share-mode connector (4 tasks on a 1-partition topic: 4
-tasks per partition) and a classic one (1 task) read the same N records: half, and once every
-row is writing, worker 1 is killed with kill -9 (it runs tasks of every row: Connect spreads them
-over both workers) and the other half is produced while every backend is restarted in turn.
-Each row then passes when every id reached its backend from the share-mode connector (and from
-the classic one; counted by distinct id: duplicates after a redelivery are allowed and
-reported), the share group has no lag left, and the SinkTaskContext calls sharesink counted for
-the sink's tasks are the ones its row lists. The matrix's time is recorded
+tasks per partition) and a classic one (1 task) read the same N records, produced as a stream
+(PacedProducer: small batches at a steady pace, never past what the run has allowed so far):
+a quarter before the connectors start; once every row is writing, the rest at that pace. When
+half is produced, while records are still being produced and written, worker 1 is killed with
+kill -9 (it runs tasks of every row: Connect spreads them over both workers); then the backends
+are restarted one after the other, each just after more records were allowed, so they are
+produced and written while it is down and when it comes back; the last tenth follows the
+restarts. So both faults land mid-stream for every row, and the test asserts it: each share-mode
+row's count at the kill and at its backend's stop is strictly between 0 and N (at most what was
+produced by then, which the allowance keeps below N; at least the N/8 every row had written
+before the kill). Each row then passes when every id reached its backend from the share-mode
+connector (and from the classic one; counted by distinct id: duplicates after a redelivery are
+allowed and reported; a classic task that an outage failed is restarted through REST, as its
+operator would, and counted), the share group has no lag left, and the SinkTaskContext calls sharesink
+counted for the sink's tasks are the ones its row lists. The matrix's time is recorded
 (build/e2e-figures/sink-matrix.json).
 
 The MongoDB sink (no server in Debian 12) is checked at validation: refused when it replaces
@@ -28,21 +36,103 @@ import threading
 import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
 import sink_matrix
 from harness.cluster import Cluster, HarnessError, Rest, default_plugin_archive
 from helpers import (JSON_CONVERTER, SHARE_SINK, STRING_CONVERTER, connector_trace,
-                     delete_connector, group_of, produce_rows, produce_values, record_figures,
+                     delete_connector, group_of, record_figures, row_key, row_value,
                      settled_share_group_offsets, share_config, total_lag, uniq,
                      wait_for)
+from hostile_records import plain_batch, produce_batch
 
 N = 2000                       # records per row, produced into the share and the classic topic
 TASKS = 4                      # share-mode tasks on one partition
 MATRIX_PLUGINS = ("camel-0.11", "mongodb")
 RUNTIMES = ("share", "classic")
+
+# The stream (PacedProducer), in records per topic: produced before the connectors start; the
+# count produced when worker 1 is killed and what is allowed by then; the last part, produced
+# once every backend has restarted. Between the kill and that, each backend's restart allows an
+# equal share of the rest just before its stop.
+HEAD = N // 4
+KILL_AT = N // 2
+ALLOWED_AT_KILL = N * 6 // 10
+TAIL = N // 10
+STEP = 10                      # records per topic and batch
+STEP_INTERVAL_S = 0.2          # between batches: 50 records/s per topic (pacing, not a threshold)
+
+# Each row's backend, restarted in this order.
+RESTARTS = ("mosquitto", "nats", "http", "mariadb")
+BACKEND_OF = {"camel-mqtt": "mosquitto", "camel-mqtt5": "mosquitto", "camel-nats": "nats",
+              "camel-http": "http", "camel-sql": "mariadb", "debezium-jdbc-mariadb": "mariadb"}
+RESTART_DOWN_S = 3
+
+Record = Tuple[Optional[bytes], bytes]
+
+
+class PacedProducer(threading.Thread):
+    """Produces the same count of records into every topic of `records`, STEP per topic a
+    batch, a batch every STEP_INTERVAL_S, up to what `allow` has allowed so far: so the run
+    decides what is still to come when it injects a fault. Raw Produce requests of plain
+    batches (hostile_records), acks=all: no JVM per batch."""
+
+    def __init__(self, bootstrap: str, records: Dict[str, List[Record]]):
+        super().__init__(daemon=True, name="matrix-producer")
+        self.bootstrap = bootstrap
+        self.records = records
+        self.total = min(len(r) for r in records.values())
+        self.produced = 0       # records per topic, acknowledged by the broker
+        self.allowed = 0
+        self.error: Optional[BaseException] = None
+        self.stopping = False
+        self.cond = threading.Condition()
+
+    def _produce(self, start: int, end: int) -> None:
+        for topic, recs in self.records.items():
+            produce_batch(self.bootstrap, topic, 0, plain_batch(recs[start:end]))
+        with self.cond:
+            self.produced = end
+            self.cond.notify_all()
+
+    def produce_now(self, upto: int, chunk: int = 250) -> None:
+        """Before the thread starts: records up to `upto`, at once."""
+        for start in range(self.produced, upto, chunk):
+            self._produce(start, min(start + chunk, upto))
+        self.allow(upto)
+
+    def allow(self, upto: int) -> None:
+        with self.cond:
+            self.allowed = max(self.allowed, min(upto, self.total))
+            self.cond.notify_all()
+
+    def run(self) -> None:
+        try:
+            while True:
+                with self.cond:
+                    self.cond.wait_for(lambda: self.stopping or self.produced < self.allowed)
+                    if self.stopping:
+                        return
+                    start, end = self.produced, min(self.produced + STEP, self.allowed)
+                self._produce(start, end)
+                if end >= self.total:
+                    return
+                time.sleep(STEP_INTERVAL_S)
+        except BaseException as e:  # noqa: BLE001 - reported by check()
+            self.error = e
+
+    def check(self) -> int:
+        """What is produced so far; raises what stopped the thread."""
+        if self.error is not None:
+            raise AssertionError(f"the matrix's producer failed: {self.error!r}") from self.error
+        return self.produced
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,17 +339,13 @@ class Case:
             if self.row.key == "camel-sql":
                 c.mariadb_sql(f"CREATE TABLE {self.dest(rt)} (id BIGINT NOT NULL, v VARCHAR(64))")
 
-    def produce(self, part: slice) -> None:
-        c = self.env.cluster
-        ids = range(N)[part]
-        for rt in RUNTIMES:
-            if self.row.key == "debezium-jdbc-mariadb":
-                produce_rows(c, self.topics[rt], ids)
-            elif self.row.key == "camel-sql":
-                produce_values(c, self.topics[rt], [json.dumps({"id": i, "v": self.values[i]})
-                                                    for i in ids])
-            else:
-                produce_values(c, self.topics[rt], self.values[part])
+    def records(self) -> List[Record]:
+        """The N records of either topic, as (key, value): id i is the i-th."""
+        if self.row.key == "debezium-jdbc-mariadb":
+            return [(row_key(i).encode(), row_value(i).encode()) for i in range(N)]
+        if self.row.key == "camel-sql":
+            return [(None, json.dumps({"id": i, "v": self.values[i]}).encode()) for i in range(N)]
+        return [(None, v.encode()) for v in self.values]
 
     def connector_configs(self) -> Dict[str, Dict[str, str]]:
         share = share_config(self.env.cluster, self.names["share"], self.topics["share"],
@@ -369,10 +455,14 @@ def matrix(cluster: Cluster, matrix_workers: Rest, backends: Env):
     rest = matrix_workers
     t0 = time.monotonic()
     cases = [Case(r, backends) for r in sink_matrix.rows_to_run()]
+    assert all(BACKEND_OF.get(c.row.key) in RESTARTS for c in cases), \
+        f"a row without a backend to restart: {[c.row.key for c in cases]} vs {BACKEND_OF}"
     results: Dict[str, dict] = {}
     for case in cases:
         case.prepare()
-        case.produce(slice(0, N // 2))
+    producer = PacedProducer(cluster.bootstrap, {case.topics[rt]: case.records()
+                                                 for case in cases for rt in RUNTIMES})
+    producer.produce_now(HEAD)
     try:
         for case in cases:
             for rt, cfg in case.connector_configs().items():
@@ -393,30 +483,59 @@ def matrix(cluster: Cluster, matrix_workers: Rest, backends: Env):
         while time.monotonic() < deadline and not all(
                 started(c) for c in cases if not results.get(c.row.key)):
             time.sleep(1)
+
+        # The stream: the kill when half is produced, while more is still allowed to come.
+        producer.allow(ALLOWED_AT_KILL)
+        producer.start()
+        wait_for(f"{KILL_AT} records per topic produced", lambda: producer.check() >= KILL_AT,
+                 timeout=120)
         on_worker1 = {c.row.key: _tasks_on(rest, cluster, c.names["share"], 1) for c in cases}
         t_faults = time.monotonic()
         cluster.kill_worker(1)
+        produced_at_kill = producer.check()
         at_kill = {c.row.key: {rt: c.distinct(rt) for rt in RUNTIMES} for c in cases}
 
-        # The backends restart one after the other while the second half is produced and written.
-        def restart_backends():
-            cluster.restart_backend("mosquitto", down_s=3)
-            cluster.restart_backend("nats", down_s=3)
-            backends.http.restart(down_s=3)
-            cluster.restart_backend("mariadb", down_s=3)
-
-        restarts = threading.Thread(target=restart_backends, name="matrix-restarts", daemon=True)
-        restarts.start()
-        for case in cases:
-            case.produce(slice(N // 2, N))
-        restarts.join(timeout=300)
-        assert not restarts.is_alive(), "the backends' restarts did not finish"
+        # The backends restart one after the other, each just after more records were allowed:
+        # they are produced while it is down and written when it is back.
+        at_restart: Dict[str, dict] = {}
+        allowed = ALLOWED_AT_KILL
+        for backend in RESTARTS:
+            allowed += (N - TAIL - ALLOWED_AT_KILL) // len(RESTARTS)
+            producer.allow(allowed)
+            for c in cases:
+                if BACKEND_OF[c.row.key] == backend:
+                    at_restart[c.row.key] = {"produced": producer.check(),
+                                             **{rt: c.distinct(rt) for rt in RUNTIMES}}
+            if backend == "http":
+                backends.http.restart(down_s=RESTART_DOWN_S)
+            else:
+                cluster.restart_backend(backend, down_s=RESTART_DOWN_S)
+        producer.allow(N)
+        producer.join(timeout=300)
+        assert producer.check() == N and not producer.is_alive(), \
+            f"the producer stopped at {producer.produced} of {N} records per topic"
 
         def complete(case: Case) -> bool:
             return all(case.distinct(rt) >= N for rt in RUNTIMES)
 
+        # A classic task that a backend outage failed stays FAILED "until manually restarted"
+        # (WorkerSinkTask); its operator restarts it through REST, and so does the test, counting
+        # it. sharesink restarts a legacy task that threw in place, so its rows need none.
+        classic_restarts: Dict[str, int] = defaultdict(int)
+
+        def restart_failed_classic(case: Case) -> None:
+            name = case.names["classic"]
+            status = rest.get(f"/connectors/{name}/status", check=False) or {}
+            if any(t.get("state") == "FAILED" for t in status.get("tasks", [])):
+                rest.post(f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true",
+                          check=False)
+                classic_restarts[case.row.key] += 1
+
         deadline = time.monotonic() + 420
         while time.monotonic() < deadline and not all(complete(c) for c in cases):
+            for case in cases:
+                if case.distinct("classic") < N:
+                    restart_failed_classic(case)
             time.sleep(2)
         complete_s = time.monotonic() - t_faults
         for case in cases:
@@ -430,8 +549,13 @@ def matrix(cluster: Cluster, matrix_workers: Rest, backends: Env):
                 figs[rt] = {"produced": N, "delivered": len(got),
                             "distinct": len(set(got) & set(case.values)),
                             "unexpected": len(set(got) - set(case.values)),
-                            "at_kill": at_kill[case.row.key][rt]}
+                            "at_kill": at_kill[case.row.key][rt],
+                            "at_backend_stop": at_restart[case.row.key][rt]}
+            figs["produced_at_kill"] = produced_at_kill
+            figs["backend"] = BACKEND_OF[case.row.key]
+            figs["produced_at_backend_stop"] = at_restart[case.row.key]["produced"]
             figs["share_tasks_on_killed_worker"] = on_worker1[case.row.key]
+            figs["classic_failed_task_restarts_by_rest"] = classic_restarts[case.row.key]
             figs["group_lag_after_stop"] = total_lag(offs)
             figs["share_status_at_end"] = traces[:2000]
         time.sleep(2)  # the stopped tasks' last lines reach the log
@@ -442,6 +566,7 @@ def matrix(cluster: Cluster, matrix_workers: Rest, backends: Env):
                        seconds_from_faults_to_complete=round(complete_s, 1), rows=results)
         yield results
     finally:
+        producer.stop()
         for case in cases:
             for rt in RUNTIMES:
                 delete_connector(rest, case.names[rt])
@@ -460,6 +585,14 @@ def test_row(matrix: Dict[str, dict], key: str):
     for rt in RUNTIMES:
         assert f"{rt}_start_failure" not in figs, figs[f"{rt}_start_failure"]
     share, classic = figs["share"], figs["classic"]
+    # The faults landed mid-stream: some of the row's records written, not all (at most what
+    # was produced by then, which the run's allowance keeps below N).
+    assert figs["produced_at_kill"] < N and figs["produced_at_backend_stop"] < N, figs
+    assert 0 < share["at_kill"] < N, \
+        f"{row.sink}: the worker kill did not land mid-stream ({share['at_kill']} of {N}): {figs}"
+    assert 0 < share["at_backend_stop"] < N, \
+        f"{row.sink}: its backend's restart did not land mid-stream " \
+        f"({share['at_backend_stop']} of {N}): {figs}"
     assert share["distinct"] == N, f"{row.sink}: {N - share['distinct']} records lost in share mode: {figs}"
     assert share["unexpected"] == 0, figs
     assert figs["group_lag_after_stop"] == 0, f"share group lag after the run: {figs}"
