@@ -32,28 +32,23 @@ final class ShareEngineOpener {
   static final String CLOSE_TIMEOUT_MS = "share.close.timeout.ms";
 
   private final Time time;
-  private final String taskName;
 
-  ShareEngineOpener(Time time, String taskName) {
+  ShareEngineOpener(Time time) {
     this.time = time;
-    this.taskName = taskName;
   }
 
   /**
-   * One share-group member, from the engine {@code kind} names. {@code stuckTimeoutMs} is the
-   * driver's {@code share.task.stuck.timeout.ms} (see {@link #nativeSettings}).
+   * One share-group member, from the engine the request's {@code kind} names; its {@code
+   * stuckTimeoutMs} bounds what a native engine holds (see {@link #nativeSettings}).
    */
-  ShareConsumerEngine open(
-      String kind,
-      Map<String, Object> clientSettings,
-      String groupId,
-      String clientId,
-      List<String> topics,
-      long stuckTimeoutMs) {
-    Map<String, Object> settings = new HashMap<>(clientSettings);
+  ShareConsumerEngine open(EngineRequest request) {
+    String taskName = request.taskName();
+    String groupId = request.groupId();
+    List<String> topics = request.topics();
+    Map<String, Object> settings = new HashMap<>(request.clientSettings());
     settings.put("group.id", groupId);
-    settings.putIfAbsent("client.id", clientId);
-    if (ShareSinkConfig.ENGINE_JAVA.equals(kind)) {
+    settings.putIfAbsent("client.id", request.clientId());
+    if (ShareSinkConfig.ENGINE_JAVA.equals(request.kind())) {
       try {
         ShareConsumerEngine java =
             new KafkaShareConsumerEngine(settings, topics, time, StopBudget.ENGINE_CLOSE);
@@ -74,7 +69,8 @@ final class ShareEngineOpener {
     String nativeVersion = NativeLoader.ensureLoaded();
     try {
       ShareConsumerEngine nativeEngine =
-          new NativeShareConsumerEngine(nativeSettings(settings, stuckTimeoutMs), topics, time);
+          new NativeShareConsumerEngine(
+              nativeSettings(settings, request.stuckTimeoutMs()), topics, time);
       log.info(
           "{}: sharesink native engine {} started member {} of share group {} on {}",
           taskName,

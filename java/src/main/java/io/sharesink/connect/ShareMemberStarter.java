@@ -31,18 +31,6 @@ final class ShareMemberStarter {
   // The task's logger: these lines keep the name an operator's log configuration knows.
   private static final Logger log = LoggerFactory.getLogger(ShareSinkTask.class);
 
-  /** Opens one member's engine: {@link ShareEngineOpener#open}, or a test's engine. */
-  @FunctionalInterface
-  interface EngineOpener {
-    ShareConsumerEngine open(
-        String kind,
-        Map<String, Object> clientSettings,
-        String groupId,
-        String clientId,
-        List<String> topics,
-        long stuckTimeoutMs);
-  }
-
   private final Map<String, String> props;
   private final WorkerDefaults worker;
   private final ConnectorClients clients;
@@ -58,7 +46,7 @@ final class ShareMemberStarter {
   private final Supplier<PluginMetrics> pluginMetrics;
   private final Time time;
   private final KeeperTimer keeperTimer;
-  private final EngineOpener engines;
+  private final TaskWiring.EngineOpener engines;
 
   /**
    * Decides what the member is made of, after the task's {@link StartChecks}: loads the legacy
@@ -75,9 +63,7 @@ final class ShareMemberStarter {
       String taskName,
       String groupId,
       Supplier<PluginMetrics> pluginMetrics,
-      Time time,
-      KeeperTimer keeperTimer,
-      EngineOpener engines) {
+      TaskWiring wiring) {
     this.props = props;
     this.worker = worker;
     this.connectorName = connectorName;
@@ -85,9 +71,9 @@ final class ShareMemberStarter {
     this.taskName = taskName;
     this.groupId = groupId;
     this.pluginMetrics = pluginMetrics;
-    this.time = time;
-    this.keeperTimer = keeperTimer;
-    this.engines = engines;
+    this.time = wiring.time();
+    this.keeperTimer = wiring.keeperTimer();
+    this.engines = wiring.engines();
     Class<? extends SinkConnector> connectorClass = checked.legacyClass();
     clients = checked.clients();
     ShareConsumerSettings consumerSettings = clients.consumer();
@@ -129,7 +115,14 @@ final class ShareMemberStarter {
   ShareMember start(List<String> topics) {
     ShareConsumerEngine engine =
         engines.open(
-            engineKind, clients.consumer().settings(), groupId, clientId, topics, stuckTimeoutMs);
+            new EngineRequest(
+                engineKind,
+                clients.consumer().settings(),
+                groupId,
+                clientId,
+                topics,
+                stuckTimeoutMs,
+                taskName));
     ShareSinkDriver driver;
     try {
       ShareSinkDriverBuilder builder =

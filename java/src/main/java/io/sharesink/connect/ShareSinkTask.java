@@ -1,15 +1,11 @@
 package io.sharesink.connect;
 
-import io.sharesink.connect.sink.KeeperTimer;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.StopBudget;
-import io.sharesink.connect.topics.TopicPatternSubscription;
-import io.sharesink.engine.ShareConsumerEngine;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -56,6 +52,9 @@ public class ShareSinkTask extends SourceTask {
   /** The task's clock, handed to everything the task makes. */
   private final Time time;
 
+  /** The clock, the lock keeper, the worker's configuration, the engines; fixed at construction. */
+  private final TaskWiring wiring;
+
   /** Guards the member: one cycle, or the cleanup, at a time. */
   private final CycleGate gate;
 
@@ -74,20 +73,15 @@ public class ShareSinkTask extends SourceTask {
   private Duration pollTimeout = Duration.ofMillis(ShareSinkConfig.POLL_TIMEOUT_MS_DEFAULT);
   private String taskName = "sharesink";
 
-  /** What runs the driver's lock keeper off the task thread; a seam for tests. */
-  KeeperTimer keeperTimer = KeeperTimer.shared();
-
-  /** The worker's configuration (only the worker process decides it); a seam for tests. */
-  Supplier<WorkerDefaults> workerDefaults = WorkerDefaults::current;
-
-  /** The task Connect instantiates, on the system clock. */
+  /** The task Connect instantiates: on the system clock, with the worker's parts. */
   public ShareSinkTask() {
-    this(Time.SYSTEM);
+    this(TaskWiring.system());
   }
 
-  /** A task on {@code time} (a {@code MockTime} in tests). */
-  ShareSinkTask(Time time) {
-    this.time = time;
+  /** A task on {@code wiring} (in tests: a {@code MockTime}, their own engines). */
+  ShareSinkTask(TaskWiring wiring) {
+    this.wiring = wiring;
+    this.time = wiring.time();
     this.gate = new CycleGate(time);
   }
 
@@ -105,7 +99,7 @@ public class ShareSinkTask extends SourceTask {
     pollTimeout = Duration.ofMillis(config.pollTimeoutMs());
     String groupId = config.groupId(connectorName);
 
-    WorkerDefaults worker = WorkerDefaults.atStart(time, workerDefaults);
+    WorkerDefaults worker = WorkerDefaults.atStart(time, wiring.workerDefaults());
     StartChecks checked =
         StartChecks.run(
             config,
@@ -125,19 +119,17 @@ public class ShareSinkTask extends SourceTask {
             taskName,
             groupId,
             () -> context.pluginMetrics(),
-            time,
-            keeperTimer,
-            this::openEngine);
+            wiring);
     Optional<Pattern> pattern = config.topicsRegex();
     if (pattern.isEmpty()) {
       member = memberStarter.start(config.topics());
       return;
     }
-    ConnectorClients clients = checked.clients();
     TopicPatternFollower follower =
         new TopicPatternFollower(
-            openTopicPattern(
-                pattern.get(), config, clients.admin(), clients.consumer().settings(), worker),
+            wiring
+                .topicPatterns()
+                .open(pattern.get(), config, checked.clients(), worker, time, taskName),
             time,
             taskName);
     topicFollower = follower;
@@ -157,17 +149,6 @@ public class ShareSinkTask extends SourceTask {
     }
   }
 
-  /** The subscription for {@code topics.regex}; a seam for tests. */
-  TopicPatternSubscription openTopicPattern(
-      Pattern pattern,
-      ShareSinkConfig config,
-      Map<String, Object> adminSettings,
-      Map<String, Object> consumerSettings,
-      WorkerDefaults worker) {
-    return TopicPatternFollower.subscription(
-        pattern, config, adminSettings, consumerSettings, worker, time, taskName);
-  }
-
   /** Called on the task thread with no cycle running: applies what the pattern matches now. */
   private void followTopicPattern() {
     TopicPatternFollower follower = topicFollower;
@@ -183,18 +164,6 @@ public class ShareSinkTask extends SourceTask {
     } catch (NumberFormatException e) {
       return 0;
     }
-  }
-
-  /** One share-group member, from the engine {@code share.engine} names; a seam for tests. */
-  ShareConsumerEngine openEngine(
-      String kind,
-      Map<String, Object> clientSettings,
-      String groupId,
-      String clientId,
-      List<String> topics,
-      long stuckTimeoutMs) {
-    return new ShareEngineOpener(time, taskName)
-        .open(kind, clientSettings, groupId, clientId, topics, stuckTimeoutMs);
   }
 
   /**

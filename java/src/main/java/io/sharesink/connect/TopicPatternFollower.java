@@ -55,8 +55,7 @@ final class TopicPatternFollower {
   static TopicPatternSubscription subscription(
       Pattern pattern,
       ShareSinkConfig config,
-      Map<String, Object> adminSettings,
-      Map<String, Object> consumerSettings,
+      ConnectorClients clients,
       WorkerDefaults worker,
       Time time,
       String taskName) {
@@ -64,8 +63,8 @@ final class TopicPatternFollower {
     if (!config.dlqTopic().isEmpty()) {
       excluded.add(config.dlqTopic());
     }
-    long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(consumerSettings);
-    Map<String, Object> settings = new HashMap<>(adminSettings);
+    long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(clients.consumer().settings());
+    Map<String, Object> settings = new HashMap<>(clients.admin());
     settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
     Admin admin = Admin.create(settings);
     return new TopicPatternSubscription(

@@ -23,6 +23,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -276,11 +278,18 @@ class ShareSinkTaskLifecycleTest {
     };
   }
 
+  /**
+   * A task wired to the test: its engine is an {@link IdleEngine}, the worker sets nothing
+   * (visibly) unless the test says otherwise, renewals run on the task thread only.
+   */
   private static class ScriptedTask extends ShareSinkTask {
     final MockTime clock;
     IdleEngine engine;
     long stuckTimeoutMs;
     Map<String, Object> clientSettings;
+
+    /** The worker's configuration this task sees; a test may change it before start(). */
+    Supplier<WorkerDefaults> workerDefaults = () -> WorkerDefaults.NONE;
 
     /** A task whose waits all happen on the test thread. */
     ScriptedTask() {
@@ -288,26 +297,35 @@ class ShareSinkTaskLifecycleTest {
     }
 
     ScriptedTask(MockTime clock) {
-      super(clock);
-      this.clock = clock;
-      this.engine = new IdleEngine(clock);
-      keeperTimer = KeeperTimer.none(); // renewals on the task thread only
-      workerDefaults = () -> WorkerDefaults.NONE; // a worker that sets nothing, visibly
+      this(clock, new AtomicReference<>());
     }
 
-    @Override
-    ShareConsumerEngine openEngine(
-        String kind,
-        Map<String, Object> clientSettings,
-        String groupId,
-        String clientId,
-        List<String> topics,
-        long stuckTimeoutMs) {
-      assertEquals("connect-share-files", groupId);
-      assertEquals("connector-share-files-1", clientId);
-      this.stuckTimeoutMs = stuckTimeoutMs;
-      this.clientSettings = clientSettings;
+    /** The wiring reaches this task's methods through {@code self}, set once it is built. */
+    private ScriptedTask(MockTime clock, AtomicReference<ScriptedTask> self) {
+      super(
+          new TaskWiring(
+              clock,
+              KeeperTimer.none(),
+              () -> self.get().workerDefaults.get(),
+              request -> self.get().openEngine(request),
+              (pattern, config, clients, worker, time, taskName) ->
+                  self.get().openTopicPattern(pattern, clients)));
+      self.set(this);
+      this.clock = clock;
+      this.engine = new IdleEngine(clock);
+    }
+
+    ShareConsumerEngine openEngine(EngineRequest request) {
+      assertEquals("connect-share-files", request.groupId());
+      assertEquals("connector-share-files-1", request.clientId());
+      this.stuckTimeoutMs = request.stuckTimeoutMs();
+      this.clientSettings = request.clientSettings();
       return engine;
+    }
+
+    io.sharesink.connect.topics.TopicPatternSubscription openTopicPattern(
+        java.util.regex.Pattern pattern, ConnectorClients clients) {
+      throw new AssertionError("this task has no topics.regex");
     }
   }
 
@@ -318,26 +336,16 @@ class ShareSinkTaskLifecycleTest {
     int opened;
 
     @Override
-    ShareConsumerEngine openEngine(
-        String kind,
-        Map<String, Object> clientSettings,
-        String groupId,
-        String clientId,
-        List<String> topics,
-        long stuckTimeoutMs) {
+    ShareConsumerEngine openEngine(EngineRequest request) {
       opened++;
-      joinedWith = List.copyOf(topics);
-      return super.openEngine(kind, clientSettings, groupId, clientId, topics, stuckTimeoutMs);
+      joinedWith = request.topics();
+      return super.openEngine(request);
     }
 
     @Override
     io.sharesink.connect.topics.TopicPatternSubscription openTopicPattern(
-        java.util.regex.Pattern pattern,
-        ShareSinkConfig config,
-        Map<String, Object> clientSettings,
-        Map<String, Object> consumerSettings,
-        WorkerDefaults worker) {
-      assertEquals(5_000, ShareConsumerSettings.metadataMaxAgeMs(consumerSettings));
+        java.util.regex.Pattern pattern, ConnectorClients clients) {
+      assertEquals(5_000, ShareConsumerSettings.metadataMaxAgeMs(clients.consumer().settings()));
       io.sharesink.connect.topics.TopicLister lister =
           new io.sharesink.connect.topics.TopicLister() {
             @Override
