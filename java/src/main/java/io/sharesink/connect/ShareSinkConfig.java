@@ -2,6 +2,8 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.autoscale.TaskAutoscale;
+import io.sharesink.connect.config.ConfigSections;
+import io.sharesink.connect.config.OrderedConfigDef;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.List;
 import java.util.Locale;
@@ -330,10 +332,10 @@ public class ShareSinkConfig extends AbstractConfig {
 
   // The reference's sections, in this order; the driver's keys are in "Legacy sink", "Share
   // commit" and "Legacy task restarts" (groups SinkDriverConfig gives them).
-  private static final String GROUP_LEGACY_SINK = "Legacy sink";
-  private static final String GROUP_ORDER = "Order";
-  private static final String GROUP_SHARE_GROUP = "Share group";
-  private static final String GROUP_SHARE_CONSUMER = "Share consumer";
+  private static final String GROUP_LEGACY_SINK = ConfigSections.LEGACY_SINK;
+  private static final String GROUP_ORDER = ConfigSections.ORDER;
+  private static final String GROUP_SHARE_GROUP = ConfigSections.SHARE_GROUP;
+  private static final String GROUP_SHARE_CONSUMER = ConfigSections.SHARE_CONSUMER;
 
   public static final ConfigDef CONFIG_DEF = configDef();
 
@@ -342,8 +344,7 @@ public class ShareSinkConfig extends AbstractConfig {
   }
 
   private static ConfigDef configDef() {
-    ConfigDef def = new ConfigDef();
-    int order = 0;
+    OrderedConfigDef def = new OrderedConfigDef();
     def.define(
         SINK_CONNECTOR_CLASS_CONFIG,
         Type.STRING,
@@ -352,7 +353,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         SINK_CONNECTOR_CLASS_DOC,
         GROUP_LEGACY_SINK,
-        ++order,
         Width.LONG,
         SINK_CONNECTOR_CLASS_DISPLAY);
     def.define(
@@ -363,7 +363,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         TOPICS_DOC,
         GROUP_LEGACY_SINK,
-        ++order,
         Width.LONG,
         TOPICS_DISPLAY);
     def.define(
@@ -374,10 +373,9 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         TOPICS_REGEX_DOC,
         GROUP_LEGACY_SINK,
-        ++order,
         Width.LONG,
         TOPICS_REGEX_DISPLAY);
-    includeDriverKeys(def, SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG);
+    def.include(SinkDriverConfig.CONFIG_DEF, SinkDriverConfig.DELIVERY_COUNT_HEADER_CONFIG);
 
     def.define(
         ORDERING_CONFIG,
@@ -388,14 +386,12 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         ORDERING_DOC,
         GROUP_ORDER,
-        1,
         Width.SHORT,
         ORDERING_DISPLAY);
 
     // ---- autoscale (io.sharesink.connect.autoscale): share.tasks.autoscale*, a group of its own
     TaskAutoscale.define(def);
 
-    order = 0;
     def.define(
         GROUP_ID_CONFIG,
         Type.STRING,
@@ -404,7 +400,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         GROUP_ID_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.MEDIUM,
         GROUP_ID_DISPLAY);
     def.define(
@@ -415,7 +410,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         AUTO_OFFSET_RESET_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.MEDIUM,
         AUTO_OFFSET_RESET_DISPLAY);
     def.define(
@@ -426,7 +420,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         LOCK_DURATION_MS_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.SHORT,
         LOCK_DURATION_MS_DISPLAY);
     def.define(
@@ -437,7 +430,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         DELIVERY_COUNT_LIMIT_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.SHORT,
         DELIVERY_COUNT_LIMIT_DISPLAY);
     def.define(
@@ -448,7 +440,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         PARTITION_MAX_RECORD_LOCKS_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.SHORT,
         PARTITION_MAX_RECORD_LOCKS_DISPLAY);
     def.define(
@@ -459,7 +450,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         DLQ_MODE_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.SHORT,
         DLQ_MODE_DISPLAY);
     def.define(
@@ -469,11 +459,9 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         MIGRATION_ENABLE_DOC,
         GROUP_SHARE_GROUP,
-        ++order,
         Width.SHORT,
         MIGRATION_ENABLE_DISPLAY);
 
-    order = 0;
     def.define(
         ENGINE_CONFIG,
         Type.STRING,
@@ -482,7 +470,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.LOW,
         ENGINE_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.SHORT,
         ENGINE_DISPLAY);
     def.define(
@@ -493,7 +480,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.HIGH,
         BOOTSTRAP_SERVERS_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.LONG,
         BOOTSTRAP_SERVERS_DISPLAY);
     def.define(
@@ -504,7 +490,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         SECURITY_PROTOCOL_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.MEDIUM,
         SECURITY_PROTOCOL_DISPLAY);
     def.define(
@@ -515,7 +500,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         SASL_MECHANISM_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.MEDIUM,
         SASL_MECHANISM_DISPLAY);
     def.define(
@@ -525,7 +509,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.MEDIUM,
         SASL_JAAS_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.LONG,
         SASL_JAAS_DISPLAY);
     def.define(
@@ -536,7 +519,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.LOW,
         MEMORY_MAX_BYTES_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.MEDIUM,
         MEMORY_MAX_BYTES_DISPLAY);
     for (String key : CONSUMER_PASSWORD_KEYS) {
@@ -547,7 +529,6 @@ public class ShareSinkConfig extends AbstractConfig {
           Importance.LOW,
           "The share consumer's " + key + ". An override, as share.consumer.bootstrap.servers.",
           GROUP_SHARE_CONSUMER,
-          ++order,
           Width.LONG,
           "Consumer " + key);
     }
@@ -559,7 +540,6 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.LOW,
         WORKER_CONFIG_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.LONG,
         WORKER_CONFIG_DISPLAY);
     def.define(
@@ -570,32 +550,22 @@ public class ShareSinkConfig extends AbstractConfig {
         Importance.LOW,
         POLL_TIMEOUT_MS_DOC,
         GROUP_SHARE_CONSUMER,
-        ++order,
         Width.SHORT,
         POLL_TIMEOUT_MS_DISPLAY);
     // The driver's commit and restart keys, as SinkDriverConfig defines them.
-    includeDriverKeys(
-        def,
+    def.include(
+        SinkDriverConfig.CONFIG_DEF,
         SinkDriverConfig.COMMIT_INTERVAL_MS_CONFIG,
         SinkDriverConfig.COMMIT_MAX_RECORDS_CONFIG,
         SinkDriverConfig.COMMIT_MIN_INTERVAL_MS_CONFIG,
         SinkDriverConfig.EMPTY_PRECOMMIT_CONFIG,
         SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG);
-    includeDriverKeys(
-        def,
+    def.include(
+        SinkDriverConfig.CONFIG_DEF,
         SinkDriverConfig.TASK_RESTART_MAX_ATTEMPTS_CONFIG,
         SinkDriverConfig.TASK_RESTART_BACKOFF_MS_CONFIG,
         SinkDriverConfig.TASK_RESTART_BACKOFF_MAX_MS_CONFIG);
-    return def;
-  }
-
-  /**
-   * Adds the driver's {@code keys} as {@link SinkDriverConfig} defines them (group and order too).
-   */
-  private static void includeDriverKeys(ConfigDef def, String... keys) {
-    for (String key : keys) {
-      def.define(SinkDriverConfig.CONFIG_DEF.configKeys().get(key));
-    }
+    return def.configDef();
   }
 
   public String sinkConnectorClass() {

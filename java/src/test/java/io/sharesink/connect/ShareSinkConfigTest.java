@@ -37,6 +37,36 @@ class ShareSinkConfigTest {
   }
 
   @Test
+  void everyKeyHasAPlaceOfItsOwnInASectionNamedOnce() {
+    java.util.Set<String> used = new java.util.HashSet<>();
+    for (ConfigDef def : List.of(ShareSinkConfig.CONFIG_DEF, SinkDriverConfig.CONFIG_DEF)) {
+      Map<String, List<Integer>> orders = new HashMap<>();
+      for (ConfigDef.ConfigKey key : def.configKeys().values()) {
+        if (!key.internalConfig) {
+          orders.computeIfAbsent(key.group, g -> new java.util.ArrayList<>()).add(key.orderInGroup);
+        }
+      }
+      used.addAll(orders.keySet());
+      orders.forEach(
+          (section, numbers) -> {
+            List<Integer> sorted = numbers.stream().sorted().toList();
+            List<Integer> expected =
+                java.util.stream.IntStream.rangeClosed(1, numbers.size()).boxed().toList();
+            assertEquals(expected, sorted, section + ": 1.." + numbers.size() + ", none twice");
+          });
+    }
+    java.util.Set<String> named = new java.util.HashSet<>();
+    for (java.lang.reflect.Field f : io.sharesink.connect.config.ConfigSections.class.getFields()) {
+      try {
+        named.add((String) f.get(null));
+      } catch (IllegalAccessException e) {
+        throw new AssertionError(e);
+      }
+    }
+    assertEquals(named, used, "every section ConfigSections names is used, and only those");
+  }
+
+  @Test
   void acceptsAValidConfigAndParsesItWithDefaults() {
     assertEquals(Map.of(), errors(validConfig()));
     ShareSinkConfig config = new ShareSinkConfig(validConfig());

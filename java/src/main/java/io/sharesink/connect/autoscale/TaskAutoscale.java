@@ -1,11 +1,12 @@
 package io.sharesink.connect.autoscale;
 
+import io.sharesink.connect.config.ConfigSections;
+import io.sharesink.connect.config.OrderedConfigDef;
 import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Range;
 import org.apache.kafka.common.config.ConfigDef.Type;
@@ -20,7 +21,7 @@ public final class TaskAutoscale {
 
   private TaskAutoscale() {}
 
-  public static final String GROUP = "Task autoscaling";
+  public static final String GROUP = ConfigSections.TASK_AUTOSCALING;
 
   /** The reference's section about autoscaling, named in messages. */
   public static final String DOCS = "docs/configuration.md, \"Autoscaling the tasks\"";
@@ -114,8 +115,7 @@ public final class TaskAutoscale {
       "share.consumer." + ConsumerConfig.MAX_POLL_RECORDS_CONFIG;
 
   /** Defines the autoscaler's keys in {@code def}, in their own group. */
-  public static void define(ConfigDef def) {
-    int order = 0;
+  public static void define(OrderedConfigDef def) {
     def.define(
         ENABLE_CONFIG,
         Type.BOOLEAN,
@@ -123,7 +123,6 @@ public final class TaskAutoscale {
         Importance.MEDIUM,
         ENABLE_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         ENABLE_DISPLAY);
     def.define(
@@ -134,7 +133,6 @@ public final class TaskAutoscale {
         Importance.MEDIUM,
         MIN_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         MIN_DISPLAY);
     def.define(
@@ -145,7 +143,6 @@ public final class TaskAutoscale {
         Importance.LOW,
         INTERVAL_MS_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         INTERVAL_MS_DISPLAY);
     def.define(
@@ -156,7 +153,6 @@ public final class TaskAutoscale {
         Importance.LOW,
         RECONFIGURE_MIN_INTERVAL_MS_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         RECONFIGURE_MIN_INTERVAL_MS_DISPLAY);
     def.define(
@@ -167,7 +163,6 @@ public final class TaskAutoscale {
         Importance.LOW,
         SCALE_DOWN_WINDOW_MS_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         SCALE_DOWN_WINDOW_MS_DISPLAY);
     def.define(
@@ -178,7 +173,6 @@ public final class TaskAutoscale {
         Importance.LOW,
         DRAIN_TARGET_MS_DOC,
         GROUP,
-        ++order,
         Width.SHORT,
         DRAIN_TARGET_MS_DISPLAY);
   }

@@ -1,5 +1,7 @@
 package io.sharesink.connect.sink;
 
+import io.sharesink.connect.config.ConfigSections;
+import io.sharesink.connect.config.OrderedConfigDef;
 import java.util.Locale;
 import java.util.Map;
 import org.apache.kafka.common.config.AbstractConfig;
@@ -218,13 +220,13 @@ public final class SinkDriverConfig extends AbstractConfig {
   private static final String DLQ_TOPIC_REPLICATION_FACTOR_DISPLAY =
       "Dead letter queue topic replication factor";
 
-  private static final String SHARE_GROUP = "Share commit";
-  private static final String RECORD_GROUP = "Legacy sink";
-  private static final String ERROR_GROUP = "Error Handling";
-  private static final String RESTART_GROUP = "Legacy task restarts";
+  private static final String SHARE_GROUP = ConfigSections.SHARE_COMMIT;
+  private static final String RECORD_GROUP = ConfigSections.LEGACY_SINK;
+  private static final String ERROR_GROUP = ConfigSections.ERROR_HANDLING;
+  private static final String RESTART_GROUP = ConfigSections.LEGACY_TASK_RESTARTS;
 
   public static final ConfigDef CONFIG_DEF =
-      new ConfigDef()
+      new OrderedConfigDef()
           .define(
               DELIVERY_COUNT_HEADER_CONFIG,
               Type.STRING,
@@ -233,7 +235,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.LOW,
               DELIVERY_COUNT_HEADER_DOC,
               RECORD_GROUP,
-              4,
               Width.MEDIUM,
               DELIVERY_COUNT_HEADER_DISPLAY)
           .define(
@@ -244,7 +245,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               COMMIT_INTERVAL_MS_DOC,
               SHARE_GROUP,
-              1,
               Width.SHORT,
               COMMIT_INTERVAL_MS_DISPLAY)
           .define(
@@ -255,7 +255,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               COMMIT_MAX_RECORDS_DOC,
               SHARE_GROUP,
-              2,
               Width.SHORT,
               COMMIT_MAX_RECORDS_DISPLAY)
           .define(
@@ -266,7 +265,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.LOW,
               COMMIT_MIN_INTERVAL_MS_DOC,
               SHARE_GROUP,
-              3,
               Width.SHORT,
               COMMIT_MIN_INTERVAL_MS_DISPLAY)
           .define(
@@ -277,7 +275,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               EMPTY_PRECOMMIT_DOC,
               SHARE_GROUP,
-              4,
               Width.SHORT,
               EMPTY_PRECOMMIT_DISPLAY)
           .define(
@@ -288,7 +285,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               TASK_STUCK_TIMEOUT_MS_DOC,
               SHARE_GROUP,
-              5,
               Width.SHORT,
               TASK_STUCK_TIMEOUT_MS_DISPLAY)
           .define(
@@ -299,7 +295,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               TASK_RESTART_MAX_ATTEMPTS_DOC,
               RESTART_GROUP,
-              1,
               Width.SHORT,
               TASK_RESTART_MAX_ATTEMPTS_DISPLAY)
           .define(
@@ -310,7 +305,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.LOW,
               TASK_RESTART_BACKOFF_MS_DOC,
               RESTART_GROUP,
-              2,
               Width.SHORT,
               TASK_RESTART_BACKOFF_MS_DISPLAY)
           .define(
@@ -321,7 +315,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.LOW,
               TASK_RESTART_BACKOFF_MAX_MS_DOC,
               RESTART_GROUP,
-              3,
               Width.SHORT,
               TASK_RESTART_BACKOFF_MAX_MS_DISPLAY)
           .define(
@@ -331,7 +324,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               ERRORS_RETRY_TIMEOUT_DOC,
               ERROR_GROUP,
-              1,
               Width.MEDIUM,
               ERRORS_RETRY_TIMEOUT_DISPLAY)
           .define(
@@ -342,7 +334,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               ERRORS_RETRY_MAX_DELAY_DOC,
               ERROR_GROUP,
-              2,
               Width.MEDIUM,
               ERRORS_RETRY_MAX_DELAY_DISPLAY)
           .define(
@@ -353,7 +344,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               ERRORS_TOLERANCE_DOC,
               ERROR_GROUP,
-              3,
               Width.SHORT,
               ERRORS_TOLERANCE_DISPLAY)
           .define(
@@ -363,7 +353,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               ERRORS_LOG_ENABLE_DOC,
               ERROR_GROUP,
-              4,
               Width.SHORT,
               ERRORS_LOG_ENABLE_DISPLAY)
           .define(
@@ -373,7 +362,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               ERRORS_LOG_INCLUDE_MESSAGES_DOC,
               ERROR_GROUP,
-              5,
               Width.SHORT,
               ERRORS_LOG_INCLUDE_MESSAGES_DISPLAY)
           .define(
@@ -383,7 +371,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               DLQ_TOPIC_DOC,
               ERROR_GROUP,
-              6,
               Width.MEDIUM,
               DLQ_TOPIC_DISPLAY)
           .define(
@@ -393,7 +380,6 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               DLQ_CONTEXT_HEADERS_DOC,
               ERROR_GROUP,
-              7,
               Width.SHORT,
               DLQ_CONTEXT_HEADERS_DISPLAY)
           .define(
@@ -404,9 +390,9 @@ public final class SinkDriverConfig extends AbstractConfig {
               Importance.MEDIUM,
               DLQ_TOPIC_REPLICATION_FACTOR_DOC,
               ERROR_GROUP,
-              8,
               Width.SHORT,
-              DLQ_TOPIC_REPLICATION_FACTOR_DISPLAY);
+              DLQ_TOPIC_REPLICATION_FACTOR_DISPLAY)
+          .configDef();
 
   public SinkDriverConfig(Map<?, ?> props) {
     super(CONFIG_DEF, props, false);
