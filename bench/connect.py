@@ -32,45 +32,32 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import connect_figures
 import jmx
 
-SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
-JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
-JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
-
-ROW_SLEEP = 0.02
-
-# (d): the brokers' cost is counted from this fraction of the records on (bench/cost.py). Each run
-# is a fresh connector: what its start sets compiling on the brokers (the group, its configs, the
-# tasks joining) ran 20-60% of their CPU in the first runs' JIT compiler threads, a cost a
-# long-lived connector pays once.
-STEADY_FROM = 1 / 3
-
-# (d') and (b'): the group's record-lock window at Kafka's default (2000 records per
-# share-partition, group.share.partition.max.record.locks), what sharesink ran with before its
-# default became the broker's group maximum (4000, group.share.max.partition.max.record.locks).
-# share.commit.max.records follows as half of the window.
-KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
-
-# (e) latency: fixed produce rates as fractions of what the classic runtime made in this run's
-# (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
-LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)
-LAT_SLOW_FRACTIONS = (0.5, 1.5)
-# (e) classic's sustained fast-sink rate: the producer asked for 4 x (d) classic for a quarter of
-# this many seconds, i.e. (d) classic x this many records, sent flat out
-SUSTAINED_RECORDS_S = 5
-SCALE_RECORDS_PER_PUT = 10  # (f): records per put
-# (g) autoscaling: the slow sink of (a) under a burst then a trickle, tasks between these two
-AUTOSCALE_MIN, AUTOSCALE_MAX = 2, 12
-AUTOSCALE_TRICKLE = 20.0   # rows/s before, during and after the burst (two tasks carry ~90/s)
-AUTOSCALE_BURST_RATE = 20_000.0  # the burst is sent flat out at up to this rate
-AUTOSCALE_GOAL_DRAIN = 1.15      # autoscaled drain time <= this x the fixed maximum's
-AUTOSCALE_GOAL_TASK_S = 0.6      # autoscaled task-seconds <= this x the fixed maximum's
-LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
-LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
-RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"
+from connect_params import (  # noqa: F401 - also read as connect.X by the report and tests
+    SHARE_SINK,
+    JDBC_SINK,
+    FILE_SINK,
+    STRING_CONVERTER,
+    JSON_CONVERTER,
+    ROW_SLEEP,
+    STEADY_FROM,
+    KAFKA_DEFAULT_WINDOW,
+    LAT_FAST_FRACTIONS,
+    LAT_SLOW_FRACTIONS,
+    SUSTAINED_RECORDS_S,
+    SCALE_RECORDS_PER_PUT,
+    AUTOSCALE_MIN,
+    AUTOSCALE_MAX,
+    AUTOSCALE_TRICKLE,
+    AUTOSCALE_BURST_RATE,
+    AUTOSCALE_GOAL_DRAIN,
+    AUTOSCALE_GOAL_TASK_S,
+    LAT_SAMPLE,
+    LAT_LINE,
+    RATE_PRODUCER,
+)
 # the requests counted on each broker over a run (bench/jmx.py); kept here for the report
 BROKER_REQUESTS = jmx.BROKER_REQUESTS
 
@@ -1127,17 +1114,17 @@ def run(ctx, res: Dict[str, Any]) -> None:
         return r
 
     a_cl = attempt("a_classic", cx.slow_rate, "classic", 3)
-    a_sh = attempt("a_share", cx.slow_rate, "share", share_n)
-    b_cl = attempt("b_classic", cx.stalled, "classic", 3)
+    attempt("a_share", cx.slow_rate, "share", share_n)
+    attempt("b_classic", cx.stalled, "classic", 3)
     # The loss compares two short windows whose rates vary by about 10% from run to run, more
     # than the margin between 1/N and what one stall costs: full mode stalls sharesink three
     # times and reports the run with the median loss (every run is kept under "runs").
     b_sh = median_run([attempt("b_share", cx.stalled, "share", share_n)
                        for _ in range(cx.stall_repeats)], "loss")
     results["b_share"] = b_sh
-    b_sh2 = attempt("b_share_window", cx.stalled, "share", share_n, dict(KAFKA_DEFAULT_WINDOW))
-    c_cl = attempt("c_classic", cx.task_change, "classic", 2, 3)
-    c_sh = attempt("c_share", cx.task_change, "share", 2, 3)
+    attempt("b_share_window", cx.stalled, "share", share_n, dict(KAFKA_DEFAULT_WINDOW))
+    attempt("c_classic", cx.task_change, "classic", 2, 3)
+    attempt("c_share", cx.task_change, "share", 2, 3)
     if "d" in ctx.scenarios:
         ctx.say(f"connect: warming up (d): one classic and {cx.warm_share} to "
                 f"{cx.warm_share_max} sharesink runs (until the brokers' JIT is under a tenth "
@@ -1151,7 +1138,7 @@ def run(ctx, res: Dict[str, Any]) -> None:
         d_cl_runs.append(attempt("d_classic", cx.fast, "classic", 3))
         d_sh_runs.append(attempt("d_share", cx.fast, "share", 3))
     d_cl = results["d_classic"] = median_run(d_cl_runs, "records_per_s", ("broker_cpu_s",))
-    d_sh = results["d_share"] = median_run(d_sh_runs, "records_per_s", ("broker_cpu_s",))
+    results["d_share"] = median_run(d_sh_runs, "records_per_s", ("broker_cpu_s",))
     # every run of each runtime, whole: the cost figures add them all up (bench/cost.py)
     results["d_classic_all"], results["d_share_all"] = d_cl_runs, d_sh_runs
     # the same records through a share consumer alone: what they cost the brokers without
@@ -1163,7 +1150,7 @@ def run(ctx, res: Dict[str, Any]) -> None:
         results[f"d_{client}"] = median_run(runs, "records_per_s", ("broker_cpu_s",))
         results[f"d_{client}_all"] = runs
     # (d') Kafka's default record-lock window, against sharesink's default (the maximum)
-    d_sh2 = attempt("d_share_window_2000", cx.fast, "share", 3, dict(KAFKA_DEFAULT_WINDOW))
+    attempt("d_share_window_2000", cx.fast, "share", 3, dict(KAFKA_DEFAULT_WINDOW))
     # (d*) on several brokers: the same pairs with the brokers on one core and the worker on
     # the other, so that the brokers' share-group work no longer takes the worker's CPU
     dpin_cl = dpin_sh = {"error": "not run (one broker or one core)"}
@@ -1184,33 +1171,23 @@ def run(ctx, res: Dict[str, Any]) -> None:
             dpin_sh = median_run(pin_sh_runs, "records_per_s", ("broker_cpu_s",))
     results["dpin_classic"], results["dpin_share"] = dpin_cl, dpin_sh
 
-    def val(r, k):
-        return None if r.get("error") else r.get(k)
-
-
-    def put(key, value, reason):
-        res[key] = value
-        if value is None:
-            res[key + "_reason"] = reason
-
     # (e) latency at fixed rates, from what classic sustains in this run
-    lat_rows = []
     if "e" in ctx.scenarios:
         # The fast sink: classic with the producer sending flat out (asked for four times what
         # classic drained from a backlog in (d)). The producer, the broker's produce path and
         # the worker share the machine, so this is well below (d): rates taken from (d) left no
         # CPU to spare (both cores 97% busy at a quarter of it in a full run), and the latency
         # compared was queueing for CPU, not the runtimes'.
-        d_rate = val(d_cl, "records_per_s") or 100_000
+        d_rate = connect_figures.val(d_cl, "records_per_s") or 100_000
         sus = attempt("e_fast_sustained_classic", cx.latency_fast, "classic", 3, 4 * d_rate,
                       SUSTAINED_RECORDS_S / 4)
-        fast_base = val(sus, "written_per_s_while_producing")
-        slow_base = val(a_cl, "rows_per_s")
+        fast_base = connect_figures.val(sus, "written_per_s_while_producing")
+        slow_base = connect_figures.val(a_cl, "rows_per_s")
         res["latency_basis"] = {
             "fast_records_per_s": fast_base or 100_000,
             "fast_from": ("classic with the producer sending flat out (asked for "
                           f"{4 * d_rate:,.0f}/s, 4 × (d) classic; it sent "
-                          f"{val(sus, 'achieved_rate') or 0:,.0f}/s)") if fast_base
+                          f"{connect_figures.val(sus, 'achieved_rate') or 0:,.0f}/s)") if fast_base
             else "nominal 100,000/s (classic's sustained rate not measured)",
             "slow_rows_per_s": slow_base or 130,
             "slow_from": "(a) classic" if slow_base else "nominal 130/s ((a) not measured)"}
@@ -1230,223 +1207,24 @@ def run(ctx, res: Dict[str, Any]) -> None:
                 key = f"e_fast_{int(frac * 100)}_{runtime}"
                 results[key] = median_run(runs[runtime], "p99_ms",
                                           ("p50_ms", "p999_ms", "max_ms", "kept_up"))
-                lat_rows.append((key, results[key]))
         for frac in LAT_SLOW_FRACTIONS:
             rate = frac * res["latency_basis"]["slow_rows_per_s"]
             for runtime, tasks in (("classic", 3), ("share", share_n)):
                 key = f"e_slow_{int(frac * 100)}_{runtime}"
-                lat_rows.append((key, attempt(key, cx.latency_slow, runtime, tasks, rate)))
-    for key, r in lat_rows:
-        for q in ("p50", "p99", "p999", "max"):
-            res[f"latency_{key[2:]}_{q}_ms"] = val(r, f"{q}_ms")
-        res[f"latency_{key[2:]}_kept_up"] = val(r, "kept_up")
-    for sink, fracs in (("fast", LAT_FAST_FRACTIONS), ("slow", LAT_SLOW_FRACTIONS)):
-        for frac in fracs:
-            k = f"{sink}_{int(frac * 100)}"
-            cl, sh = res.get(f"latency_{k}_classic_p99_ms"), res.get(f"latency_{k}_share_p99_ms")
-            res[f"latency_{k}_p99_share_vs_classic"] = round(sh / cl, 2) if cl and sh else None
-    # the goal: sharesink's p99 no higher than classic's at every rate where both keep up
-    both = [res[f"latency_{k}_p99_share_vs_classic"]
-            for k in (f"{sink}_{int(f * 100)}" for sink, fr in (("fast", LAT_FAST_FRACTIONS),
-                                                                ("slow", LAT_SLOW_FRACTIONS))
-                      for f in fr)
-            if res.get(f"latency_{k}_classic_kept_up") and res.get(f"latency_{k}_share_kept_up")
-            and res.get(f"latency_{k}_p99_share_vs_classic") is not None]
-    put("latency_p99_share_vs_classic_worst", max(both) if both else None,
-        "not run (--scenarios)" if "e" not in ctx.scenarios else "no rate at which both kept up")
-
+                attempt(key, cx.latency_slow, runtime, tasks, rate)
     # (f) the KIP's headline: many more tasks than partitions
-    scale_runs = []
     if "f" in ctx.scenarios:
-        cl_rate = val(a_cl, "rows_per_s")
+        cl_rate = connect_figures.val(a_cl, "rows_per_s")
         per_task = cl_rate / 3 if cl_rate else 1 / ROW_SLEEP
         res["scale_basis"] = {
             "per_task_rows_per_s": round(per_task, 2),
             "from": "(a) classic rows/s ÷ 3 tasks (one put's real time)" if cl_rate
             else f"1 / {ROW_SLEEP} s ((a) not measured)"}
         for n in cx.scale_tasks:
-            scale_runs.append((n, attempt(f"f_{n}", cx.scale, n, per_task)))
-    for n, r in scale_runs:
-        for k in ("rows_per_s", "of_ideal", "rss_mib_per_task", "threads_per_task",
-                  "broker_connections_per_task", "engine_connections_per_task",
-                  "runtime_connections_per_task", "engine_off_heap_mib_per_task",
-                  "heap_used_mib"):
-            res[f"scale_{n}_tasks_{k}"] = val(r, k)
-        res[f"scale_{n}_tasks_rss_mib"] = (val(r, "running") or {}).get("rss_mib")
-        res[f"scale_{n}_tasks_machine_busy"] = val(r, "machine_busy")
-
+            attempt(f"f_{n}", cx.scale, n, per_task)
     # (g) autoscaling: a burst then a trickle, autoscaled against fixed maximum and minimum
-    g = {}
     if "g" in ctx.scenarios:
         for mode in ("auto", "max", "min"):
-            g[mode] = attempt(f"g_{mode}", cx.autoscale, mode)
-    for mode, r in g.items():
-        for k in ("drain_s", "task_seconds", "mean_tasks"):
-            res[f"autoscale_{mode}_{k}"] = val(r, k)
-    ga, gm = g.get("auto", {}), g.get("max", {})
-    not_g = "not run (--scenarios)" if "g" not in ctx.scenarios else None
-    put("autoscale_drain_vs_fixed_max",
-        round(val(ga, "drain_s") / val(gm, "drain_s"), 2)
-        if val(ga, "drain_s") and val(gm, "drain_s") else None,
-        not_g or ga.get("error") or gm.get("error") or "no drain measured")
-    put("autoscale_task_seconds_vs_fixed_max",
-        round(val(ga, "task_seconds") / val(gm, "task_seconds"), 2)
-        if val(ga, "task_seconds") and val(gm, "task_seconds") else None,
-        not_g or ga.get("error") or gm.get("error") or "no task-seconds measured")
-    steps = (val(ga, "steps") or []) if ga else []
-    res["autoscale_reconfigurations"] = len(steps) if ga and not ga.get("error") else None
-    gaps = [st["longest_gap_ms"] for st in steps if st.get("longest_gap_ms") is not None]
-    res["autoscale_step_longest_gap_ms"] = max(gaps) if gaps else None
-    secs = [st["s_to_running"] for st in steps if st.get("s_to_running") is not None]
-    res["autoscale_step_s_to_running_max"] = max(secs) if secs else None
-    out["autoscale"] = {
-        "min": AUTOSCALE_MIN, "max": AUTOSCALE_MAX, "trickle_per_s": AUTOSCALE_TRICKLE,
-        "burst": cx.g_burst, "quiet_s": cx.g_quiet, "after_s": cx.g_after,
-        "min_cap_s": cx.g_min_cap, "goal_drain": AUTOSCALE_GOAL_DRAIN,
-        "goal_task_seconds": AUTOSCALE_GOAL_TASK_S, "runs": g}
+            attempt(f"g_{mode}", cx.autoscale, mode)
 
-    ra, rs = val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")
-    put("connect_beyond_partitions", round(rs / ra, 2) if ra and rs else None,
-        a_sh.get("error") or a_cl.get("error") or "no rows")
-    put("connect_stalled_task_loss", val(b_sh, "loss"), b_sh.get("error") or "no rows")
-    res["connect_stalled_task_loss_classic"] = val(b_cl, "loss")
-    res["connect_stalled_task_loss_window_2000"] = val(b_sh2, "loss")
-    put("connect_task_change_gap_ms_share", val(c_sh, "gap_ms"), c_sh.get("error") or "no rows")
-    put("connect_task_change_gap_ms_classic", val(c_cl, "gap_ms"), c_cl.get("error") or "no rows")
-    fd, fs = val(d_cl, "records_per_s"), val(d_sh, "records_per_s")
-    put("connect_overhead", round(fs / fd, 3) if fd and fs else None,
-        d_sh.get("error") or d_cl.get("error") or "no result")
-    fs2 = val(d_sh2, "records_per_s")
-    res["connect_overhead_window_2000"] = round(fs2 / fd, 3) if fd and fs2 else None
-    pd, ps = val(dpin_cl, "records_per_s"), val(dpin_sh, "records_per_s")
-    res["connect_overhead_worker_own_core"] = round(ps / pd, 3) if pd and ps else None
-
-    def cell(r, k, unit=""):
-        if r.get("error"):
-            return "failed: " + r["error"][:150]
-        v = r.get(k)
-        return "–" if v is None else f"{v:,}{unit}"
-
-    out["setup"] = (
-        "One Connect worker (distributed, Kafka 4.4.0), "
-        + ("one broker" if cx.c.brokers == 1 else
-           f"{cx.c.brokers} brokers (replication factor {cx.c.replication}, min ISR 2)")
-        + ", PostgreSQL "
-        f"{cx.pg_version} (harness: fsync off, synchronous_commit off). Slow sink = Debezium JDBC "
-        "sink 3.6.0 (unmodified) into PostgreSQL, one "
-        "record per put (`max.poll.records=1` for both runtimes; sharesink also "
-        "`share.acquire.mode=record_limit`), latency injected by a PostgreSQL `BEFORE INSERT` "
-        f"trigger running `pg_sleep({ROW_SLEEP})` per row, so each put takes ~20 ms plus the "
-        "sink's work; rows carry `clock_timestamp()` of their INSERT, and rates and gaps come "
-        "from those. Topic `bench_slow`: 3 partitions. Fast sink = Kafka's FileStream sink "
-        "(connect-file 4.3.1) on `bench_fast` (3 partitions, 11-byte lines). Rows (a) to (d) are sharesink "
-        "with its defaults on a broker with Kafka's defaults: the connector sets the group's "
-        "record-lock window to the broker's group maximum "
-        "(`group.share.max.partition.max.record.locks`, 4000 records per share-partition), so "
-        "`share.commit.max.records` is derived as 2000, and `share.commit.min.interval.ms` is "
-        "10 ms. Rows (b') and (d') are the same with "
-        + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items())
-        + ", Kafka's default window (`group.share.partition.max.record.locks`) and sharesink's "
-        "default before it set the maximum. Every run is a fresh connector and group reading from "
-        "the start. Before (d), "
-        f"one classic and {cx.warm_share} sharesink runs, not recorded as (d), warm the broker "
-        "and the worker up (their figures are in the findings); (d) itself is "
-        + (f"{cx.fast_pairs} classic and {cx.fast_pairs} sharesink runs, alternating, each "
-           "reported by its run with the median rate (every run's rate is in the findings)."
-           if cx.fast_pairs > 1 else "one classic and one sharesink run."))
-    out["rows"] = [
-        [f"(a) slow sink, rows/s (second half of a {cx.run_a} s run)",
-         f"{cell(a_cl, 'rows_per_s')} (tasks.max=3)", f"{cell(a_sh, 'rows_per_s')} ({share_n} tasks)",
-         f"**{res.get('connect_beyond_partitions')}×**"],
-        [f"(b) one task stalled {cx.stall} s: rows/s before → during",
-         f"{cell(b_cl, 'rows_per_s_before')} → {cell(b_cl, 'rows_per_s_during_stall')} (loss "
-         f"{cell(b_cl, 'loss')})",
-         f"{cell(b_sh, 'rows_per_s_before')} → {cell(b_sh, 'rows_per_s_during_stall')} (loss "
-         f"{cell(b_sh, 'loss')}"
-         + (f"; the median of {len(b_sh['runs'])} stalls: "
-            + ", ".join(str(x.get("loss")) for x in b_sh["runs"]) if b_sh.get("runs") else "")
-         + ")",
-         f"loss **{res.get('connect_stalled_task_loss')}** (1/N = {1 / share_n:.3f})"],
-        ["(b') the same, sharesink with "
-         + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
-         "",
-         f"{cell(b_sh2, 'rows_per_s_before')} → {cell(b_sh2, 'rows_per_s_during_stall')} (loss "
-         f"{cell(b_sh2, 'loss')})",
-         f"loss {res.get('connect_stalled_task_loss_window_2000')}"],
-        ["(c) tasks.max 2 → 3 mid-run: longest interval without a row (median interval)",
-         f"{cell(c_cl, 'gap_ms', ' ms')} ({cell(c_cl, 'median_gap_ms', ' ms')})",
-         f"{cell(c_sh, 'gap_ms', ' ms')} ({cell(c_sh, 'median_gap_ms', ' ms')})",
-         f"share {res.get('connect_task_change_gap_ms_share')} ms, classic "
-         f"{res.get('connect_task_change_gap_ms_classic')} ms"],
-        [f"(d) fast sink (FileStream), tasks.max=3, {cx.n_fast:,} records: records/s",
-         cell(d_cl, "records_per_s"), cell(d_sh, "records_per_s"),
-         f"**{res.get('connect_overhead')}**"],
-        ["(d') the same, sharesink with "
-         + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
-         cell(d_cl, "records_per_s"), cell(d_sh2, "records_per_s"),
-         f"{res.get('connect_overhead_window_2000')}"],
-        ["(d*) the same as (d), the brokers on core 0 and the worker on core 1",
-         cell(dpin_cl, "records_per_s"), cell(dpin_sh, "records_per_s"),
-         f"{res.get('connect_overhead_worker_own_core')}"],
-        ["worker CPU: (a) ms per row / (d) ms per 1000 records",
-         f"{cell(a_cl, 'worker_cpu_ms_per_row')} / {cell(d_cl, 'worker_cpu_ms_per_1000')}",
-         f"{cell(a_sh, 'worker_cpu_ms_per_row')} / {cell(d_sh, 'worker_cpu_ms_per_1000')}", ""],
-        ["machine CPU busy (both cores) during (a) / (d)",
-         f"{cell(a_cl, 'machine_busy')} / {cell(d_cl, 'machine_busy')}",
-         f"{cell(a_sh, 'machine_busy')} / {cell(d_sh, 'machine_busy')} (d': "
-         f"{cell(d_sh2, 'machine_busy')})", ""],
-    ]
-    if cx.c.brokers == 1:
-        out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d*)")]
-    def lat_cell(r):
-        if r.get("error"):
-            return "failed: " + r["error"][:150]
-        kept = "" if r.get("kept_up") else ", **fell behind**"
-        each = ""
-        if r.get("runs"):
-            each = "; p99 of each run " + ", ".join(
-                "failed" if x.get("p99_ms") is None else f"{x['p99_ms']}" for x in r["runs"])
-        return (f"{r['p50_ms']} / {r['p99_ms']} / {r['p999_ms']} / {r['max_ms']} ms "
-                f"({r['achieved_rate']:,.0f}/s sent{kept}{each})")
-    def cpu_cell(cl: Dict[str, Any], sh: Dict[str, Any]) -> str:
-        # CPU s per million records written, sharesink vs classic; machine busy (both cores)
-        if sh.get("broker_cpu_s_per_m") is None or cl.get("broker_cpu_s_per_m") is None:
-            return ""
-        return (f"broker {sh['broker_cpu_s_per_m']} vs {cl['broker_cpu_s_per_m']}, worker "
-                f"{sh.get('worker_cpu_s_per_m')} vs {cl.get('worker_cpu_s_per_m')}; busy "
-                f"{sh.get('machine_busy')} vs {cl.get('machine_busy')}")
-    out["latency_rows"] = []
-    for sink, fracs in (("fast", LAT_FAST_FRACTIONS), ("slow", LAT_SLOW_FRACTIONS)):
-        for frac in fracs:
-            k = f"{sink}_{int(frac * 100)}"
-            cl, sh = results.get(f"e_{k}_classic"), results.get(f"e_{k}_share")
-            if not cl or not sh:
-                continue
-            basis = res["latency_basis"]
-            base = basis["fast_records_per_s" if sink == "fast" else "slow_rows_per_s"]
-            what = ("FileStream, 3 tasks both" if sink == "fast"
-                    else f"JDBC + {ROW_SLEEP * 1000:.0f} ms trigger, classic 3 tasks, "
-                         f"sharesink {share_n}")
-            out["latency_rows"].append([
-                f"{what}: {frac:g} × {base:,.0f}/s", lat_cell(cl), lat_cell(sh),
-                f"{res.get(f'latency_{k}_p99_share_vs_classic')}", cpu_cell(cl, sh)])
-    out["scale_rows"] = []
-    for n, r in scale_runs:
-        if r.get("error"):
-            out["scale_rows"].append([str(n), "failed: " + r["error"][:200]] + [""] * 7)
-            continue
-        out["scale_rows"].append([
-            str(n), f"{r['rows_per_s']:,} of {r['ideal_rows_per_s']:,} (**{r['of_ideal']}**)",
-            f"{r.get('machine_busy')}", f"{(r.get('running') or {}).get('rss_mib')}",
-            f"{r.get('heap_used_mib')}", f"{r.get('engine_off_heap_mib')} "
-            f"({r.get('engine_off_heap_mib_per_task')} per task)",
-            f"{r.get('threads_per_task')}",
-            f"{r.get('broker_connections_per_task')} (engine {r.get('engine_connections_per_task')}, "
-            f"Connect's clients {r.get('runtime_connections_per_task')})",
-            f"{r.get('seconds_to_running')}"])
-    out["bars"] = [
-        ["(a) slow sink", val(a_cl, "rows_per_s"), val(a_sh, "rows_per_s")],
-        ["(b) during stall", val(b_cl, "rows_per_s_during_stall"), val(b_sh, "rows_per_s_during_stall")],
-        ["(d) fast sink /100", (val(d_cl, "records_per_s") or 0) / 100,
-         (val(d_sh, "records_per_s") or 0) / 100],
-    ]
+    connect_figures.derive(ctx.scenarios, cx, results, res, out)

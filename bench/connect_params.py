@@ -1,0 +1,45 @@
+"""The Connect benchmark's scenarios in figures: the sinks and converters it runs, each scenario's
+rates, fractions and goals. Read by bench/connect.py, which runs the scenarios, and by
+bench/connect_figures.py, which turns their results into the report's figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SHARE_SINK = "io.sharesink.connect.ShareSinkConnector"
+JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+ROW_SLEEP = 0.02
+
+# (d): the brokers' cost is counted from this fraction of the records on (bench/cost.py). Each run
+# is a fresh connector: what its start sets compiling on the brokers (the group, its configs, the
+# tasks joining) ran 20-60% of their CPU in the first runs' JIT compiler threads, a cost a
+# long-lived connector pays once.
+STEADY_FROM = 1 / 3
+
+# (d') and (b'): the group's record-lock window at Kafka's default (2000 records per
+# share-partition, group.share.partition.max.record.locks), what sharesink ran with before its
+# default became the broker's group maximum (4000, group.share.max.partition.max.record.locks).
+# share.commit.max.records follows as half of the window.
+KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
+
+# (e) latency: fixed produce rates as fractions of what the classic runtime made in this run's
+# (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
+LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)
+LAT_SLOW_FRACTIONS = (0.5, 1.5)
+# (e) classic's sustained fast-sink rate: the producer asked for 4 x (d) classic for a quarter of
+# this many seconds, i.e. (d) classic x this many records, sent flat out
+SUSTAINED_RECORDS_S = 5
+SCALE_RECORDS_PER_PUT = 10  # (f): records per put
+# (g) autoscaling: the slow sink of (a) under a burst then a trickle, tasks between these two
+AUTOSCALE_MIN, AUTOSCALE_MAX = 2, 12
+AUTOSCALE_TRICKLE = 20.0   # rows/s before, during and after the burst (two tasks carry ~90/s)
+AUTOSCALE_BURST_RATE = 20_000.0  # the burst is sent flat out at up to this rate
+AUTOSCALE_GOAL_DRAIN = 1.15      # autoscaled drain time <= this x the fixed maximum's
+AUTOSCALE_GOAL_TASK_S = 0.6      # autoscaled task-seconds <= this x the fixed maximum's
+LAT_SAMPLE = 20           # the fast sink: one line in 20 is timed (its bytes read at fixed offsets)
+LAT_LINE = 27             # RateProducer's plain value "%016d %09d" plus the newline
+RATE_PRODUCER = Path(__file__).resolve().parent / "peers" / "rate-producer" / "RateProducer.java"

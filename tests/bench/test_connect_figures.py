@@ -1,0 +1,82 @@
+"""bench/connect_figures.py: from the scenarios' runs to the result keys and the report's rows,
+fed runs as bench/connect.py records them (no broker, no worker)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import connect_figures
+
+NOT_RUN = {"error": "not run (--scenarios)"}
+
+
+def _cx(brokers: int = 1) -> SimpleNamespace:
+    return SimpleNamespace(
+        share_tasks=12, scale_tasks=(6, 24), c=SimpleNamespace(brokers=brokers, replication=3),
+        pg_version="15", run_a=60, stall=20, n_fast=2_000_000, fast_pairs=3, warm_share=2,
+        g_burst=20_000, g_quiet=30, g_after=60, g_min_cap=600)
+
+
+def _results(**measured) -> dict:
+    results = {k: dict(NOT_RUN) for k in (
+        "a_classic", "a_share", "b_classic", "b_share", "b_share_window", "c_classic",
+        "c_share", "d_classic", "d_share", "d_share_window_2000")}
+    results["dpin_classic"] = results["dpin_share"] = {"error": "not run (one broker)"}
+    results.update(measured)
+    return results
+
+
+def test_the_headline_ratios_come_from_the_runs_of_both_runtimes():
+    results = _results(
+        a_classic={"rows_per_s": 100.0}, a_share={"rows_per_s": 380.0},
+        d_classic={"records_per_s": 100_000}, d_share={"records_per_s": 80_000},
+        d_share_window_2000={"records_per_s": 70_000})
+    res, out = {}, {}
+    connect_figures.derive("ad", _cx(), results, res, out)
+    assert res["connect_beyond_partitions"] == 3.8
+    assert res["connect_overhead"] == 0.8
+    assert res["connect_overhead_window_2000"] == 0.7
+    assert res["connect_overhead_worker_own_core"] is None
+    # what did not run says why, never a number
+    assert res["connect_stalled_task_loss"] is None
+    assert res["connect_stalled_task_loss_reason"] == "not run (--scenarios)"
+    assert res["latency_p99_share_vs_classic_worst_reason"] == "not run (--scenarios)"
+    assert res["autoscale_drain_vs_fixed_max_reason"] == "not run (--scenarios)"
+    labels = [row[0] for row in out["rows"]]
+    assert not any(label.startswith("(d*)") for label in labels), "one broker: no (d*) row"
+    assert "**3.8×**" in out["rows"][0][3]
+    assert out["bars"][2] == ["(d) fast sink /100", 1000.0, 800.0]
+
+
+def test_three_brokers_report_the_pinned_pair_and_a_failed_run_by_its_error():
+    results = _results(
+        a_classic={"rows_per_s": 100.0}, a_share={"error": "TimeoutError: no rows"},
+        d_classic={"records_per_s": 100_000}, d_share={"records_per_s": 90_000},
+        dpin_classic={"records_per_s": 100_000}, dpin_share={"records_per_s": 95_000})
+    res, out = {}, {}
+    connect_figures.derive("ad", _cx(brokers=3), results, res, out)
+    assert res["connect_overhead_worker_own_core"] == 0.95
+    assert res["connect_beyond_partitions"] is None
+    assert res["connect_beyond_partitions_reason"] == "TimeoutError: no rows"
+    assert any(row[0].startswith("(d*)") for row in out["rows"])
+    assert out["rows"][0][2].startswith("failed: TimeoutError")
+
+
+def test_latency_rows_compare_p99_where_both_runtimes_kept_up():
+    def lat(p99, kept_up=True):
+        return {"p50_ms": 5.0, "p99_ms": p99, "p999_ms": p99 + 1, "max_ms": p99 + 2,
+                "kept_up": kept_up, "achieved_rate": 1000.0}
+    measured = {}
+    for sink, fracs in (("fast", (25, 50, 75)), ("slow", (50, 150))):
+        for pct in fracs:
+            measured[f"e_{sink}_{pct}_classic"] = lat(10.0)
+            measured[f"e_{sink}_{pct}_share"] = lat(12.0 if pct != 150 else 99.0,
+                                                    kept_up=pct != 150)
+    res = {"latency_basis": {"fast_records_per_s": 100_000, "slow_rows_per_s": 130}}
+    out = {}
+    connect_figures.derive("e", _cx(), _results(**measured), res, out)
+    assert res["latency_fast_25_p99_share_vs_classic"] == 1.2
+    assert res["latency_slow_150_share_kept_up"] is False
+    # the slow 150% row fell behind in share mode: it does not count toward the worst ratio
+    assert res["latency_p99_share_vs_classic_worst"] == 1.2
+    assert len(out["latency_rows"]) == 5
