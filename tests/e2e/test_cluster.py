@@ -119,7 +119,7 @@ def test_filestream_sink_runs(cluster: Cluster, worker, tmp_path):
 
 
 def test_postgres_password_login_and_restart_keeps_data(cluster: Cluster, postgres):
-    psql = str(cluster._pg_bindir() / "psql")
+    psql = str(cluster.pg.bindir() / "psql")
     env = dict(os.environ, PGPASSWORD=postgres["password"])
 
     def sql(q: str) -> str:

@@ -55,9 +55,9 @@ class RowLock:
     """An open PostgreSQL transaction holding `SELECT ... FOR UPDATE` on one row."""
 
     def __init__(self, cluster: Cluster, table: str, row_id: int):
-        _, sock = cluster._pg_dirs()
+        _, sock = cluster.pg.dirs()
         self.proc = subprocess.Popen(
-            ["runuser", "-u", "postgres", "--", str(cluster._pg_bindir() / "psql"), "-X", "-q",
+            ["runuser", "-u", "postgres", "--", str(cluster.pg.bindir() / "psql"), "-X", "-q",
              "-v", "ON_ERROR_STOP=1", "-h", str(sock), "-p", str(cluster.postgres_port),
              "-d", "sharesink"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -28,7 +28,8 @@ exactly those.
 proxies, ``proxy.py``), ``tls`` (SASL_SSL material), ``connect`` (workers and their REST
 client), ``postgres``, ``tools`` (Kafka's command-line tools) and ``procs`` (process
 bookkeeping), with ``artifacts`` resolving jars and plugins and ``common`` the shared helpers.
-Each service module holds one part of ``Cluster`` (a mixin); the names tests import from
+Each service module holds one part of ``Cluster`` (a mixin), but for PostgreSQL, a service object
+that owns its state (``Cluster.pg``, ``postgres.PostgresServer``); the names tests import from
 ``harness.cluster`` are re-exported here.
 """
 
@@ -41,6 +42,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -62,7 +64,7 @@ from harness.common import HARNESS_DIR, REPO_ROOT, HarnessError, _java, _write_a
 from harness.connect import (
     CONNECT_DISTRIBUTED, OFF_WORKERS, SHARE_MODE_REST_EXTENSION, WORKER_LOG4J2, Rest, RestError,
     Workers)
-from harness.postgres import OFF_POSTGRES, PG_DB, PG_PASSWORD, PG_USER, Postgres
+from harness.postgres import OFF_POSTGRES, PG_DB, PG_PASSWORD, PG_USER, PostgresServer
 from harness.procs import Processes
 from harness.proxy_control import PROXY_SCRIPT, ProxyControl
 from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD, Tls
@@ -70,6 +72,7 @@ from harness.tools import (
     CONFIG_COMMAND, CONSOLE_CONSUMER, CONSOLE_PRODUCER, FEATURE_COMMAND, LEADER_ELECTION_COMMAND,
     PRODUCER_PERF, REASSIGN_COMMAND, SEND_ERROR, SHARE_CONSUMER_PERF, SHARE_GROUP_COMMAND,
     STORAGE_TOOL, TOOLS_LOG4J2, TOPIC_COMMAND, KafkaTools)
+from harness.waits import BOUND_S
 
 # What harness.cluster offered before the services moved to modules of their own, re-exported.
 __all__ = [
@@ -106,7 +109,7 @@ __all__ = [
 # the cluster
 
 
-class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, Backends, KafkaTools, Processes):
+class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Processes):
     """A local cluster in one state dir: the broker(s) with their blackhole proxies, Connect
     workers, PostgreSQL, and the Kafka tools against them (one module per service, see above)."""
 
@@ -140,8 +143,27 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, Backends, KafkaTool
         self.tls_dir = self.state_dir / "tls"
         self._popen: Dict[str, subprocess.Popen] = {}
         self._kafka_lib: Optional[Path] = None
-        self._pg_bin: Optional[Path] = None
+        # PostgreSQL owns its state; the methods below are what tests and the demo call.
+        self.pg = PostgresServer(self.state_dir, self.logs_dir, self.postgres_port, self,
+                                 self._write_env)
         self.sasl_ssl = self._load_broker_meta().get("sasl_ssl", False)
+
+    # ---- PostgreSQL (self.pg), under the names the tests, the bench and the demo use
+
+    def start_postgres(self, timeout: float = BOUND_S) -> Dict[str, Any]:
+        return self.pg.start(timeout)
+
+    def stop_postgres(self, timeout: float = 30) -> None:
+        self.pg.stop(timeout)
+
+    def postgres_info(self) -> Dict[str, Any]:
+        return self.pg.info()
+
+    def psql(self, sql: str, db: str = "postgres", check: bool = True) -> str:
+        return self.pg.psql(sql, db=db, check=check)
+
+    def pg_stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
+        return self.pg.stop_for(seconds, background=background)
 
     # ---- basic properties
 
@@ -184,7 +206,7 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, Backends, KafkaTool
                 "TRUSTSTORE_JKS": str(self.truststore_jks), "TRUSTSTORE_PASSWORD": TLS_PASSWORD,
                 "SASL_SSL_CLIENT_PROPERTIES": str(self.sasl_ssl_client_properties),
             })
-        pg = self.postgres_info()
+        pg = self.pg.info()
         env.update({"PG_HOST": pg["host"], "PG_PORT": str(pg["port"]), "PG_DB": PG_DB,
                     "PG_USER": PG_USER, "PG_PASSWORD": PG_PASSWORD, "PG_JDBC_URL": pg["jdbc_url"]})
         text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
@@ -242,7 +264,7 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Postgres, Backends, KafkaTool
         for i in range(workers):
             self.start_worker(i, plugin_archive=plugin_archive, discovery=discovery)
         if postgres:
-            self.start_postgres()
+            self.pg.start()
         self._write_env()
 
 

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from harness.common import HarnessError, _file_lock, _log, _run
 from harness.waits import BOUND_S
@@ -24,13 +24,25 @@ PG_PASSWORD = "sharesink"
 OFF_POSTGRES = 32
 
 
-class Postgres:
-    """The cluster's PostgreSQL (a part of ``Cluster``: uses its ``state_dir``, ``logs_dir``,
-    ``postgres_port``, ``_pg_bin`` and its processes)."""
+class PostgresServer:
+    """The cluster's PostgreSQL, a service that owns its state, as Kafka's system tests' services
+    do: its port, its data and socket directories, its server binaries. Its process runs through
+    the cluster's ``Processes`` (``procs``: spawn, wait, stop, pid files), and ``on_started`` tells
+    the cluster its address is up (the cluster rewrites its env file)."""
 
-    def _pg_bindir(self) -> Path:
-        if self._pg_bin is not None:
-            return self._pg_bin
+    def __init__(self, state_dir: Path, logs_dir: Path, port: int, procs,
+                 on_started: Callable[[], None]):
+        self.state_dir = state_dir
+        self.logs_dir = logs_dir
+        self.port = port
+        self._procs = procs
+        self._on_started = on_started
+        self._bin: Optional[Path] = None
+
+    def bindir(self) -> Path:
+        """The directory of Debian's server binaries, installed when missing."""
+        if self._bin is not None:
+            return self._bin
         cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
                        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
         if not cands:
@@ -38,8 +50,8 @@ class Postgres:
             cands = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
             if not cands:
                 raise HarnessError("postgresql installed but no /usr/lib/postgresql/*/bin/postgres")
-        self._pg_bin = Path(cands[-1]).parent
-        return self._pg_bin
+        self._bin = Path(cands[-1]).parent
+        return self._bin
 
     def _install_postgres(self) -> None:
         if os.geteuid() != 0:
@@ -67,15 +79,16 @@ class Postgres:
             if inst.returncode != 0:
                 raise HarnessError(f"apt-get install postgresql failed:\n{inst.stdout[-3000:]}")
 
-    def _pg_dirs(self):
+    def dirs(self) -> Tuple[Path, Path]:
+        """Its data directory and its socket directory."""
         data = self.state_dir / "pgdata"
         sock = self.state_dir / "pg-run"
         if len(str(sock)) > 80:  # unix socket paths are limited to 107 bytes
-            sock = Path(tempfile.gettempdir()) / f"sharesink-pg-{self.postgres_port}"
+            sock = Path(tempfile.gettempdir()) / f"sharesink-pg-{self.port}"
         return data, sock
 
-    def postgres_info(self) -> Dict[str, Any]:
-        port = self.postgres_port
+    def info(self) -> Dict[str, Any]:
+        port = self.port
         return {
             "host": "127.0.0.1", "port": port, "db": PG_DB, "user": PG_USER,
             "password": PG_PASSWORD,
@@ -90,20 +103,20 @@ class Postgres:
 
     def psql(self, sql: str, db: str = "postgres", check: bool = True) -> str:
         """Run SQL as the postgres superuser over the local socket; returns psql's output."""
-        _, sock = self._pg_dirs()
-        p = self._as_postgres([self._pg_bindir() / "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                               "-h", sock, "-p", self.postgres_port, "-d", db, "-At", "-f", "-"],
+        _, sock = self.dirs()
+        p = self._as_postgres([self.bindir() / "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                               "-h", sock, "-p", self.port, "-d", db, "-At", "-f", "-"],
                               input=sql)
         if check and p.returncode != 0:
             raise HarnessError(f"psql failed: {p.stdout}")
         return p.stdout
 
-    def start_postgres(self, timeout: float = BOUND_S) -> Dict[str, Any]:
-        if self.is_running("postgres"):
-            return self.postgres_info()
-        bindir = self._pg_bindir()
-        data, sock = self._pg_dirs()
-        self._check_port_free(self.postgres_port, "postgres")
+    def start(self, timeout: float = BOUND_S) -> Dict[str, Any]:
+        if self._procs.is_running("postgres"):
+            return self.info()
+        bindir = self.bindir()
+        data, sock = self.dirs()
+        self._procs._check_port_free(self.port, "postgres")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for parent in [self.state_dir] + list(self.state_dir.parents):
             mode = parent.stat().st_mode
@@ -131,38 +144,38 @@ class Postgres:
                 f.write("local all all trust\n"
                         "host all all 127.0.0.1/32 scram-sha-256\n")
         # stale pid file after a crash: postgres refuses to start only if the PID is alive
-        cmd = [bindir / "postgres", "-D", data, "-p", self.postgres_port,
+        cmd = [bindir / "postgres", "-D", data, "-p", self.port,
                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={sock}",
                "-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
                "-c", "full_page_writes=off", "-c", "logging_collector=off"]
         # SIGINT = PostgreSQL's fast shutdown (SIGTERM would wait for clients to disconnect)
-        self._spawn("postgres", [str(c) for c in cmd], log, stop_signal=signal.SIGINT,
+        self._procs._spawn("postgres", [str(c) for c in cmd], log, stop_signal=signal.SIGINT,
                     user="postgres", group="postgres", extra_groups=[])
 
         def ready():
             p = subprocess.run([str(bindir / "pg_isready"), "-q", "-U", "postgres", "-h", str(sock), "-p",
-                                str(self.postgres_port)], timeout=10)
+                                str(self.port)], timeout=10)
             return p.returncode == 0
 
-        self._wait("postgres start", ready, timeout, log, name="postgres")
+        self._procs._wait("postgres start", ready, timeout, log, name="postgres")
         self.psql(f"""
 SELECT 'CREATE ROLE {PG_USER} LOGIN PASSWORD ''{PG_PASSWORD}'''
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{PG_USER}') \\gexec
 SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
   WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '{PG_DB}') \\gexec
 """)
-        self._write_env()
-        return self.postgres_info()
+        self._on_started()
+        return self.info()
 
-    def stop_postgres(self, timeout: float = 30) -> None:
-        self._stop("postgres", timeout=timeout)
+    def stop(self, timeout: float = 30) -> None:
+        self._procs._stop("postgres", timeout=timeout)
 
-    def pg_stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
+    def stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
         """Stop PostgreSQL, keep it down for `seconds`, start it again (data kept)."""
         def outage():
-            self.stop_postgres()
+            self.stop()
             time.sleep(seconds)
-            self.start_postgres()
+            self.start()
         if not background:
             outage()
             return None
