@@ -1119,9 +1119,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
     # The loss compares two short windows whose rates vary by about 10% from run to run, more
     # than the margin between 1/N and what one stall costs: full mode stalls sharesink three
     # times and reports the run with the median loss (every run is kept under "runs").
-    b_sh = median_run([attempt("b_share", cx.stalled, "share", share_n)
-                       for _ in range(cx.stall_repeats)], "loss")
-    results["b_share"] = b_sh
+    results["b_share"] = median_run([attempt("b_share", cx.stalled, "share", share_n)
+                                     for _ in range(cx.stall_repeats)], "loss")
     attempt("b_share_window", cx.stalled, "share", share_n, dict(KAFKA_DEFAULT_WINDOW))
     attempt("c_classic", cx.task_change, "classic", 2, 3)
     attempt("c_share", cx.task_change, "share", 2, 3)

@@ -2,7 +2,6 @@ package io.sharesink.connect;
 
 import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.connect.nativelib.NativeLoader;
-import io.sharesink.connect.sink.KeeperTimer;
 import io.sharesink.connect.sink.LoaderSwap;
 import io.sharesink.connect.sink.ShareSinkDriver;
 import io.sharesink.connect.sink.ShareSinkDriverBuilder;
@@ -12,7 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.kafka.common.metrics.PluginMetrics;
-import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.SinkConnector;
@@ -44,9 +42,7 @@ final class ShareMemberStarter {
   private final String engineKind;
   private final long stuckTimeoutMs;
   private final Supplier<PluginMetrics> pluginMetrics;
-  private final Time time;
-  private final KeeperTimer keeperTimer;
-  private final TaskWiring.EngineOpener engines;
+  private final TaskWiring wiring;
 
   /**
    * Decides what the member is made of, after the task's {@link StartChecks}: loads the legacy
@@ -71,9 +67,7 @@ final class ShareMemberStarter {
     this.taskName = taskName;
     this.groupId = groupId;
     this.pluginMetrics = pluginMetrics;
-    this.time = wiring.time();
-    this.keeperTimer = wiring.keeperTimer();
-    this.engines = wiring.engines();
+    this.wiring = wiring;
     Class<? extends SinkConnector> connectorClass = checked.legacyClass();
     clients = checked.clients();
     ShareConsumerSettings consumerSettings = clients.consumer();
@@ -114,15 +108,17 @@ final class ShareMemberStarter {
    */
   ShareMember start(List<String> topics) {
     ShareConsumerEngine engine =
-        engines.open(
-            new EngineRequest(
-                engineKind,
-                clients.consumer().settings(),
-                groupId,
-                clientId,
-                topics,
-                stuckTimeoutMs,
-                taskName));
+        wiring
+            .engines()
+            .open(
+                new EngineRequest(
+                    engineKind,
+                    clients.consumer().settings(),
+                    groupId,
+                    clientId,
+                    topics,
+                    stuckTimeoutMs,
+                    taskName));
     ShareSinkDriver driver;
     try {
       ShareSinkDriverBuilder builder =
@@ -137,8 +133,8 @@ final class ShareMemberStarter {
               .engine(engine)
               .classLoader(Thread.currentThread().getContextClassLoader())
               .pluginMetrics(pluginMetrics.get())
-              .time(time)
-              .keeperTimer(keeperTimer);
+              .time(wiring.time())
+              .keeperTimer(wiring.keeperTimer());
       String dlqMode =
           props.getOrDefault(ShareSinkConfig.DLQ_RESOLVED_CONFIG, GroupSettings.CONNECT);
       if (GroupSettings.BROKER.equals(dlqMode)) {
