@@ -187,7 +187,7 @@ class Connect:
         """sharesink's engine counters (from the task's start), summed over the connector's
         tasks, and the engines' average round trips (each task's in `per_task`); {} when JMX is
         unavailable. One attach reads them all."""
-        pid = int(self.c._recorded("worker-0")["pid"])
+        pid = int(self.c.procs.recorded("worker-0")["pid"])
         pattern = f"kafka.connect:type=plugins,connector={connector},*"
         read = self.jmx_reader.read(pid, pattern, self.ENGINE_COUNTERS + self.ENGINE_AVERAGES)
         return engine_counters(read, self.ENGINE_COUNTERS)
@@ -248,7 +248,7 @@ class Connect:
         """The worker's and each broker's pids (None when not running): "broker" on one broker,
         "broker-0".."broker-<n-1>" on several (proc sums them as "broker")."""
         names = ["worker-0"] + [self.c.broker_name(i) for i in range(self.c.brokers)]
-        rec = {n: self.c._recorded(n) for n in names}
+        rec = {n: self.c.procs.recorded(n) for n in names}
         return {"worker" if n == "worker-0" else n: (int(r["pid"]) if r else None)
                 for n, r in rec.items()}
 
@@ -776,7 +776,7 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
         # ten rows. With one record per put, as in (a), the broker's request handling (about
         # 6 ms of broker CPU per row here) fills this 2-core machine before 50 tasks do.
         cfg["share.consumer.max.poll.records"] = str(SCALE_RECORDS_PER_PUT)
-        pid = int(self.c._recorded("worker-0")["pid"])
+        pid = int(self.c.procs.recorded("worker-0")["pid"])
         ports = [self.c.broker_ports(i).plaintext for i in range(self.c.brokers)]
         jcmd = str(Path(self.c.java_cmd("x")[0]).with_name("jcmd"))
         idle = proc.footprint(pid, ports)

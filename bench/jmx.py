@@ -116,5 +116,5 @@ class Jmx:
         return out
 
     def broker_pid(self, i: int) -> Optional[int]:
-        rec = self.c._recorded(self.c.broker_name(i))
+        rec = self.c.procs.recorded(self.c.broker_name(i))
         return int(rec["pid"]) if rec else None

@@ -78,21 +78,21 @@ class Ctx:
 
     @property
     def tools_log4j2(self) -> Path:
-        return self.cluster._tools_log4j2()
+        return self.cluster.tools.log4j2_file()
 
     def java_cmd(self, main: str, args: List[Any]) -> List[str]:
         return self.cluster.java_cmd(main, [str(a) for a in args], heap="512M",
                                      jvm_opts=consumers.JVM_OPTS[1:])
 
     def broker_pid(self) -> Optional[int]:
-        rec = self.cluster._recorded("broker")
+        rec = self.cluster.procs.recorded("broker")
         return int(rec["pid"]) if rec else None
 
     def broker_pids(self) -> Dict[str, Optional[int]]:
         """Each broker's pid by name ("broker", or "broker-0".."broker-<n-1>")."""
         out = {}
         for i in range(self.cluster.brokers):
-            rec = self.cluster._recorded(self.cluster.broker_name(i))
+            rec = self.cluster.procs.recorded(self.cluster.broker_name(i))
             out[self.cluster.broker_name(i)] = int(rec["pid"]) if rec else None
         return out
 

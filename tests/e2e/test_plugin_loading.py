@@ -13,12 +13,11 @@ broker, and a third-party sink (Kafka's FileStream sink) from its own plugin dir
 from __future__ import annotations
 
 import contextlib
-import inspect
 import re
 import uuid
 
 
-from harness.cluster import CONNECT_DISTRIBUTED, Cluster, Rest, default_plugin_archive
+from harness.cluster import Cluster, Rest, default_plugin_archive
 from helpers import FILE_SINK, SHARE_SINK, wait_for, worker_log
 
 
@@ -51,23 +50,9 @@ def _plugin_version() -> str:
 @contextlib.contextmanager
 def _worker(cluster: Cluster, index: int, jvm_options=(), **kwargs):
     """Worker `index` for the duration of the block, with extra JVM options when given."""
-    start = cluster.start_worker
-    if jvm_options and "jvm_opts" in inspect.signature(start).parameters:
+    if jvm_options:
         kwargs["jvm_opts"] = list(jvm_options)
-    elif jvm_options:
-        # The harness has no JVM-options hook yet: add ours to the worker's java command line.
-        plain_java_cmd = cluster.java_cmd
-
-        def java_cmd(main_class, args=(), **kw):
-            if main_class == CONNECT_DISTRIBUTED:
-                kw["jvm_opts"] = list(kw.get("jvm_opts", ())) + list(jvm_options)
-            return plain_java_cmd(main_class, args, **kw)
-
-        cluster.java_cmd = java_cmd
-    try:
-        start(index, **kwargs)
-    finally:
-        cluster.__dict__.pop("java_cmd", None)
+    cluster.start_worker(index, **kwargs)
     try:
         yield cluster.rest(index)
     finally:

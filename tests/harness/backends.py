@@ -2,9 +2,10 @@
 MariaDB and the NATS server, each from Debian's packages (installed when missing, never started
 by the package: the harness runs its own server in the state dir), listening on 127.0.0.1 only.
 
-Like PostgreSQL (postgres.py), each is a part of ``Cluster`` (a mixin using its ``state_dir``,
-``logs_dir``, ``port_base`` and its processes). ``restart_backend(name, down_s)`` stops one and
-starts it again with its data, for the "backend restart mid-stream" of the matrix.
+Like PostgreSQL (postgres.py), they are a service object that owns its state (``MatrixBackends``,
+``Cluster.backends``: ports, data dirs, sockets), its processes run through the cluster's
+``Processes``. ``restart(name, down_s)`` stops one and starts it again with its data, for the
+"backend restart mid-stream" of the matrix.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from harness.common import HarnessError, _file_lock, _log, _port_open, _run
+from harness.procs import Processes
 
 # Their ports' offsets from SHARESINK_PORT_BASE.
 OFF_MOSQUITTO = 40
@@ -81,8 +83,16 @@ def apt_install(packages: Sequence[str]) -> None:
             raise HarnessError(f"apt-get install {missing} failed:\n{inst.stdout[-3000:]}")
 
 
-class Backends:
-    """Mosquitto, MariaDB and NATS of the sink matrix (a part of ``Cluster``)."""
+class MatrixBackends:
+    """Mosquitto, MariaDB and NATS of the sink matrix: their ports (from `port_base`), their data
+    under `state_dir`, their logs in `logs_dir`, their processes run through `procs`
+    (``Processes``)."""
+
+    def __init__(self, state_dir: Path, logs_dir: Path, port_base: int, procs: Processes):
+        self.state_dir = state_dir
+        self.logs_dir = logs_dir
+        self.port_base = port_base
+        self._procs = procs
 
     # ---- ports and addresses
 
@@ -114,10 +124,10 @@ class Backends:
     def start_mosquitto(self, timeout: float = 30) -> int:
         """Mosquitto on 127.0.0.1:<base+40>, anonymous, with persistence (queued QoS 1 messages
         of persistent sessions survive a restart); returns its port."""
-        if self.is_running("mosquitto"):
+        if self._procs.is_running("mosquitto"):
             return self.mosquitto_port
         apt_install(["mosquitto", "mosquitto-clients"])
-        self._check_port_free(self.mosquitto_port, "mosquitto")
+        self._procs.check_port_free(self.mosquitto_port, "mosquitto")
         data = self.state_dir / "mosquitto"
         data.mkdir(parents=True, exist_ok=True)
         conf = data / "mosquitto.conf"
@@ -132,30 +142,30 @@ class Backends:
             "log_dest stdout\n"
             "log_type error\nlog_type warning\nlog_type notice\n")
         log = self.logs_dir / "mosquitto.log"
-        self._spawn("mosquitto", ["/usr/sbin/mosquitto", "-c", str(conf)], log)
-        self._wait("mosquitto start", lambda: _port_open(self.mosquitto_port), timeout, log,
-                   name="mosquitto")
+        self._procs.spawn("mosquitto", ["/usr/sbin/mosquitto", "-c", str(conf)], log)
+        self._procs.wait("mosquitto start", lambda: _port_open(self.mosquitto_port), timeout, log,
+                         name="mosquitto")
         return self.mosquitto_port
 
     def stop_mosquitto(self) -> None:
-        self._stop("mosquitto", timeout=30)
+        self._procs.stop("mosquitto", timeout=30)
 
     # ---- NATS
 
     def start_nats(self, timeout: float = 30) -> int:
         """The NATS server on 127.0.0.1:<base+42> (core NATS, no monitoring port); returns its port."""
-        if self.is_running("nats"):
+        if self._procs.is_running("nats"):
             return self.nats_port
         apt_install(["nats-server"])
-        self._check_port_free(self.nats_port, "nats")
+        self._procs.check_port_free(self.nats_port, "nats")
         log = self.logs_dir / "nats.log"
-        self._spawn("nats", ["/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", str(self.nats_port)],
-                    log)
-        self._wait("nats start", lambda: _port_open(self.nats_port), timeout, log, name="nats")
+        self._procs.spawn("nats", ["/usr/sbin/nats-server", "-a", "127.0.0.1", "-p",
+                                   str(self.nats_port)], log)
+        self._procs.wait("nats start", lambda: _port_open(self.nats_port), timeout, log, name="nats")
         return self.nats_port
 
     def stop_nats(self) -> None:
-        self._stop("nats", timeout=30)
+        self._procs.stop("nats", timeout=30)
 
     # ---- MariaDB
 
@@ -177,10 +187,10 @@ class Backends:
 
     def start_mariadb(self, timeout: float = 90) -> Dict[str, object]:
         """MariaDB on 127.0.0.1:<base+41> with database and user ``sharesink``."""
-        if self.is_running("mariadb"):
+        if self._procs.is_running("mariadb"):
             return self.mariadb_info()
         apt_install(["mariadb-server", "mariadb-client"])
-        self._check_port_free(self.mariadb_port, "mariadb")
+        self._procs.check_port_free(self.mariadb_port, "mariadb")
         data = self.state_dir / "mariadb"
         sock = self._mariadb_socket()
         sock.parent.mkdir(parents=True, exist_ok=True)
@@ -203,10 +213,10 @@ class Backends:
                f"--pid-file={sock.parent / 'mariadbd.pid'}", "--skip-name-resolve",
                "--max-connections=300", "--innodb-buffer-pool-size=64M",
                "--innodb-flush-log-at-trx-commit=2", "--skip-log-bin"]
-        self._spawn("mariadb", cmd, log)
-        self._wait("mariadb start", lambda: _port_open(self.mariadb_port)
-                   and self.mariadb_sql("SELECT 1", db=None, check=False).strip() == "1",
-                   timeout, log, name="mariadb")
+        self._procs.spawn("mariadb", cmd, log)
+        self._procs.wait("mariadb start", lambda: _port_open(self.mariadb_port)
+                         and self.mariadb_sql("SELECT 1", db=None, check=False).strip() == "1",
+                         timeout, log, name="mariadb")
         if fresh:
             self.mariadb_sql(
                 f"CREATE DATABASE IF NOT EXISTS {MARIADB_DB};"
@@ -216,11 +226,11 @@ class Backends:
         return self.mariadb_info()
 
     def stop_mariadb(self) -> None:
-        self._stop("mariadb", timeout=60)
+        self._procs.stop("mariadb", timeout=60)
 
     # ---- restarts
 
-    def restart_backend(self, name: str, down_s: float = 5) -> None:
+    def restart(self, name: str, down_s: float = 5) -> None:
         """Stops backend `name` (mosquitto, mariadb, nats) gracefully, keeps it down `down_s`
         seconds, starts it again with its data."""
         stop = {"mosquitto": self.stop_mosquitto, "mariadb": self.stop_mariadb,

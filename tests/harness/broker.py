@@ -9,13 +9,17 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional
 
 from harness.artifacts import KAFKA_VERSION, _version
 from harness.common import HarnessError, _log4j2, _port_open, _props, _write_atomic
-from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD
-from harness.tools import STORAGE_TOOL
+from harness.procs import Processes
+from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD, TlsMaterial
+from harness.tools import STORAGE_TOOL, KafkaTools
 from harness.waits import BOUND_S
+
+if TYPE_CHECKING:  # proxy_control imports BrokerLayout from here
+    from harness.proxy_control import Proxies
 
 # share.version 2 (the broker's KIP-1191 dead letter queue) exists from Kafka 4.4 on; older
 # brokers finalize 1, and sharesink's DLQ mode `auto` falls back to Connect's own DLQ there.
@@ -78,30 +82,51 @@ BROKER_LOG4J2 = _log4j2("[%d] %p %m (%c)%n", "INFO", {
 })
 
 
-class Brokers:
-    """The broker(s) of the cluster (a part of ``Cluster``: uses its ``state_dir``, ``logs_dir``,
-    ``port_base``, ``brokers``, its processes, tools, TLS material and proxies).
+def broker_meta_path(state_dir: Path) -> Path:
+    """What a state dir's broker(s) were formatted and started with (cluster id, port base, how
+    many, sasl_ssl, authorizer)."""
+    return state_dir / "broker-meta.json"
+
+
+def load_broker_meta(state_dir: Path) -> dict:
+    try:
+        return json.loads(broker_meta_path(state_dir).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+class BrokerLayout:
+    """Where `count` KRaft nodes listen, from `port_base`, and what they are called: a value the
+    broker service, the proxies and the cluster share.
 
     One broker (the default): process "broker", offsets OFF_BROKER.. (DEVELOPING.md). Several
-    (`brokers=3`, `up --brokers 3`): KRaft nodes in combined mode "broker-0".."broker-<n-1>",
-    node ids 1..n, every node a voter, each with its own block of ports (broker_ports()), its
-    own data dir, log and blackhole proxy; replication factor 3 and min.insync.replicas 2 for
-    topics and every internal topic.
-    """
+    (`brokers=3`, `up --brokers 3`): nodes "broker-0".."broker-<n-1>", each with its own block of
+    ports (ports()) and its own blackhole proxy "proxy-<i>"."""
+
+    def __init__(self, port_base: int, count: int):
+        if not 1 <= count <= MAX_BROKERS:
+            raise HarnessError(f"brokers={count}: 1 to {MAX_BROKERS}")
+        self.port_base = port_base
+        self.count = count
+        every = [self.ports(i) for i in range(count)]
+        self.bootstrap = ",".join(f"127.0.0.1:{p.plaintext}" for p in every)
+        # Through the blackhole proxies; brokers advertise their proxy there.
+        self.proxied_bootstrap = ",".join(f"127.0.0.1:{p.proxy}" for p in every)
+        self.sasl_ssl_bootstrap = ",".join(f"127.0.0.1:{p.sasl_ssl}" for p in every)
 
     @property
     def multi(self) -> bool:
-        return self.brokers > 1
+        return self.count > 1
 
-    def broker_name(self, index: int) -> str:
+    def name(self, index: int) -> str:
         return f"broker-{index}" if self.multi else "broker"
 
     def proxy_name(self, index: int) -> str:
         return f"proxy-{index}" if self.multi else "proxy"
 
-    def broker_ports(self, index: int = 0) -> BrokerPorts:
-        if index < 0 or index >= self.brokers:
-            raise HarnessError(f"broker index {index} out of range (0..{self.brokers - 1})")
+    def ports(self, index: int = 0) -> BrokerPorts:
+        if index < 0 or index >= self.count:
+            raise HarnessError(f"broker index {index} out of range (0..{self.count - 1})")
         if not self.multi:
             b = self.port_base
             return BrokerPorts(b + OFF_BROKER, b + OFF_CONTROLLER, b + OFF_SASL_SSL,
@@ -109,39 +134,63 @@ class Brokers:
         b = self.port_base + OFF_MULTI_BROKERS + MULTI_BROKER_STRIDE * index
         return BrokerPorts(b, b + 1, b + 2, b + 3, b + 4, b + 5)
 
-    def _indices(self, index: Optional[int]) -> List[int]:
+    def indices(self, index: Optional[int]) -> List[int]:
+        """[index] (range-checked), or every index with None."""
         if index is None:
-            return list(range(self.brokers))
-        self.broker_ports(index)  # range check
+            return list(range(self.count))
+        self.ports(index)  # range check
         return [index]
 
     @property
     def replication(self) -> int:
-        return min(3, self.brokers)
+        return min(3, self.count)
 
     @property
     def min_isr(self) -> int:
-        return 2 if self.brokers >= 3 else 1
+        return 2 if self.count >= 3 else 1
 
-    def broker_running(self, index: Optional[int] = None) -> bool:
+
+class KafkaBrokers:
+    """The broker(s) of the cluster: a service object that owns their data dirs, their config
+    files, the meta file of the state dir (``broker-meta.json``) and whether they run with
+    SASL_SSL. Its collaborators: `layout` (ports and names), `procs` (``Processes``), `tools`
+    (``KafkaTools``: java command lines, the storage tool), `tls` (``TlsMaterial``), `proxies`
+    (``Proxies``, started and stopped with each broker) and `on_started` (the cluster rewrites
+    its env file).
+
+    Several brokers run in KRaft combined mode, node ids 1..n, every node a voter, each with its
+    own data dir and log; replication factor 3 and min.insync.replicas 2 for topics and every
+    internal topic.
+    """
+
+    def __init__(self, layout: BrokerLayout, state_dir: Path, logs_dir: Path, procs: Processes,
+                 tools: KafkaTools, tls: TlsMaterial, proxies: Proxies,
+                 on_started: Callable[[], None]):
+        self.layout = layout
+        self.state_dir = state_dir
+        self.logs_dir = logs_dir
+        self._procs = procs
+        self._tools = tools
+        self._tls = tls
+        self._proxies = proxies
+        self._on_started = on_started
+        self.sasl_ssl = bool(self.meta().get("sasl_ssl", False))
+
+    def running(self, index: Optional[int] = None) -> bool:
         """Broker `index` runs; with None, any broker."""
-        return any(self.is_running(self.broker_name(i)) for i in self._indices(index))
+        return any(self._procs.is_running(self.layout.name(i)) for i in self.layout.indices(index))
 
-    def _broker_meta_path(self) -> Path:
-        return self.state_dir / "broker-meta.json"
+    def meta(self) -> dict:
+        return load_broker_meta(self.state_dir)
 
-    def _load_broker_meta(self) -> dict:
-        try:
-            return json.loads(self._broker_meta_path().read_text())
-        except (OSError, ValueError):
-            return {}
+    def data_dir(self, index: int) -> Path:
+        return self.state_dir / ("kafka-data" if not self.layout.multi else f"kafka-data-{index}")
 
-    def _data_dir(self, index: int) -> Path:
-        return self.state_dir / ("kafka-data" if not self.multi else f"kafka-data-{index}")
-
-    def _broker_properties(self, sasl_ssl: bool, index: int = 0,
-                           authorizer: bool = False) -> Dict[str, Any]:
-        ports = self.broker_ports(index)
+    def properties(self, sasl_ssl: bool, index: int = 0,
+                   authorizer: bool = False) -> Dict[str, Any]:
+        """server.properties of broker `index`."""
+        layout = self.layout
+        ports = layout.ports(index)
         listeners = [f"PLAINTEXT://127.0.0.1:{ports.plaintext}",
                      f"CONTROLLER://127.0.0.1:{ports.controller}"]
         advertised = [f"PLAINTEXT://127.0.0.1:{ports.plaintext}"]
@@ -155,9 +204,9 @@ class Brokers:
             listeners.append(f"SASL_SSL://127.0.0.1:{ports.sasl_ssl}")
             advertised.append(f"SASL_SSL://127.0.0.1:{ports.sasl_ssl}")
             protocol_map += ",SASL_SSL:SASL_SSL"
-        voters = ",".join(f"{i + 1}@127.0.0.1:{self.broker_ports(i).controller}"
-                          for i in range(self.brokers))
-        rf, isr = self.replication, self.min_isr
+        voters = ",".join(f"{i + 1}@127.0.0.1:{layout.ports(i).controller}"
+                          for i in range(layout.count))
+        rf, isr = layout.replication, layout.min_isr
         props: Dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": index + 1,
@@ -167,10 +216,10 @@ class Brokers:
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": protocol_map,
-            "log.dirs": self._data_dir(index),
+            "log.dirs": self.data_dir(index),
             # as Kafka's config/server.properties
             "num.network.threads": 3,
-            "num.io.threads": 4 if not self.multi else 2,
+            "num.io.threads": 4 if not layout.multi else 2,
             "socket.send.buffer.bytes": 102400,
             "socket.receive.buffer.bytes": 102400,
             "socket.request.max.bytes": 104857600,
@@ -189,7 +238,7 @@ class Brokers:
             "default.replication.factor": rf,
             "min.insync.replicas": isr,
         }
-        if self.multi:
+        if layout.multi:
             # Leaders return to their preferred broker soon after it comes back.
             props["leader.imbalance.check.interval.seconds"] = 30
         if authorizer:
@@ -211,15 +260,15 @@ class Brokers:
                 "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas,
                 "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": jaas,
                 "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
-                "listener.name.sasl_ssl.ssl.keystore.location": self.tls_dir / "broker.p12",
+                "listener.name.sasl_ssl.ssl.keystore.location": self._tls.broker_keystore,
                 "listener.name.sasl_ssl.ssl.keystore.password": TLS_PASSWORD,
                 "listener.name.sasl_ssl.ssl.key.password": TLS_PASSWORD,
             })
         return props
 
-    def start_broker(self, sasl_ssl: Optional[bool] = None, fresh: bool = False,
-                     timeout: float = BOUND_S, index: Optional[int] = None,
-                     authorizer: Optional[bool] = None) -> str:
+    def start(self, sasl_ssl: Optional[bool] = None, fresh: bool = False,
+              timeout: float = BOUND_S, index: Optional[int] = None,
+              authorizer: Optional[bool] = None) -> str:
         """Start the KRaft node(s) (formatting their storage on first start): broker `index`, or
         every broker with None (several start together: none finishes starting without a
         controller quorum).
@@ -228,82 +277,82 @@ class Brokers:
         wall seconds (harness/waits.py); a broker that exits or stays silent fails at once.
         Data in the state dir is kept across stop/start; `fresh=True` wipes it first. sasl_ssl
         None keeps what the cluster was started with; so does authorizer (True: Kafka's
-        StandardAuthorizer, resources without ACLs open to everyone, see _broker_properties).
+        StandardAuthorizer, resources without ACLs open to everyone, see properties()).
         Returns the PLAINTEXT bootstrap."""
         if sasl_ssl is None:
             sasl_ssl = bool(self.sasl_ssl)
         if authorizer is None:
-            authorizer = bool(self._load_broker_meta().get("authorizer", False))
-        indices = [i for i in self._indices(index) if not self.is_running(self.broker_name(i))]
-        if self.broker_running() and bool(sasl_ssl) != bool(self.sasl_ssl):
+            authorizer = self.authorizer
+        layout, procs = self.layout, self._procs
+        indices = [i for i in layout.indices(index) if not procs.is_running(layout.name(i))]
+        if self.running() and bool(sasl_ssl) != bool(self.sasl_ssl):
             raise HarnessError("broker already running with sasl_ssl="
                                f"{self.sasl_ssl}; stop it first")
         if not indices:
-            return self.bootstrap
-        _ = self.kafka_lib
+            return layout.bootstrap
+        _ = self._tools.kafka_lib
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for i in indices:
-            p = self.broker_ports(i)
+            p = layout.ports(i)
             for port, what in ((p.plaintext, "broker"), (p.controller, "controller"),
                                (p.proxied, "PROXIED listener"), (p.proxy, "proxy"),
                                (p.proxy_control, "proxy control")) + (
                     ((p.sasl_ssl, "SASL_SSL listener"),) if sasl_ssl else ()):
-                self._check_port_free(port, f"{self.broker_name(i)} {what}")
-        meta = self._load_broker_meta()
-        formatted = all((self._data_dir(i) / "meta.properties").exists()
-                        for i in range(self.brokers)) and meta.get("cluster_id") and \
-            meta.get("port_base") == self.port_base and meta.get("brokers", 1) == self.brokers
+                procs.check_port_free(port, f"{layout.name(i)} {what}")
+        meta = self.meta()
+        formatted = all((self.data_dir(i) / "meta.properties").exists()
+                        for i in range(layout.count)) and meta.get("cluster_id") and \
+            meta.get("port_base") == layout.port_base and meta.get("brokers", 1) == layout.count
         if fresh or not formatted:
-            if self.broker_running():
+            if self.running():
                 raise HarnessError("cannot format while other brokers run; stop them first")
-            for i in range(self.brokers):
-                shutil.rmtree(self._data_dir(i), ignore_errors=True)
+            for i in range(layout.count):
+                shutil.rmtree(self.data_dir(i), ignore_errors=True)
             meta = {}
-            indices = list(range(self.brokers))
+            indices = list(range(layout.count))
         if sasl_ssl:
-            self._ensure_tls()
+            self._tls.ensure()
         cfg_dir = self.state_dir / "config"
         log4j2 = cfg_dir / "broker-log4j2.xml"
         _write_atomic(log4j2, BROKER_LOG4J2)
         props_files = {}
-        for i in range(self.brokers):
-            name = "server.properties" if not self.multi else f"server-{i}.properties"
+        for i in range(layout.count):
+            name = "server.properties" if not layout.multi else f"server-{i}.properties"
             props_files[i] = cfg_dir / name
-            _write_atomic(props_files[i],
-                          _props(self._broker_properties(sasl_ssl, i, authorizer=authorizer)))
+            _write_atomic(props_files[i], _props(self.properties(sasl_ssl, i, authorizer=authorizer)))
         if not meta:
             cluster_id = self._new_cluster_id()
-            for i in range(self.brokers):
+            for i in range(layout.count):
                 args = ["format", "-t", cluster_id, "-c", props_files[i],
                         "--feature", f"share.version={SHARE_VERSION}"]
                 for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
                     args += ["--add-scram", f"{mech}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
-                proc = self.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
+                proc = self._tools.run_tool(STORAGE_TOOL, *args, check=False, timeout=120)
                 (self.logs_dir).mkdir(parents=True, exist_ok=True)
                 with open(self.logs_dir / "broker-format.log", "a") as f:
                     f.write(proc.stdout + proc.stderr)
                 if proc.returncode != 0:
                     raise HarnessError(f"kafka-storage format failed ({proc.returncode}); see "
                                        f"{self.logs_dir / 'broker-format.log'}:\n{proc.stdout}{proc.stderr}")
-            meta = {"cluster_id": cluster_id, "port_base": self.port_base, "scram": True,
-                    "brokers": self.brokers}
+            meta = {"cluster_id": cluster_id, "port_base": layout.port_base, "scram": True,
+                    "brokers": layout.count}
         meta["sasl_ssl"] = bool(sasl_ssl)
         meta["authorizer"] = bool(authorizer)
-        _write_atomic(self._broker_meta_path(), json.dumps(meta, indent=1))
+        _write_atomic(broker_meta_path(self.state_dir), json.dumps(meta, indent=1))
         self.sasl_ssl = bool(sasl_ssl)
-        heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g" if not self.multi else "768m")
+        heap = os.environ.get("SHARESINK_BROKER_HEAP", "1g" if not layout.multi else "768m")
         waits = []
         for i in indices:
-            name = self.broker_name(i)
+            name = layout.name(i)
             log = self.logs_dir / f"{name}.log"
             start_offset = log.stat().st_size if log.exists() else 0
-            cmd = self.java_cmd(BROKER_MAIN, [props_files[i]], heap=heap, log4j2=log4j2, jvm_opts=[
+            cmd = self._tools.java_cmd(BROKER_MAIN, [props_files[i]], heap=heap, log4j2=log4j2, jvm_opts=[
                 f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"])
-            self._spawn(name, cmd, log)
+            procs.spawn(name, cmd, log)
             waits.append((i, name, log, start_offset))
         for i, name, log, start_offset in waits:
-            port = self.broker_ports(i).plaintext
+            port = layout.ports(i).plaintext
 
             def started(log=log, start_offset=start_offset, port=port):
                 with open(log, "rb") as f:
@@ -311,10 +360,10 @@ class Brokers:
                     text = f.read().decode("utf-8", "replace")
                 return "Kafka Server started" in text and _port_open(port)
 
-            self._wait(f"{name} start", started, timeout, log, name=name)
-            self.start_proxy(i)
-        self._write_env()
-        return self.bootstrap
+            procs.wait(f"{name} start", started, timeout, log, name=name)
+            self._proxies.start(i)
+        self._on_started()
+        return layout.bootstrap
 
     @staticmethod
     def _new_cluster_id() -> str:
@@ -323,27 +372,27 @@ class Brokers:
             if not cid.startswith("-"):
                 return cid
 
-    def stop_broker(self, timeout: float = 60, index: Optional[int] = None) -> None:
+    def stop(self, timeout: float = 60, index: Optional[int] = None) -> None:
         """Stop broker `index` (SIGTERM: a controlled shutdown), or every broker with None."""
-        indices = self._indices(index)
-        self._stop_together([self.broker_name(i) for i in indices], timeout=timeout)
+        indices = self.layout.indices(index)
+        self._procs.stop_together([self.layout.name(i) for i in indices], timeout=timeout)
         for i in indices:
-            self.stop_proxy(i)
+            self._proxies.stop(i)
 
-    def kill_broker(self, index: Optional[int] = None) -> None:
+    def kill(self, index: Optional[int] = None) -> None:
         """kill -9 of broker `index`, or of every broker with None."""
-        for i in self._indices(index):
-            self._stop(self.broker_name(i), kill=True)
-            self.stop_proxy(i)
+        for i in self.layout.indices(index):
+            self._procs.stop(self.layout.name(i), kill=True)
+            self._proxies.stop(i)
 
-    def restart_broker(self, index: Optional[int] = None, timeout: float = BOUND_S,
-                       authorizer: Optional[bool] = None) -> str:
+    def restart(self, index: Optional[int] = None, timeout: float = BOUND_S,
+                authorizer: Optional[bool] = None) -> str:
         """Stop and start broker `index` (every broker with None) with the same settings, or
         with the authorizer switched on or off (its data kept)."""
-        self.stop_broker(index=index)
-        return self.start_broker(timeout=timeout, index=index, authorizer=authorizer)
+        self.stop(index=index)
+        return self.start(timeout=timeout, index=index, authorizer=authorizer)
 
     @property
     def authorizer(self) -> bool:
         """Whether the broker(s) run with the StandardAuthorizer."""
-        return bool(self._load_broker_meta().get("authorizer", False))
+        return bool(self.meta().get("authorizer", False))

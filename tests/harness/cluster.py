@@ -24,12 +24,19 @@ Every process started is recorded with its PID under ``<state>/pids/`` and ``dow
 exactly those.
 
 ``Cluster`` is the façade over one module per service, as in Kafka's system tests
-(tests/kafkatest/services): ``broker`` (the KRaft nodes), ``proxy_control`` (their blackhole
-proxies, ``proxy.py``), ``tls`` (SASL_SSL material), ``connect`` (workers and their REST
-client), ``postgres``, ``tools`` (Kafka's command-line tools) and ``procs`` (process
-bookkeeping), with ``artifacts`` resolving jars and plugins and ``common`` the shared helpers.
-Each service module holds one part of ``Cluster`` (a mixin), but for PostgreSQL, a service object
-that owns its state (``Cluster.pg``, ``postgres.PostgresServer``); the names tests import from
+(tests/kafkatest/services), each service an object that owns its state and is given its
+collaborators when it is built, never reading another's through ``self``: ``procs``
+(``procs.Processes``: pid files, spawn, stop, waits), ``tools`` (``tools.KafkaTools``: the Kafka
+jars, java command lines, Kafka's command-line tools), ``tls`` (``tls.TlsMaterial``: SASL_SSL
+material), ``proxies`` (``proxy_control.Proxies``: the brokers' blackhole proxies, ``proxy.py``),
+``kafka`` (``broker.KafkaBrokers``: the KRaft nodes, with ``layout``, ``broker.BrokerLayout``,
+their ports and names), ``workers`` (``connect.ConnectWorkers``, with ``Rest`` their REST client),
+``backends`` (``backends.MatrixBackends``: the sink matrix's servers) and ``pg``
+(``postgres.PostgresServer``); ``artifacts`` resolves jars and plugins, ``common`` has the shared
+helpers. The cluster builds them in that order, each from those before it (the tools learn whether
+a broker runs through a callable), keeps the state dir, the env file (the services' ``on_started``
+callback), ``up``/``down``/``status`` and the command line, and offers the names tests, the bench
+and the demo call, each one service's own method or attribute; the names tests import from
 ``harness.cluster`` are re-exported here.
 """
 
@@ -40,9 +47,7 @@ import contextlib
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -55,24 +60,23 @@ from harness.artifacts import (
     TEST_SINKS_DIR, THIRD_PARTY_PLUGINS, cache_dir, default_plugin_archive,
     ensure_basic_auth_extension, ensure_jmx_exporter, ensure_kafka_lib, ensure_plugin,
     ensure_test_sink, plugin_version)
-from harness.backends import Backends
+from harness.backends import MatrixBackends
 from harness.broker import (
     BROKER_LOG4J2, BROKER_MAIN, MAX_BROKERS, MULTI_BROKER_STRIDE, OFF_BROKER, OFF_CONTROLLER,
     OFF_MULTI_BROKERS, OFF_PROXIED, OFF_PROXY, OFF_PROXY_CONTROL, OFF_SASL_SSL, SHARE_VERSION,
-    BrokerPorts, Brokers)
+    BrokerLayout, BrokerPorts, KafkaBrokers, broker_meta_path, load_broker_meta)
 from harness.common import HARNESS_DIR, REPO_ROOT, HarnessError, _java, _write_atomic
 from harness.connect import (
     CONNECT_DISTRIBUTED, OFF_WORKERS, SHARE_MODE_REST_EXTENSION, WORKER_LOG4J2, Rest, RestError,
-    Workers)
+    ConnectWorkers)
 from harness.postgres import OFF_POSTGRES, PG_DB, PG_PASSWORD, PG_USER, PostgresServer
 from harness.procs import Processes
-from harness.proxy_control import PROXY_SCRIPT, ProxyControl
-from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD, Tls
+from harness.proxy_control import PROXY_SCRIPT, Proxies
+from harness.tls import SCRAM_PASSWORD, SCRAM_USER, TLS_PASSWORD, TlsMaterial
 from harness.tools import (
     CONFIG_COMMAND, CONSOLE_CONSUMER, CONSOLE_PRODUCER, FEATURE_COMMAND, LEADER_ELECTION_COMMAND,
     PRODUCER_PERF, REASSIGN_COMMAND, SEND_ERROR, SHARE_CONSUMER_PERF, SHARE_GROUP_COMMAND,
     STORAGE_TOOL, TOOLS_LOG4J2, TOPIC_COMMAND, KafkaTools)
-from harness.waits import BOUND_S
 
 # What harness.cluster offered before the services moved to modules of their own, re-exported.
 __all__ = [
@@ -109,9 +113,11 @@ __all__ = [
 # the cluster
 
 
-class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Processes):
-    """A local cluster in one state dir: the broker(s) with their blackhole proxies, Connect
-    workers, PostgreSQL, and the Kafka tools against them (one module per service, see above)."""
+class Cluster:
+    """A local cluster in one state dir: the façade over its services (module docstring), each
+    an object that owns its state and is given its collaborators when it is built. The names
+    below the services are what the tests, the bench and the demo call, each one service's own
+    method or attribute."""
 
     def __init__(self, state_dir: Union[str, Path, None] = None, port_base: Optional[int] = None,
                  brokers: Optional[int] = None):
@@ -121,61 +127,137 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
                               or REPO_ROOT / "build" / "cluster").resolve()
         self.port_base = int(port_base if port_base is not None
                              else os.environ.get("SHARESINK_PORT_BASE", "29000"))
-        recorded = self._load_broker_meta().get("brokers")
+        recorded = load_broker_meta(self.state_dir).get("brokers")
         self.brokers = int(brokers or recorded or os.environ.get("SHARESINK_BROKERS") or 1)
-        if not 1 <= self.brokers <= MAX_BROKERS:
-            raise HarnessError(f"brokers={self.brokers}: 1 to {MAX_BROKERS}")
-        first = self.broker_ports(0)
-        self.broker_port = first.plaintext
-        self.controller_port = first.controller
-        self.sasl_ssl_port = first.sasl_ssl
-        self.postgres_port = self.port_base + OFF_POSTGRES
-        self.proxied_port = first.proxied
-        self.proxy_port = first.proxy
-        self.proxy_control_port = first.proxy_control
-        every = [self.broker_ports(i) for i in range(self.brokers)]
-        self.bootstrap = ",".join(f"127.0.0.1:{p.plaintext}" for p in every)
-        # Through the blackhole proxies (proxy_blackhole() etc.); brokers advertise their proxy.
-        self.proxied_bootstrap = ",".join(f"127.0.0.1:{p.proxy}" for p in every)
-        self.sasl_ssl_bootstrap = ",".join(f"127.0.0.1:{p.sasl_ssl}" for p in every)
         self.logs_dir = self.state_dir / "logs"
         self.pids_dir = self.state_dir / "pids"
         self.tls_dir = self.state_dir / "tls"
-        self._popen: Dict[str, subprocess.Popen] = {}
-        self._kafka_lib: Optional[Path] = None
-        # PostgreSQL owns its state; the methods below are what tests and the demo call.
-        self.pg = PostgresServer(self.state_dir, self.logs_dir, self.postgres_port, self,
+        layout = self.layout = BrokerLayout(self.port_base, self.brokers)
+
+        # The services, each built from those before it. The tools learn whether a broker runs
+        # through a callable, as the brokers are built from the tools.
+        self.procs = Processes(self.state_dir, self.logs_dir, self.pids_dir)
+        self.tools = KafkaTools(self.state_dir, layout.bootstrap, layout.replication,
+                                brokers_running=lambda: self.kafka.running())
+        self.tls = TlsMaterial(self.tls_dir, layout.sasl_ssl_bootstrap, self.tools)
+        self.proxies = Proxies(layout, self.logs_dir, self.procs)
+        self.kafka = KafkaBrokers(layout, self.state_dir, self.logs_dir, self.procs, self.tools,
+                                  self.tls, self.proxies, self._write_env)
+        self.workers = ConnectWorkers(self.state_dir, self.logs_dir, self.port_base,
+                                      layout.bootstrap, layout.replication, self.procs, self.tools,
+                                      self.kafka.running, self._write_env)
+        self.backends = MatrixBackends(self.state_dir, self.logs_dir, self.port_base, self.procs)
+        self.postgres_port = self.port_base + OFF_POSTGRES
+        self.pg = PostgresServer(self.state_dir, self.logs_dir, self.postgres_port, self.procs,
                                  self._write_env)
-        self.sasl_ssl = self._load_broker_meta().get("sasl_ssl", False)
 
-    # ---- PostgreSQL (self.pg), under the names the tests, the bench and the demo use
+        # ---- addresses
+        first = layout.ports(0)
+        self.broker_port = first.plaintext
+        self.controller_port = first.controller
+        self.sasl_ssl_port = first.sasl_ssl
+        self.proxied_port = first.proxied
+        self.proxy_port = first.proxy
+        self.proxy_control_port = first.proxy_control
+        self.bootstrap = layout.bootstrap
+        # Through the blackhole proxies (proxy_blackhole() etc.); brokers advertise their proxy.
+        self.proxied_bootstrap = layout.proxied_bootstrap
+        self.sasl_ssl_bootstrap = layout.sasl_ssl_bootstrap
+        self.replication = layout.replication
+        self.broker_name = layout.name
+        self.broker_ports = layout.ports
 
-    def start_postgres(self, timeout: float = BOUND_S) -> Dict[str, Any]:
-        return self.pg.start(timeout)
+        # ---- processes (self.procs)
+        self.is_running = self.procs.is_running
+        self.current_log = self.procs.current_log
 
-    def stop_postgres(self, timeout: float = 30) -> None:
-        self.pg.stop(timeout)
+        # ---- the broker(s) (self.kafka) and their blackhole proxies (self.proxies)
+        self.start_broker = self.kafka.start
+        self.stop_broker = self.kafka.stop
+        self.kill_broker = self.kafka.kill
+        self.restart_broker = self.kafka.restart
+        self.proxy_status = self.proxies.status
+        self.proxy_forward = self.proxies.forward
+        self.proxy_blackhole = self.proxies.blackhole
+        self.proxy_resume = self.proxies.resume
+        self.proxy_dead = self.proxies.dead
 
-    def postgres_info(self) -> Dict[str, Any]:
-        return self.pg.info()
+        # ---- SASL_SSL material (self.tls)
+        self.ca_pem = self.tls.ca_pem
+        self.truststore = self.truststore_p12 = self.tls.truststore_p12
+        self.truststore_jks = self.tls.truststore_jks
+        self.scram_user = SCRAM_USER
+        self.scram_password = SCRAM_PASSWORD
+        self.sasl_ssl_client_config = self.tls.sasl_ssl_client_config
+        self.sasl_ssl_client_properties_file = self.tls.sasl_ssl_client_properties_file
+        self.ensure_scram_user = self.tls.ensure_scram_user
 
-    def psql(self, sql: str, db: str = "postgres", check: bool = True) -> str:
-        return self.pg.psql(sql, db=db, check=check)
+        # ---- Kafka's tools (self.tools)
+        self.java_cmd = self.tools.java_cmd
+        self.run_tool = self.tools.run_tool
+        self.create_topic = self.tools.create_topic
+        self.delete_topic = self.tools.delete_topic
+        self.list_topics = self.tools.list_topics
+        self.produce = self.tools.produce
+        self.consume = self.tools.consume
+        self.share_consume = self.tools.share_consume
+        self.end_offsets = self.tools.end_offsets
+        self.features = self.tools.features
+        self.set_group_config = self.tools.set_group_config
+        self.describe_configs = self.tools.describe_configs
+        self.set_broker_config = self.tools.set_broker_config
+        self.allow_group_prefix = self.tools.allow_group_prefix
+        self.describe_topic = self.tools.describe_topic
+        self.leaders = self.tools.leaders
+        self.broker_index = self.tools.broker_index
+        self.elect_leaders = self.tools.elect_leaders
+        self.reassign_partitions = self.tools.reassign_partitions
+        self.wait_in_sync = self.tools.wait_in_sync
 
-    def pg_stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
-        return self.pg.stop_for(seconds, background=background)
+        # ---- Connect workers (self.workers)
+        self.start_worker = self.workers.start
+        self.stop_worker = self.workers.stop
+        self.kill_worker = self.workers.kill
+        self.rest = self.workers.rest
+        self.worker_url = self.workers.url
+        self.worker_port = self.workers.port
 
-    # ---- basic properties
+        # ---- the sink matrix's backends (self.backends)
+        self.mosquitto_port = self.backends.mosquitto_port
+        self.mariadb_port = self.backends.mariadb_port
+        self.nats_port = self.backends.nats_port
+        self.http_target_port = self.backends.http_target_port
+        self.start_mosquitto = self.backends.start_mosquitto
+        self.stop_mosquitto = self.backends.stop_mosquitto
+        self.start_mariadb = self.backends.start_mariadb
+        self.stop_mariadb = self.backends.stop_mariadb
+        self.mariadb_info = self.backends.mariadb_info
+        self.mariadb_sql = self.backends.mariadb_sql
+        self.start_nats = self.backends.start_nats
+        self.stop_nats = self.backends.stop_nats
+        self.restart_backend = self.backends.restart
+
+        # ---- PostgreSQL (self.pg)
+        self.start_postgres = self.pg.start
+        self.stop_postgres = self.pg.stop
+        self.postgres_info = self.pg.info
+        self.psql = self.pg.psql
+        self.pg_stop_for = self.pg.stop_for
+
+    # ---- what changes while the cluster runs
+
+    @property
+    def sasl_ssl(self) -> bool:
+        """Whether the broker(s) run (or last ran) with the SASL_SSL listener."""
+        return self.kafka.sasl_ssl
 
     @property
     def kafka_lib(self) -> Path:
-        if self._kafka_lib is None:
-            self._kafka_lib = ensure_kafka_lib()
-        return self._kafka_lib
+        return self.tools.kafka_lib
 
     @property
     def classpath(self) -> str:
-        return str(self.kafka_lib / "*")
+        return self.tools.classpath
 
     # ---- env file, status, up/down
 
@@ -186,7 +268,7 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
             "BOOTSTRAP": self.bootstrap,
             "PROXIED_BOOTSTRAP": self.proxied_bootstrap,
             "PROXY_CONTROL_PORT": str(self.proxy_control_port),
-            "PROXY_CONTROL_PORTS": ",".join(str(self.broker_ports(i).proxy_control)
+            "PROXY_CONTROL_PORTS": ",".join(str(self.layout.ports(i).proxy_control)
                                             for i in range(self.brokers)),
             "BROKERS": str(self.brokers),
             "CONNECT_URL": self.worker_url(0),
@@ -196,15 +278,16 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
             "KAFKA_CLASSPATH": self.classpath,
             "JAVA": _java(),
             "LOGS_DIR": str(self.logs_dir),
-            "PLUGIN_PATH": str(self._plugin_path_dir()),
+            "PLUGIN_PATH": str(self.workers.plugin_path_dir()),
         }
-        if self.sasl_ssl:
+        if self.kafka.sasl_ssl:
+            tls = self.tls
             env.update({
                 "SASL_SSL_BOOTSTRAP": self.sasl_ssl_bootstrap,
                 "SCRAM_USER": SCRAM_USER, "SCRAM_PASSWORD": SCRAM_PASSWORD,
-                "CA_PEM": str(self.ca_pem), "TRUSTSTORE_P12": str(self.truststore_p12),
-                "TRUSTSTORE_JKS": str(self.truststore_jks), "TRUSTSTORE_PASSWORD": TLS_PASSWORD,
-                "SASL_SSL_CLIENT_PROPERTIES": str(self.sasl_ssl_client_properties),
+                "CA_PEM": str(tls.ca_pem), "TRUSTSTORE_P12": str(tls.truststore_p12),
+                "TRUSTSTORE_JKS": str(tls.truststore_jks), "TRUSTSTORE_PASSWORD": TLS_PASSWORD,
+                "SASL_SSL_CLIENT_PROPERTIES": str(tls.sasl_ssl_client_properties),
             })
         pg = self.pg.info()
         env.update({"PG_HOST": pg["host"], "PG_PORT": str(pg["port"]), "PG_DB": PG_DB,
@@ -213,7 +296,8 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
         _write_atomic(self.state_dir / "env", text)
 
     def components(self) -> List[str]:
-        names = [n for i in range(self.brokers) for n in (self.broker_name(i), self.proxy_name(i))]
+        names = [n for i in range(self.brokers)
+                 for n in (self.layout.name(i), self.layout.proxy_name(i))]
         names += [f"worker-{i}" for i in range(len(OFF_WORKERS))] + ["postgres"]
         extra = sorted(p.stem for p in self.pids_dir.glob("*.pid")) if self.pids_dir.exists() else []
         return names + [n for n in extra if n not in names]
@@ -221,26 +305,27 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
     def status(self) -> Dict[str, Any]:
         res = {}
         for n in self.components():
-            info = self._recorded(n)
-            if info or n in self._popen:
-                res[n] = {"pid": (info or {}).get("pid"), "running": self.is_running(n)}
+            info = self.procs.recorded(n)
+            if info or self.procs.started_here(n):
+                res[n] = {"pid": (info or {}).get("pid"), "running": self.procs.is_running(n)}
         return res
 
     def down(self) -> None:
         """Stop every process this state dir recorded (workers first, then broker, postgres)."""
         order = [f"worker-{i}" for i in range(len(OFF_WORKERS))]
-        order += [n for i in range(self.brokers) for n in (self.broker_name(i), self.proxy_name(i))]
+        order += [n for i in range(self.brokers)
+                  for n in (self.layout.name(i), self.layout.proxy_name(i))]
         order += ["postgres"]
         order += [n for n in self.components() if n not in order]
         errors = []
         brokers = [n for n in order if n == "broker" or n.startswith("broker-")]
         with contextlib.suppress(HarnessError):
-            self._stop_together([n for n in order if n.startswith("worker-")], timeout=60)
+            self.procs.stop_together([n for n in order if n.startswith("worker-")], timeout=60)
         with contextlib.suppress(HarnessError):
-            self._stop_together(brokers, timeout=30)
+            self.procs.stop_together(brokers, timeout=30)
         for n in order:
             try:
-                self._stop(n, timeout=60)
+                self.procs.stop(n, timeout=60)
             except HarnessError as e:
                 errors.append(str(e))
         if errors:
@@ -259,10 +344,10 @@ class Cluster(Brokers, ProxyControl, Tls, Workers, Backends, KafkaTools, Process
             if self.logs_dir.exists():  # keep the previous run's logs one generation
                 os.replace(self.logs_dir, self.state_dir / "logs.prev")
             with contextlib.suppress(FileNotFoundError):
-                self._broker_meta_path().unlink()
-        self.start_broker(sasl_ssl=sasl_ssl)
+                broker_meta_path(self.state_dir).unlink()
+        self.kafka.start(sasl_ssl=sasl_ssl)
         for i in range(workers):
-            self.start_worker(i, plugin_archive=plugin_archive, discovery=discovery)
+            self.workers.start(i, plugin_archive=plugin_archive, discovery=discovery)
         if postgres:
             self.pg.start()
         self._write_env()

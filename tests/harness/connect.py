@@ -12,11 +12,13 @@ import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from harness.artifacts import (TEST_SINKS, THIRD_PARTY_PLUGINS, default_plugin_archive,
                                ensure_maven_plugin, ensure_plugin, ensure_test_sink)
 from harness.common import REPO_ROOT, HarnessError, _log4j2, _props, _write_atomic
+from harness.procs import Processes
+from harness.tools import KafkaTools
 from harness.waits import BOUND_S, Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -221,22 +223,38 @@ def _link_plugin_dir(link: Path, src: Path) -> None:
     link.symlink_to(src, target_is_directory=True)
 
 
-class Workers:
-    """Connect workers 0 and 1 (a part of ``Cluster``: uses its ``state_dir``, ``logs_dir``,
-    ``port_base``, ``bootstrap``, ``replication``, its processes and ``java_cmd``)."""
+class ConnectWorkers:
+    """Connect workers 0 and 1: a service object that owns their ports (from `port_base`), their
+    plugin path under ``state_dir`` and their config files. They join the brokers at `bootstrap`
+    with internal topics of `replication` replicas; their processes run through `procs`
+    (``Processes``) on the command lines of `tools` (``KafkaTools``); a worker starts only while
+    `broker_running()`, and `on_started` tells the cluster it is up (the env file)."""
 
-    def worker_port(self, index: int) -> int:
+    def __init__(self, state_dir: Path, logs_dir: Path, port_base: int, bootstrap: str,
+                 replication: int, procs: Processes, tools: KafkaTools,
+                 broker_running: Callable[[], bool], on_started: Callable[[], None]):
+        self.state_dir = state_dir
+        self.logs_dir = logs_dir
+        self.port_base = port_base
+        self.bootstrap = bootstrap
+        self.replication = replication
+        self._procs = procs
+        self._tools = tools
+        self._broker_running = broker_running
+        self._on_started = on_started
+
+    def port(self, index: int) -> int:
         if index < 0 or index >= len(OFF_WORKERS):
             raise HarnessError(f"worker index {index} out of range (0..{len(OFF_WORKERS) - 1})")
         return self.port_base + OFF_WORKERS[index]
 
-    def worker_url(self, index: int = 0) -> str:
-        return f"http://127.0.0.1:{self.worker_port(index)}"
+    def url(self, index: int = 0) -> str:
+        return f"http://127.0.0.1:{self.port(index)}"
 
     def rest(self, index: int = 0, headers: Optional[Mapping[str, str]] = None) -> Rest:
-        return Rest(self.worker_url(index), self.logs_dir / f"worker-{index}.log", headers)
+        return Rest(self.url(index), self.logs_dir / f"worker-{index}.log", headers)
 
-    def _plugin_path_dir(self) -> Path:
+    def plugin_path_dir(self) -> Path:
         return self.state_dir / "plugins"
 
     def _extra_plugin_path_dir(self) -> Path:
@@ -257,7 +275,7 @@ class Workers:
         return extra
 
     def _prepare_plugins(self, plugin_archive: Union[str, Path, None, bool], index: int) -> Optional[Path]:
-        pp = self._plugin_path_dir()
+        pp = self.plugin_path_dir()
         pp.mkdir(parents=True, exist_ok=True)
         for name in THIRD_PARTY_PLUGINS:
             _link_plugin_dir(pp / name, ensure_plugin(name))
@@ -282,7 +300,8 @@ class Workers:
         current = stamp.read_text() if stamp.exists() else None
         if dest.is_dir() and current == (ident or ""):
             return archive
-        others = [i for i in range(len(OFF_WORKERS)) if i != index and self.is_running(f"worker-{i}")]
+        others = [i for i in range(len(OFF_WORKERS))
+                  if i != index and self._procs.is_running(f"worker-{i}")]
         if others:
             raise HarnessError(f"worker(s) {others} run with another sharesink archive "
                                f"({current!r}); stop them before switching to {archive}")
@@ -302,13 +321,13 @@ class Workers:
         for name in TEST_SINKS:
             _link_plugin_dir(pp / name, ensure_test_sink(name))
 
-    def worker_properties(self, index: int, discovery: str = "hybrid_warn",
-                          extra: Optional[Mapping[str, Any]] = None,
-                          sharesink: bool = True, extra_plugin_dir: Optional[Path] = None) -> Path:
+    def properties(self, index: int, discovery: str = "hybrid_warn",
+                   extra: Optional[Mapping[str, Any]] = None,
+                   sharesink: bool = True, extra_plugin_dir: Optional[Path] = None) -> Path:
         """worker-<index>.properties; `extra` keys override (None drops a key, e.g.
         rest.extension.classes); `sharesink`: the plugin is installed, so its REST extension is
         enabled."""
-        port = self.worker_port(index)
+        port = self.port(index)
         props: Dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
             "group.id": "sharesink-connect",
@@ -329,7 +348,7 @@ class Workers:
             "rest.advertised.host.name": "127.0.0.1",
             "rest.advertised.port": port,
             "rest.advertised.listener": "http",
-            "plugin.path": ",".join(str(d) for d in (self._plugin_path_dir(), extra_plugin_dir)
+            "plugin.path": ",".join(str(d) for d in (self.plugin_path_dir(), extra_plugin_dir)
                                     if d is not None),
             "plugin.discovery": discovery,
             "scheduled.rebalance.max.delay.ms": 10000,
@@ -342,12 +361,12 @@ class Workers:
         _write_atomic(path, _props(props))
         return path
 
-    def start_worker(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
-                     discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
-                     timeout: float = BOUND_S, jvm_opts: Sequence[str] = (),
-                     env: Optional[Mapping[str, str]] = None, classpath: Sequence[Path] = (),
-                     rest_headers: Optional[Mapping[str, str]] = None,
-                     extra_plugins: Sequence[str] = ()) -> str:
+    def start(self, index: int = 0, plugin_archive: Union[str, Path, None, bool] = None,
+              discovery: str = "hybrid_warn", extra: Optional[Mapping[str, Any]] = None,
+              timeout: float = BOUND_S, jvm_opts: Sequence[str] = (),
+              env: Optional[Mapping[str, str]] = None, classpath: Sequence[Path] = (),
+              rest_headers: Optional[Mapping[str, str]] = None,
+              extra_plugins: Sequence[str] = ()) -> str:
         """Start Connect worker `index` (0 or 1) in distributed mode; returns its REST URL.
 
         plugin_archive: the sharesink plugin zip (default: newest java/target/sharesink-*-plugin.zip;
@@ -358,26 +377,26 @@ class Workers:
         by the readiness check (Authorization for a worker with basic auth); extra_plugins: matrix
         plugins (artifacts.MAVEN_PLUGINS) on a second plugin.path entry, for this worker only."""
         name = f"worker-{index}"
-        url = self.worker_url(index)
-        if self.is_running(name):
+        url = self.url(index)
+        if self._procs.is_running(name):
             raise HarnessError(f"{name} is already running at {url}")
-        if not self.broker_running():
+        if not self._broker_running():
             raise HarnessError("start the broker before a worker")
-        self._check_port_free(self.worker_port(index), name)
-        _ = self.kafka_lib
+        self._procs.check_port_free(self.port(index), name)
+        _ = self._tools.kafka_lib
         archive = self._prepare_plugins(plugin_archive, index)
         extra_dir = self._prepare_extra_plugins(extra_plugins)
-        props = self.worker_properties(index, discovery, extra, sharesink=archive is not None,
-                                       extra_plugin_dir=extra_dir)
+        props = self.properties(index, discovery, extra, sharesink=archive is not None,
+                                extra_plugin_dir=extra_dir)
         log4j2 = self.state_dir / "config" / "worker-log4j2.xml"
         _write_atomic(log4j2, WORKER_LOG4J2)
         log = self.logs_dir / f"{name}.log"
         heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
-        cmd = self.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
+        cmd = self._tools.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
             "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + list(jvm_opts),
             classpath=classpath)
-        self._spawn(name, cmd, log, env=dict(os.environ, **env) if env else None)
+        self._procs.spawn(name, cmd, log, env=dict(os.environ, **env) if env else None)
         rest = self.rest(index, rest_headers)
 
         def ready():
@@ -390,12 +409,12 @@ class Workers:
             rest.get("/connectors", timeout=10)
             return True
 
-        self._wait(f"{name} REST at {url}", ready, timeout, log, name=name, interval=0.5)
-        self._write_env()
+        self._procs.wait(f"{name} REST at {url}", ready, timeout, log, name=name, interval=0.5)
+        self._on_started()
         return url
 
-    def stop_worker(self, index: int = 0, timeout: float = 60) -> None:
-        self._stop(f"worker-{index}", timeout=timeout)
+    def stop(self, index: int = 0, timeout: float = 60) -> None:
+        self._procs.stop(f"worker-{index}", timeout=timeout)
 
-    def kill_worker(self, index: int = 0) -> None:
-        self._stop(f"worker-{index}", kill=True)
+    def kill(self, index: int = 0) -> None:
+        self._procs.stop(f"worker-{index}", kill=True)

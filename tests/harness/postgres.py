@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from harness.common import HarnessError, _file_lock, _log, _run
+from harness.procs import Processes
 from harness.waits import BOUND_S
 
 PG_DB = "sharesink"
@@ -30,7 +31,7 @@ class PostgresServer:
     the cluster's ``Processes`` (``procs``: spawn, wait, stop, pid files), and ``on_started`` tells
     the cluster its address is up (the cluster rewrites its env file)."""
 
-    def __init__(self, state_dir: Path, logs_dir: Path, port: int, procs,
+    def __init__(self, state_dir: Path, logs_dir: Path, port: int, procs: Processes,
                  on_started: Callable[[], None]):
         self.state_dir = state_dir
         self.logs_dir = logs_dir
@@ -116,7 +117,7 @@ class PostgresServer:
             return self.info()
         bindir = self.bindir()
         data, sock = self.dirs()
-        self._procs._check_port_free(self.port, "postgres")
+        self._procs.check_port_free(self.port, "postgres")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for parent in [self.state_dir] + list(self.state_dir.parents):
             mode = parent.stat().st_mode
@@ -149,15 +150,15 @@ class PostgresServer:
                "-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
                "-c", "full_page_writes=off", "-c", "logging_collector=off"]
         # SIGINT = PostgreSQL's fast shutdown (SIGTERM would wait for clients to disconnect)
-        self._procs._spawn("postgres", [str(c) for c in cmd], log, stop_signal=signal.SIGINT,
-                    user="postgres", group="postgres", extra_groups=[])
+        self._procs.spawn("postgres", [str(c) for c in cmd], log, stop_signal=signal.SIGINT,
+                           user="postgres", group="postgres", extra_groups=[])
 
         def ready():
             p = subprocess.run([str(bindir / "pg_isready"), "-q", "-U", "postgres", "-h", str(sock), "-p",
                                 str(self.port)], timeout=10)
             return p.returncode == 0
 
-        self._procs._wait("postgres start", ready, timeout, log, name="postgres")
+        self._procs.wait("postgres start", ready, timeout, log, name="postgres")
         self.psql(f"""
 SELECT 'CREATE ROLE {PG_USER} LOGIN PASSWORD ''{PG_PASSWORD}'''
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{PG_USER}') \\gexec
@@ -168,7 +169,7 @@ SELECT 'CREATE DATABASE {PG_DB} OWNER {PG_USER}'
         return self.info()
 
     def stop(self, timeout: float = 30) -> None:
-        self._procs._stop("postgres", timeout=timeout)
+        self._procs.stop("postgres", timeout=timeout)
 
     def stop_for(self, seconds: float, background: bool = False) -> Optional[threading.Thread]:
         """Stop PostgreSQL, keep it down for `seconds`, start it again (data kept)."""

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 from harness.common import HarnessError, _log, _port_open, _tail, _write_atomic
 from harness.waits import QUIET_S, ProcessProgress, wait_progressing
@@ -41,8 +41,16 @@ def _proc_alive(pid: int) -> bool:
 
 
 class Processes:
-    """Starting, watching and stopping the processes of one state dir (a part of ``Cluster``:
-    uses its ``state_dir``, ``logs_dir``, ``pids_dir`` and ``_popen``)."""
+    """Starting, watching and stopping the processes of one state dir: a service object that owns
+    the pid files under ``pids_dir`` and the ``Popen`` of every process this harness started;
+    each process runs in ``state_dir`` and logs to ``logs_dir/<name>.log``. The other services
+    run their processes through it (their ``procs``)."""
+
+    def __init__(self, state_dir: Path, logs_dir: Path, pids_dir: Path):
+        self.state_dir = state_dir
+        self.logs_dir = logs_dir
+        self.pids_dir = pids_dir
+        self._popen: Dict[str, subprocess.Popen] = {}
 
     def _pidfile(self, name: str) -> Path:
         return self.pids_dir / f"{name}.pid"
@@ -54,7 +62,11 @@ class Processes:
             "stop_signal": int(stop_signal), "state_dir": str(self.state_dir),
         }))
 
-    def _recorded(self, name: str) -> Optional[dict]:
+    def started_here(self, name: str) -> bool:
+        """Process `name` was started by this object (whether or not it still runs)."""
+        return name in self._popen
+
+    def recorded(self, name: str) -> Optional[dict]:
         try:
             info = json.loads(self._pidfile(name).read_text())
         except (OSError, ValueError):
@@ -65,7 +77,7 @@ class Processes:
         p = self._popen.get(name)
         if p is not None:
             return p.poll() is None
-        info = self._recorded(name)
+        info = self.recorded(name)
         if not info:
             return False
         pid = info["pid"]
@@ -79,7 +91,7 @@ class Processes:
                     os.killpg(p.pid, sig)
                 return p.pid
             return None
-        info = self._recorded(name)
+        info = self.recorded(name)
         if not info:
             return None
         pid = info["pid"]
@@ -109,11 +121,11 @@ class Processes:
         except HarnessError:
             return False
 
-    def _stop(self, name: str, timeout: float = 30, kill: bool = False) -> None:
+    def stop(self, name: str, timeout: float = 30, kill: bool = False) -> None:
         """Stops process `name` with its stop signal (SIGKILL with `kill`), then SIGKILL when it
         has been silent for `timeout` machine seconds, or still runs after the larger of
         STOP_BOUND_S and three times that."""
-        info = self._recorded(name) or {}
+        info = self.recorded(name) or {}
         sig = signal.SIGKILL if kill else signal.Signals(info.get("stop_signal", signal.SIGTERM))
         pid = self._signal(name, sig)
         if pid is not None:
@@ -131,16 +143,16 @@ class Processes:
         with contextlib.suppress(FileNotFoundError):
             self._pidfile(name).unlink()
 
-    def _stop_together(self, names: Sequence[str], timeout: float = 30) -> None:
+    def stop_together(self, names: Sequence[str], timeout: float = 30) -> None:
         """Signals every process in `names` at once, then waits for each (the last KRaft nodes of
         a quorum cannot finish a controlled shutdown once the others are gone)."""
         for n in names:
-            info = self._recorded(n) or {}
+            info = self.recorded(n) or {}
             self._signal(n, signal.Signals(info.get("stop_signal", signal.SIGTERM)))
         for n in names:
-            self._stop(n, timeout=timeout)
+            self.stop(n, timeout=timeout)
 
-    def _spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
+    def spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
                env: Optional[Mapping[str, str]] = None, **popen_kw) -> subprocess.Popen:
         if self.is_running(name):
             raise HarnessError(f"{name} is already running (pid file {self._pidfile(name)})")
@@ -164,7 +176,7 @@ class Processes:
         i = text.rfind(f" start {name}: ")
         return text[text.rfind("\n", 0, i) + 1:] if i >= 0 else text
 
-    def _check_port_free(self, port: int, what: str) -> None:
+    def check_port_free(self, port: int, what: str) -> None:
         if _port_open(port):
             raise HarnessError(
                 f"port {port} ({what}) is already in use by a process this harness did not record "
@@ -174,10 +186,10 @@ class Processes:
     def _progress(self, name: str) -> ProcessProgress:
         """What tells that process `name` is making progress: its log grows, or it uses CPU."""
         p = self._popen.get(name)
-        pid = p.pid if p is not None else (self._recorded(name) or {}).get("pid")
+        pid = p.pid if p is not None else (self.recorded(name) or {}).get("pid")
         return ProcessProgress(self.logs_dir / f"{name}.log", pid)
 
-    def _wait(self, what: str, cond, bound: float, log: Path, name: Optional[str] = None,
+    def wait(self, what: str, cond, bound: float, log: Path, name: Optional[str] = None,
               interval: float = 0.3, quiet: float = QUIET_S):
         """Waits until `cond()` is truthy while process `name` starts: as long as it writes its
         log or uses CPU, up to `bound` wall seconds; at once when it exits or has been silent for

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Dict
 
 from harness.common import HarnessError, _java, _props, _run, _write_atomic
-from harness.tools import CONFIG_COMMAND
+from harness.tools import CONFIG_COMMAND, KafkaTools
 
 SCRAM_USER = "sharesink"
 SCRAM_PASSWORD = "sharesink-secret"
@@ -22,9 +22,16 @@ TLS_PASSWORD = "sharesink-tls"
 TENANT_USERS = {"tenant-a": "tenant-a-secret", "tenant-b": "tenant-b-secret"}
 
 
-class Tls:
-    """TLS material and SASL_SSL client settings (a part of ``Cluster``: uses its ``tls_dir``
-    and ``sasl_ssl_bootstrap``); valid after ``start_broker(sasl_ssl=True)``."""
+class TlsMaterial:
+    """TLS material and SASL_SSL client settings: a service object that owns ``tls_dir`` (the
+    test CA, the broker's key store, the clients' trust stores and properties files), made by
+    ``ensure()`` (the broker calls it before a SASL_SSL start). `sasl_ssl_bootstrap` is the
+    cluster's SASL_SSL listeners; `tools` (``KafkaTools``) add SCRAM users on the running broker."""
+
+    def __init__(self, tls_dir: Path, sasl_ssl_bootstrap: str, tools: KafkaTools):
+        self.tls_dir = tls_dir
+        self.sasl_ssl_bootstrap = sasl_ssl_bootstrap
+        self._tools = tools
 
     @property
     def ca_pem(self) -> Path:
@@ -37,6 +44,11 @@ class Tls:
     @property
     def truststore_p12(self) -> Path:
         return self.tls_dir / "truststore.p12"
+
+    @property
+    def broker_keystore(self) -> Path:
+        """The broker's key and certificate (PKCS12, password TLS_PASSWORD)."""
+        return self.tls_dir / "broker.p12"
 
     truststore = truststore_p12
     truststore_password = TLS_PASSWORD
@@ -62,9 +74,10 @@ class Tls:
     def ensure_scram_user(self, user: str) -> None:
         """Gives TENANT_USERS' `user` its SCRAM-SHA-512 credential on the running broker (an
         AlterUserScramCredentials through the PLAINTEXT listener; idempotent)."""
-        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
-                      "--entity-type", "users", "--entity-name", user, "--add-config",
-                      f"SCRAM-SHA-512=[iterations=4096,password={TENANT_USERS[user]}]")
+        tools = self._tools
+        tools.run_tool(CONFIG_COMMAND, "--bootstrap-server", tools.bootstrap, "--alter",
+                       "--entity-type", "users", "--entity-name", user, "--add-config",
+                       f"SCRAM-SHA-512=[iterations=4096,password={TENANT_USERS[user]}]")
 
     def sasl_ssl_client_config(self, mechanism: str = "SCRAM-SHA-512",
                                user: str = SCRAM_USER) -> Dict[str, str]:
@@ -82,7 +95,8 @@ class Tls:
             "ssl.truststore.password": TLS_PASSWORD,
         }
 
-    def _ensure_tls(self) -> None:
+    def ensure(self) -> None:
+        """Makes the material that is missing (all of it anew when any file is)."""
         d = self.tls_dir
         needed = [d / n for n in ("ca.pem", "broker.p12", "truststore.p12", "truststore.jks",
                                   "client-sasl-ssl.properties")]

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from harness.artifacts import ensure_kafka_lib
 from harness.common import HarnessError, _java, _write_atomic
 from harness.waits import Budget
 
@@ -94,22 +95,48 @@ def communicate_watching(proc: subprocess.Popen, input: Optional[str], timeout: 
 
 
 class KafkaTools:
-    """Kafka's tool classes on the Kafka class path, against the cluster's brokers (a part of
-    ``Cluster``: uses its ``state_dir``, ``classpath``, ``bootstrap``, ``replication``)."""
+    """Kafka's tool classes on the Kafka class path, against the cluster's brokers: a service
+    object that owns the Kafka jars (resolved by `kafka_lib` on first use), its log4j2 file under
+    ``state_dir/config`` and the command lines of every Java process of the cluster
+    (``java_cmd``). `bootstrap` and `replication` are the cluster's (PLAINTEXT bootstrap, the
+    replication factor of new topics); `brokers_running` tells whether a broker of the cluster
+    runs (a tool that outlives every broker is stopped, see run_tool)."""
+
+    def __init__(self, state_dir: Path, bootstrap: str, replication: int,
+                 brokers_running: Optional[Callable[[], bool]] = None,
+                 kafka_lib: Callable[[], Path] = ensure_kafka_lib):
+        self.state_dir = state_dir
+        self.bootstrap = bootstrap
+        self.replication = replication
+        self._brokers_running = brokers_running
+        self._resolve_kafka_lib = kafka_lib
+        self._kafka_lib: Optional[Path] = None
+
+    @property
+    def kafka_lib(self) -> Path:
+        """Kafka's jars (resolved into the cache on first use)."""
+        if self._kafka_lib is None:
+            self._kafka_lib = self._resolve_kafka_lib()
+        return self._kafka_lib
+
+    @property
+    def classpath(self) -> str:
+        return str(self.kafka_lib / "*")
 
     def java_cmd(self, main_class: str, args: Sequence[str] = (), *, heap: str = "512m",
                  jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None,
                  classpath: Sequence[Path] = ()) -> List[str]:
         cmd = [_java(), f"-Xmx{heap}", "-Djava.awt.headless=true"]
         if log4j2 is None:
-            log4j2 = self._tools_log4j2()
+            log4j2 = self.log4j2_file()
         cmd.append(f"-Dlog4j2.configurationFile={log4j2}")
         cmd += list(jvm_opts)
         cp = os.pathsep.join([self.classpath] + [str(Path(d) / "*") for d in classpath])
         cmd += ["-cp", cp, main_class] + [str(a) for a in args]
         return cmd
 
-    def _tools_log4j2(self) -> Path:
+    def log4j2_file(self) -> Path:
+        """The tools' log4j2 configuration (warnings and errors to stderr)."""
         p = self.state_dir / "config" / "tools-log4j2.xml"
         if not p.exists():
             _write_atomic(p, TOOLS_LOG4J2)
@@ -125,7 +152,7 @@ class KafkaTools:
         # A tool that retries until a broker answers (ProducerPerformance retries for ever) waits
         # out its whole timeout when every broker has exited (a full disk): give up on it once no
         # broker process has run for BROKERS_GONE_S, if one ran when it started.
-        running = getattr(self, "broker_running", None)
+        running = self._brokers_running
         gone = (lambda: not running()) if running is not None and running() else (lambda: False)
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else stdin,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
