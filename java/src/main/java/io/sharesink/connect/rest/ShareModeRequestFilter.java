@@ -162,17 +162,12 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       return;
     }
     if (current instanceof ClusterConfigs.Unavailable unavailable) {
-      // Sent on untranslated it could store the flag form the runtime cannot run. A rebalance
-      // is answered as Connect answers its own requests then: 409, to be retried.
-      request.abortWith(
-          RestJson.error(
-              unavailable.rebalancing() ? 409 : 500,
-              "sharesink could not read the configuration of connector "
-                  + connector
-                  + " to apply a patch of "
-                  + ShareModeForm.FLAG_CONFIG
-                  + " or connector.class: "
-                  + unavailable.reason()));
+      // Sent on untranslated it could store the flag form the runtime cannot run.
+      abortUnreadable(
+          request,
+          connector,
+          "apply a patch of " + ShareModeForm.FLAG_CONFIG + " or connector.class",
+          unavailable);
       return;
     }
     Map<String, String> stored = ((ClusterConfigs.Found) current).config();
@@ -202,15 +197,11 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       return; // Connect answers 404
     }
     if (current instanceof ClusterConfigs.Unavailable unavailable) {
-      request.abortWith(
-          RestJson.error(
-              unavailable.rebalancing() ? 409 : 500,
-              "sharesink could not read the configuration of connector "
-                  + connector
-                  + " to check a forwarded patch of its "
-                  + PatchTranslation.INTERNAL_PREFIX
-                  + "* keys: "
-                  + unavailable.reason()));
+      abortUnreadable(
+          request,
+          connector,
+          "check a forwarded patch of its " + PatchTranslation.INTERNAL_PREFIX + "* keys",
+          unavailable);
       return;
     }
     Map<String, String> stored = ((ClusterConfigs.Found) current).config();
@@ -227,6 +218,27 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
       log.info("Refused forwarded PATCH of connector {}: {}", connector, message);
       request.abortWith(RestJson.error(400, message));
     }
+  }
+
+  /**
+   * Refuses a request that needs the stored config of {@code connector} when the herder cannot read
+   * it; {@code purpose} says what for. A rebalance is answered as Connect answers its own requests
+   * then: 409, to be retried.
+   */
+  private static void abortUnreadable(
+      ContainerRequestContext request,
+      String connector,
+      String purpose,
+      ClusterConfigs.Unavailable unavailable) {
+    request.abortWith(
+        RestJson.error(
+            unavailable.rebalancing() ? 409 : 500,
+            "sharesink could not read the configuration of connector "
+                + connector
+                + " to "
+                + purpose
+                + ": "
+                + unavailable.reason()));
   }
 
   private void validate(ContainerRequestContext request, String plugin, byte[] body) {

@@ -320,7 +320,35 @@ class PatchJerseyTest {
             "Failed to retrieve configuration for connector 'orders'", new TimeoutException());
     Answer timedOut = patch(Map.of(FLAG, "classic"));
     assertEquals(500, timedOut.status(), timedOut.text());
-    assertTrue(timedOut.body().get("message").asText().contains("orders"), timedOut.text());
+    assertTrue(
+        timedOut
+            .body()
+            .get("message")
+            .asText()
+            .startsWith(
+                "sharesink could not read the configuration of connector orders to apply a patch"
+                    + " of consumer.override.group.protocol or connector.class: Failed to"
+                    + " retrieve configuration for connector 'orders'"),
+        timedOut.text());
+    // A forwarded patch of the bookkeeping is checked against the stored config: not sent on
+    // either.
+    Answer forwarded =
+        call(
+            app,
+            "PATCH",
+            "/connectors/orders/config?forward=true",
+            Map.of("share.internal.form.flag", "share"));
+    assertEquals(500, forwarded.status(), forwarded.text());
+    assertTrue(
+        forwarded
+            .body()
+            .get("message")
+            .asText()
+            .startsWith(
+                "sharesink could not read the configuration of connector orders to check a"
+                    + " forwarded patch of its share.internal.* keys: Failed to retrieve"
+                    + " configuration for connector 'orders'"),
+        forwarded.text());
     assertEquals(List.of(), connect.seen);
     assertEquals(SHARE_SINK, connect.stored.get("orders").get("connector.class"));
   }
