@@ -124,11 +124,20 @@ public final class KnownSinks {
   private static final String REPLACE_EFFECT =
       "replaces the document of a key with whichever version reaches it last, so a document can"
           + " end on an older version";
+  private static final String MERGE_EFFECT =
+      "merges each record into the document of its key without a version, so a document can end"
+          + " on an older version";
   private static final String KEY_VALUE_EFFECT =
       "sets each key to whichever record reaches it last, so a key can end on an older value";
   private static final String SQL_GUARD =
       "a WHERE on the row's stored partition and offset in the statement, or the trigger shown"
           + " below";
+
+  // The JDBC sinks of Debezium, Confluent and Aiven take these two settings alike.
+  private static final Trigger JDBC_UPSERT =
+      new Trigger("insert.mode", List.of("upsert", "update"), UPSERT_EFFECT, true);
+  private static final Trigger JDBC_DELETE =
+      new Trigger("delete.enabled", List.of("true"), DELETE_EFFECT, false);
 
   /**
    * The table. Each row cites, in a comment, where its settings and behaviour were read; a sink's
@@ -144,8 +153,8 @@ public final class KnownSinks {
               List.of("io.debezium.connector.jdbc.JdbcSinkConnector"),
               Kind.ORDER_SENSITIVE,
               List.of(
-                  new Trigger("insert.mode", List.of("upsert", "update"), UPSERT_EFFECT, true),
-                  new Trigger("delete.enabled", List.of("true"), DELETE_EFFECT, false),
+                  JDBC_UPSERT,
+                  JDBC_DELETE,
                   new Trigger(
                       "truncate.enabled",
                       List.of("true"),
@@ -160,9 +169,7 @@ public final class KnownSinks {
               "Confluent JDBC sink",
               List.of("io.confluent.connect.jdbc.JdbcSinkConnector"),
               Kind.ORDER_SENSITIVE,
-              List.of(
-                  new Trigger("insert.mode", List.of("upsert", "update"), UPSERT_EFFECT, true),
-                  new Trigger("delete.enabled", List.of("true"), DELETE_EFFECT, false)),
+              List.of(JDBC_UPSERT, JDBC_DELETE),
               null,
               SQL_GUARD),
           // Aiven-Open/jdbc-connector-for-apache-kafka: docs/sink-connector-config-options.rst
@@ -171,9 +178,7 @@ public final class KnownSinks {
               "Aiven JDBC sink",
               List.of("io.aiven.connect.jdbc.JdbcSinkConnector"),
               Kind.ORDER_SENSITIVE,
-              List.of(
-                  new Trigger("insert.mode", List.of("upsert", "update"), UPSERT_EFFECT, true),
-                  new Trigger("delete.enabled", List.of("true"), DELETE_EFFECT, false)),
+              List.of(JDBC_UPSERT, JDBC_DELETE),
               null,
               SQL_GUARD),
           // apache/camel-kafka-connector, tag camel-kafka-connector-0.11.0:
@@ -328,12 +333,7 @@ public final class KnownSinks {
               List.of("io.confluent.connect.elasticsearch.ElasticsearchSinkConnector"),
               Kind.ORDER_SENSITIVE,
               List.of(
-                  new Trigger(
-                      "write.method",
-                      List.of("upsert"),
-                      "merges each record into the document of its key without a version, so a"
-                          + " document can end on an older version",
-                      false),
+                  new Trigger("write.method", List.of("upsert"), MERGE_EFFECT, false),
                   new Trigger(
                       "behavior.on.null.values",
                       List.of("delete"),
@@ -353,12 +353,7 @@ public final class KnownSinks {
               List.of("io.aiven.kafka.connect.opensearch.OpensearchSinkConnector"),
               Kind.ORDER_SENSITIVE,
               List.of(
-                  new Trigger(
-                      "index.write.method",
-                      List.of("upsert"),
-                      "merges each record into the document of its key without a version, so a"
-                          + " document can end on an older version",
-                      false),
+                  new Trigger("index.write.method", List.of("upsert"), MERGE_EFFECT, false),
                   new Trigger(
                       "behavior.on.null.values",
                       List.of("delete"),
