@@ -31,7 +31,6 @@ public record ClusterFacts(
   public static final String BROKER_LOCK = "group.share.record.lock.duration.ms";
   public static final String MIN_DELIVERY = "group.share.min.delivery.count.limit";
   public static final String MAX_DELIVERY = "group.share.max.delivery.count.limit";
-  public static final String BROKER_DELIVERY = "group.share.delivery.count.limit";
   public static final String MIN_RECORD_LOCKS = "group.share.min.partition.max.record.locks";
   public static final String MAX_RECORD_LOCKS = "group.share.max.partition.max.record.locks";
   public static final String BROKER_RECORD_LOCKS = "group.share.partition.max.record.locks";

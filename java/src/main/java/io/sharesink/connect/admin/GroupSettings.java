@@ -73,7 +73,6 @@ public record GroupSettings(
   static final long DEFAULT_MIN_LOCK = 15_000;
 
   static final long DEFAULT_MAX_LOCK = 60_000;
-  static final long DEFAULT_LOCK = 30_000;
   static final long DEFAULT_MIN_DELIVERY = 2;
   static final long DEFAULT_MAX_DELIVERY = 10;
   static final long DEFAULT_MIN_RECORD_LOCKS = 100;

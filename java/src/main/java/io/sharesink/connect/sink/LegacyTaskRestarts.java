@@ -114,11 +114,6 @@ final class LegacyTaskRestarts {
     return backoff;
   }
 
-  /** Whether the legacy task is down, waiting for its next instance. */
-  boolean pending() {
-    return restartAtMs >= 0;
-  }
-
   /** When the next instance is due; Long.MAX_VALUE when none is pending. */
   long restartAtMs() {
     return restartAtMs < 0 ? Long.MAX_VALUE : restartAtMs;

@@ -482,8 +482,4 @@ public final class SinkDriverConfig extends AbstractConfig {
   public boolean offersErrantRecordReporter() {
     return !dlqTopic().isEmpty() || logErrors();
   }
-
-  public static void main(String[] args) {
-    System.out.println(CONFIG_DEF.toEnrichedRst());
-  }
 }

@@ -74,10 +74,6 @@ public final class TransformChain implements AutoCloseable {
     this.stages = List.copyOf(stages);
   }
 
-  public static TransformChain empty() {
-    return new TransformChain(List.of());
-  }
-
   public List<Stage> stages() {
     return stages;
   }
