@@ -188,11 +188,6 @@ final class ShareGroupLag implements AutoCloseable {
     }
   }
 
-  /** The last lag read per partition; for tests. */
-  Map<TopicPartition, Long> lags() {
-    return Map.copyOf(lags);
-  }
-
   @Override
   public void close() {
     if (refresher != null) {

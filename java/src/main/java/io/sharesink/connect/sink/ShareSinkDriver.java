@@ -128,8 +128,8 @@ public final class ShareSinkDriver {
         config.taskStuckTimeoutMs());
   }
 
-  /** The context the task was initialized with. */
-  public ShareSinkTaskContext context() {
+  /** The context the task was initialized with; for tests. */
+  ShareSinkTaskContext context() {
     return context;
   }
 
@@ -137,8 +137,8 @@ public final class ShareSinkDriver {
     return metrics;
   }
 
-  /** Records held (acquired and not yet acknowledged). */
-  public int inFlight() {
+  /** Records held (acquired and not yet acknowledged); for tests. */
+  int inFlight() {
     return ledger.size();
   }
 
