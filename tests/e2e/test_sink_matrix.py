@@ -29,6 +29,8 @@ by ids from the record, accepted with generated ids.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import re
 import subprocess
@@ -186,65 +188,98 @@ class HttpTarget:
             return list(self.received.get(path, []))
 
 
-class NatsSubscriber(threading.Thread):
-    """A core-NATS subscriber to `matrix.>` (the protocol's text form, standard library only),
-    reconnecting at once after the server restarts; records payloads by subject."""
+class NatsStreamReader:
+    """What reached the NATS server on `matrix.>`, read back from a JetStream stream that captures
+    those subjects (file storage: it survives the server's restart).
+
+    The sink publishes core NATS; a plain subscriber counts only what the server forwarded while
+    it was subscribed, so a message the server accepted just before its stop, or just after its
+    restart and before the subscriber was back, went uncounted whichever runtime sent it. The
+    stream holds every message the server accepted (a sink's flush returns only then), so a
+    missing id here is one the connector never got to the server. Standard library only: the
+    protocol's text form and the JetStream API's JSON requests; messages are read once each, by
+    sequence, as the stream grows."""
+
+    STREAM = "MATRIX"
 
     def __init__(self, port: int):
-        super().__init__(daemon=True)
         self.port = port
         self.received: Dict[str, List[str]] = defaultdict(list)
+        self.next_seq = 1
         self.lock = threading.Lock()
-        self.subscribed = threading.Event()
-        self.stopping = False
         self.sock = None
+        self.reader = None
+        self.requests = 0
 
-    def run(self):
-        import socket
-        while not self.stopping:
-            try:
-                self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
-            except OSError:
-                time.sleep(0.05)
-                continue
-            try:
-                self.sock.settimeout(None)
-                f = self.sock.makefile("rb")
-                f.readline()  # INFO
-                self.sock.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\n'
-                                  b"SUB matrix.> 1\r\nPING\r\n")
-                while not self.stopping:
-                    line = f.readline()
-                    if not line:
-                        break
-                    if line.startswith(b"MSG "):
-                        parts = line.split()
-                        data = f.read(int(parts[-1]) + 2)[:-2]
-                        with self.lock:
-                            self.received[parts[1].decode()].append(data.decode())
-                    elif line.startswith(b"PING"):
-                        self.sock.sendall(b"PONG\r\n")
-                    elif line.startswith(b"PONG"):
-                        self.subscribed.set()
-            except OSError:
-                pass
-            finally:
-                self.subscribed.clear()
-                try:
-                    self.sock.close()
-                except OSError:
-                    pass
-
-    def stop(self):
-        self.stopping = True
-        try:
-            self.sock.shutdown(2)
-        except (OSError, AttributeError):
-            pass
+    def create_stream(self) -> None:
+        with self.lock:
+            reply = self._request(f"$JS.API.STREAM.CREATE.{self.STREAM}", {
+                "name": self.STREAM, "subjects": ["matrix.>"], "storage": "file",
+                "retention": "limits", "discard": "old", "max_msgs": -1, "max_bytes": -1})
+        if "error" in reply:
+            raise HarnessError(f"could not create the JetStream stream: {reply}")
 
     def values(self, subject: str) -> List[str]:
         with self.lock:
+            try:
+                self._read_new()
+            except OSError:
+                self._close()  # the server is down: what was read so far
             return list(self.received.get(subject, []))
+
+    def stop(self) -> None:
+        with self.lock:
+            self._close()
+
+    def _read_new(self) -> None:
+        info = self._request(f"$JS.API.STREAM.INFO.{self.STREAM}", {})
+        last = info.get("state", {}).get("last_seq", 0)
+        while self.next_seq <= last:
+            got = self._request(f"$JS.API.STREAM.MSG.GET.{self.STREAM}", {"seq": self.next_seq})
+            msg = got.get("message")
+            if msg is None and got.get("error", {}).get("code") != 404:
+                raise OSError(f"stream read at {self.next_seq}: {got}")
+            if msg is not None:  # 404: a sequence the stream skipped
+                self.received[msg["subject"]].append(base64.b64decode(msg.get("data", "")).decode())
+            self.next_seq += 1
+
+    def _connect(self) -> None:
+        import socket
+        self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        self.reader = self.sock.makefile("rb")
+        self.reader.readline()  # INFO
+        self.sock.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\n'
+                          b"SUB _INBOX.matrix.* 1\r\n")
+
+    def _close(self) -> None:
+        for closeable in (self.reader, self.sock):
+            if closeable is not None:
+                with contextlib.suppress(OSError):
+                    closeable.close()
+        self.sock = self.reader = None
+
+    def _request(self, subject: str, body: dict) -> dict:
+        if self.sock is None:
+            self._connect()
+        self.requests += 1
+        inbox = f"_INBOX.matrix.{self.requests}"
+        data = json.dumps(body).encode()
+        self.sock.sendall(f"PUB {subject} {inbox} {len(data)}\r\n".encode() + data + b"\r\n")
+        while True:
+            line = self.reader.readline()
+            if not line:
+                raise OSError("the NATS server closed the connection")
+            if line.startswith(b"PING"):
+                self.sock.sendall(b"PONG\r\n")
+            elif line.startswith(b"-ERR"):
+                raise OSError(line.decode().strip())
+            elif line.startswith((b"MSG ", b"HMSG ")):
+                parts = line.split()
+                payload = self.reader.read(int(parts[-1]) + 2)[:-2]
+                if parts[0] == b"HMSG":  # headers first, then the body
+                    payload = payload[int(parts[-2]):]
+                if parts[1].decode() == inbox:
+                    return json.loads(payload) if payload else {}
 
 
 class MqttSubscriber:
@@ -385,7 +420,7 @@ class Env:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.http = HttpTarget(cluster.http_target_port)
-        self.nats = NatsSubscriber(cluster.nats_port)
+        self.nats = NatsStreamReader(cluster.nats_port)
         self.mqtt: Optional[MqttSubscriber] = None
 
 
@@ -438,9 +473,8 @@ def backends(cluster: Cluster):
     except HarnessError as e:
         pytest.fail(f"could not start the matrix's backends: {e}", pytrace=False)
     env.http.start()
-    env.nats.start()
+    env.nats.create_stream()
     env.mqtt = MqttSubscriber(cluster)
-    wait_for("NATS subscriber subscribed", env.nats.subscribed.is_set, timeout=30)
     yield env
     env.nats.stop()
     env.mqtt.stop()

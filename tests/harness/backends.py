@@ -153,14 +153,17 @@ class MatrixBackends:
     # ---- NATS
 
     def start_nats(self, timeout: float = 30) -> int:
-        """The NATS server on 127.0.0.1:<base+42> (core NATS, no monitoring port); returns its port."""
+        """The NATS server on 127.0.0.1:<base+42> (no monitoring port), with JetStream storing under
+        `state_dir` (what a stream captured survives a restart); returns its port."""
         if self._procs.is_running("nats"):
             return self.nats_port
         apt_install(["nats-server"])
         self._procs.check_port_free(self.nats_port, "nats")
         log = self.logs_dir / "nats.log"
+        store = self.state_dir / "nats"
+        store.mkdir(parents=True, exist_ok=True)
         self._procs.spawn("nats", ["/usr/sbin/nats-server", "-a", "127.0.0.1", "-p",
-                                   str(self.nats_port)], log)
+                                   str(self.nats_port), "-js", "-sd", str(store)], log)
         self._procs.wait("nats start", lambda: _port_open(self.nats_port), timeout, log, name="nats")
         return self.nats_port
 
