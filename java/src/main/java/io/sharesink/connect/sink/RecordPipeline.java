@@ -138,7 +138,10 @@ final class RecordPipeline implements AutoCloseable {
     closeQuietly(headerConverter);
   }
 
-  private static void closeQuietly(Object plugin) {
+  /**
+   * Closes a converter (or any plugin) under its own loader when it is closeable; logs a failure.
+   */
+  static void closeQuietly(Object plugin) {
     if (plugin instanceof AutoCloseable closeable) {
       try {
         LoaderSwap.run(

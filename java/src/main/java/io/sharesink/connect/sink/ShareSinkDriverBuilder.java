@@ -223,8 +223,9 @@ public final class ShareSinkDriverBuilder {
 
   /**
    * Builds the pipeline, initializes and starts the task, and returns its driver. When the task's
-   * {@code start()} throws, {@code stop()} is still called on it (as the runtime does) before the
-   * failure is rethrown as a {@link ConnectException}.
+   * {@code start()} throws, {@code stop()} is still called on it (as the runtime does) and the
+   * converters, transforms and error handling built for it are closed before the failure is
+   * rethrown: an exception as a {@link ConnectException}, an {@link Error} as it is.
    */
   public ShareSinkDriver start() {
     Objects.requireNonNull(task, "task");
@@ -262,16 +263,29 @@ public final class ShareSinkDriverBuilder {
                 taskId);
       }
       errors = new ErrorHandling(config, name, dlq, brokerWritesDeadLetters, time);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // An Error too: a plugin missing a class fails with NoClassDefFoundError, and what was
+      // built before it (a dead-letter producer among them) must not outlive the attempt.
       if (transforms != null) {
         transforms.close();
       }
+      RecordPipeline.closeQuietly(keyConverter);
+      RecordPipeline.closeQuietly(valueConverter);
+      RecordPipeline.closeQuietly(headerConverter);
       if (errors != null) {
         errors.close();
       }
       throw e;
     }
 
+    RecordPipeline pipeline =
+        new RecordPipeline(
+            keyConverter,
+            valueConverter,
+            headerConverter,
+            transforms,
+            errors,
+            config.deliveryCountHeader());
     Supplier<Map<String, String>> configs = () -> taskProps;
     ShareSinkTaskContext context =
         new ShareSinkTaskContext(configs, config, errors, pluginMetrics, name);
@@ -283,25 +297,21 @@ public final class ShareSinkDriverBuilder {
             task.initialize(context);
             task.start(taskProps);
           });
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // The runtime stops a task whose start threw, whatever it threw; then nothing built for it
+      // (converters, transforms, a dead-letter producer) may outlive it.
       try {
         LoaderSwap.run(taskLoader, task::stop);
       } catch (RuntimeException stopFailure) {
         e.addSuppressed(stopFailure);
       }
-      transforms.close();
+      pipeline.close();
       errors.close();
+      if (e instanceof Error error) {
+        throw error;
+      }
       throw new ConnectException(name + ": the legacy task failed to start", e);
     }
-
-    RecordPipeline pipeline =
-        new RecordPipeline(
-            keyConverter,
-            valueConverter,
-            headerConverter,
-            transforms,
-            errors,
-            config.deliveryCountHeader());
     ShareSinkDriver driver =
         new ShareSinkDriver(
             new DriverParts(

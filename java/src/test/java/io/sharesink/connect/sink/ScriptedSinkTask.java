@@ -40,6 +40,9 @@ class ScriptedSinkTask extends SinkTask {
     if (props.containsKey("test.fail.start")) {
       throw new IllegalStateException("cannot reach the database");
     }
+    if (props.containsKey("test.fail.start.missing.class")) {
+      throw new NoClassDefFoundError("com/example/driver/Missing");
+    }
   }
 
   @Override

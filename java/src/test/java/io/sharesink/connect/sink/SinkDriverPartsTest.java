@@ -229,6 +229,37 @@ class SinkDriverPartsTest {
     assertTrue(task.stopped, "stop() follows a failed start(), as in the runtime");
   }
 
+  @Test
+  void aTaskWhoseStartThrowsIsStoppedAndWhatWasBuiltForItClosed() {
+    for (String failure : List.of("test.fail.start", "test.fail.start.missing.class")) {
+      CloseCountingConverter.CLOSED.set(0);
+      ScriptedSinkTask task = new ScriptedSinkTask();
+      Throwable thrown =
+          assertThrows(
+              Throwable.class,
+              () ->
+                  DriverFixture.start(
+                      task,
+                      Map.of(
+                          failure,
+                          "1",
+                          "key.converter",
+                          CloseCountingConverter.class.getName(),
+                          "value.converter",
+                          CloseCountingConverter.class.getName()),
+                      new InMemoryShareGroup(time, 30_000, 1)));
+      // An exception comes back as the runtime's ConnectException, an Error as it was thrown.
+      assertEquals(
+          failure.endsWith("missing.class")
+              ? NoClassDefFoundError.class
+              : org.apache.kafka.connect.errors.ConnectException.class,
+          thrown.getClass(),
+          failure);
+      assertTrue(task.stopped, failure + ": stop() follows a failed start()");
+      assertEquals(2, CloseCountingConverter.CLOSED.get(), failure + ": both converters closed");
+    }
+  }
+
   private static SinkRecord record(String topic) {
     return new SinkRecord(topic, 0, null, null, Schema.STRING_SCHEMA, "v", 0);
   }
