@@ -123,7 +123,11 @@ def machine() -> Dict[str, Any]:
 
     java = out(["java", "-version"]).splitlines()
     git = out(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
-    dirty = out(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    # What the run measured differs from HEAD only through code: a report a run before it wrote
+    # (docs/) or the reports' prose (bench/report/) being uncommitted changes nothing measured.
+    status = out(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    dirty = [line for line in status.splitlines()
+             if not line[3:].startswith(("docs/", "bench/report/"))]
     return {
         "nproc": os.cpu_count(), "cpu_model": cpu, "memory": mem,
         "kernel": platform.release(), "load_avg_at_start": os.getloadavg(),
