@@ -218,6 +218,8 @@ class NatsStreamReader:
                 "retention": "limits", "discard": "old", "max_msgs": -1, "max_bytes": -1})
         if "error" in reply:
             raise HarnessError(f"could not create the JetStream stream: {reply}")
+        # A reused cluster's stream holds earlier runs' messages: read from what comes next.
+        self.next_seq = reply.get("state", {}).get("last_seq", 0) + 1
 
     def values(self, subject: str) -> List[str]:
         with self.lock:
