@@ -53,6 +53,12 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
    */
   static final String SENT_STORED_FORM_PROPERTY = "io.sharesink.sent.stored.form";
 
+  /**
+   * Request property: {@code Boolean.TRUE} for a PATCH that leaves the switch alone, so the form
+   * stored stays what it was (a follower's answer, already in the operator's form, cannot tell).
+   */
+  static final String FORM_UNCHANGED_PROPERTY = "io.sharesink.form.unchanged";
+
   private final boolean workerDefaultShare;
   private final ClassResolver classes;
   private final ClusterConfigs configs;
@@ -134,8 +140,12 @@ public class ShareModeRequestFilter implements ContainerRequestFilter {
 
   private void translatePatch(ContainerRequestContext request, String connector, byte[] body) {
     Optional<Map<String, String>> patch = RestJson.stringMap(body);
-    if (patch.isEmpty() || !PatchTranslation.touchesSwitch(patch.get())) {
-      return; // the same in both forms (or not a map: the runtime answers it)
+    if (patch.isEmpty()) {
+      return; // not a map: the runtime answers it
+    }
+    if (!PatchTranslation.touchesSwitch(patch.get())) {
+      request.setProperty(FORM_UNCHANGED_PROPERTY, Boolean.TRUE);
+      return; // the same in both forms
     }
     if (PatchTranslation.isTranslated(patch.get())) {
       if (request.getUriInfo().getQueryParameters().containsKey("forward")) {

@@ -101,7 +101,7 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
   /**
    * The answer to a create, PUT or PATCH. A follower passes on the leader's answer, restored
    * already, so a config not in the stored form says nothing unless this worker sent the stored
-   * form on.
+   * form on, or the request was a PATCH that left the form as it was (then what was known stays).
    */
   private JsonNode written(ContainerRequestContext request, JsonNode info, String connector) {
     String name = connector != null ? connector : info.path("name").asText(null);
@@ -111,7 +111,8 @@ public class ShareModeResponseFilter implements ContainerResponseFilter {
           || Boolean.TRUE.equals(
               request.getProperty(ShareModeRequestFilter.SENT_STORED_FORM_PROPERTY))) {
         forms.record(name, true);
-      } else {
+      } else if (!Boolean.TRUE.equals(
+          request.getProperty(ShareModeRequestFilter.FORM_UNCHANGED_PROPERTY))) {
         forms.forget(name);
       }
     }

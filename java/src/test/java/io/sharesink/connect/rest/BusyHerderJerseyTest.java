@@ -104,4 +104,23 @@ class BusyHerderJerseyTest {
         get("/connectors?expand=status").body().get("unseen").get("status").get("type").asText());
     assertTrue(connect.clusterState.configCalls.get() <= 2, "asked the herder again and again");
   }
+
+  /**
+   * A PATCH through a follower that leaves the switch alone (say tasks.max): the leader's answer is
+   * in the operator's form already, and the form did not change, so the status that follows, while
+   * the herder is busy reconfiguring the tasks, still shows type sink.
+   */
+  @Test
+  void aPatchThatLeavesTheSwitchAloneKeepsWhatThisWorkerKnew() throws Exception {
+    Answer created =
+        call(app, "POST", "/connectors", Map.of("name", "seen", "config", flagged("seen")));
+    assertEquals(201, created.status(), created.text());
+    connect.patchAnsweredByLeader = true;
+    Answer patched = call(app, "PATCH", "/connectors/seen/config", Map.of("tasks.max", "2"));
+    assertEquals(200, patched.status(), patched.text());
+    assertEquals("2", connect.stored.get("seen").get("tasks.max"));
+
+    connect.clusterState.block();
+    assertEquals("sink", get("/connectors/seen/status").body().get("type").asText());
+  }
 }

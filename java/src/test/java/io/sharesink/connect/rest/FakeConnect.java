@@ -3,6 +3,7 @@ package io.sharesink.connect.rest;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.jakarta.rs.json.JacksonJsonProvider;
+import io.sharesink.connect.ShareModeForm;
 import io.sharesink.connect.ShareSinkConnector;
 import jakarta.ws.rs.BadRequestException;
 import jakarta.ws.rs.Consumes;
@@ -83,6 +84,12 @@ final class FakeConnect {
 
   /** Runs when a PUT or PATCH reaches its resource, after every filter: a concurrent request. */
   volatile Runnable beforeWrite = () -> {};
+
+  /**
+   * A follower's PATCH: the leader answers, and its extension has already shown the stored form as
+   * the operator's, so the answer carries no stored form.
+   */
+  volatile boolean patchAnsweredByLeader;
 
   record Answer(int status, JsonNode body, String text) {}
 
@@ -318,7 +325,12 @@ final class FakeConnect {
             }
           });
       fake.stored.put(connector, next);
-      return fake.info(connector);
+      ConnectorInfo info = fake.info(connector);
+      if (fake.patchAnsweredByLeader && ShareModeForm.isStoredForm(next)) {
+        return new ConnectorInfo(
+            connector, ShareModeForm.toOperator(next), info.tasks(), ConnectorType.SINK);
+      }
+      return info;
     }
 
     @GET
