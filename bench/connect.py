@@ -44,6 +44,7 @@ from connect_params import (  # noqa: F401 - also read as connect.X by the repor
     ROW_SLEEP,
     STEADY_FROM,
     KAFKA_DEFAULT_WINDOW,
+    ACK_ON_FETCH,
     LAT_FAST_FRACTIONS,
     LAT_SLOW_FRACTIONS,
     SUSTAINED_RECORDS_S,
@@ -1132,14 +1133,19 @@ def run(ctx, res: Dict[str, Any]) -> None:
             results["d_warmup"] = cx.warm_fast()
         except Exception as e:  # noqa: BLE001 - the measured runs report their own failures
             ctx.say(f"connect: warm-up failed: {e.__class__.__name__}: {str(e)[:300]}")
-    d_cl_runs, d_sh_runs = [], []
+    d_cl_runs, d_sh_runs, d_aof_runs = [], [], []
     for _ in range(cx.fast_pairs):
         d_cl_runs.append(attempt("d_classic", cx.fast, "classic", 3))
         d_sh_runs.append(attempt("d_share", cx.fast, "share", 3))
+        # (d'') next to each (d) run: acknowledgements on the fetch, against on their own
+        d_aof_runs.append(attempt("d_share_ack_on_fetch", cx.fast, "share", 3,
+                                  dict(ACK_ON_FETCH)))
     d_cl = results["d_classic"] = median_run(d_cl_runs, "records_per_s", ("broker_cpu_s",))
     results["d_share"] = median_run(d_sh_runs, "records_per_s", ("broker_cpu_s",))
+    results["d_share_ack_on_fetch"] = median_run(d_aof_runs, "records_per_s", ("broker_cpu_s",))
     # every run of each runtime, whole: the cost figures add them all up (bench/cost.py)
     results["d_classic_all"], results["d_share_all"] = d_cl_runs, d_sh_runs
+    results["d_share_ack_on_fetch_all"] = d_aof_runs
     # the same records through a share consumer alone: what they cost the brokers without
     # Connect, through Java's KafkaShareConsumer and through sharesink's engine
     for client in ("java_share", "engine"):

@@ -12,6 +12,7 @@ from connect_params import (
     AUTOSCALE_MAX,
     AUTOSCALE_MIN,
     AUTOSCALE_TRICKLE,
+    ACK_ON_FETCH,
     KAFKA_DEFAULT_WINDOW,
     LAT_FAST_FRACTIONS,
     LAT_SLOW_FRACTIONS,
@@ -33,6 +34,8 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
     c_cl, c_sh = results["c_classic"], results["c_share"]
     d_cl, d_sh = results["d_classic"], results["d_share"]
     d_sh2 = results["d_share_window_2000"]
+    # absent from reports of runs before (d'') existed
+    d_aof = results.get("d_share_ack_on_fetch") or {"error": "not run (an older bench)"}
     dpin_cl, dpin_sh = results["dpin_classic"], results["dpin_share"]
 
 
@@ -119,6 +122,9 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
         d_sh.get("error") or d_cl.get("error") or "no result")
     fs2 = val(d_sh2, "records_per_s")
     res["connect_overhead_window_2000"] = round(fs2 / fd, 3) if fd and fs2 else None
+    fa = val(d_aof, "records_per_s")
+    res["connect_overhead_ack_on_fetch"] = round(fa / fd, 3) if fd and fa else None
+    res["connect_d_ack_on_fetch_vs_ack_first"] = round(fa / fs, 3) if fs and fa else None
     pd, ps = val(dpin_cl, "records_per_s"), val(dpin_sh, "records_per_s")
     res["connect_overhead_worker_own_core"] = round(ps / pd, 3) if pd and ps else None
 
@@ -186,6 +192,12 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
          + ", ".join(f"`{k}={v}`" for k, v in KAFKA_DEFAULT_WINDOW.items()),
          cell(d_cl, "records_per_s"), cell(d_sh2, "records_per_s"),
          f"{res.get('connect_overhead_window_2000')}"],
+        ["(d'') the same, sharesink with "
+         + ", ".join(f"`{k}={v}`" for k, v in ACK_ON_FETCH.items())
+         + " (acknowledgements on the next ShareFetch)",
+         cell(d_cl, "records_per_s"), cell(d_aof, "records_per_s"),
+         f"{res.get('connect_overhead_ack_on_fetch')} ({res.get('connect_d_ack_on_fetch_vs_ack_first')}"
+         " of (d))"],
         ["(d*) the same as (d), the brokers on core 0 and the worker on core 1",
          cell(dpin_cl, "records_per_s"), cell(dpin_sh, "records_per_s"),
          f"{res.get('connect_overhead_worker_own_core')}"],
@@ -199,6 +211,8 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
     ]
     if cx.c.brokers == 1:
         out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d*)")]
+    if d_aof.get("error", "").startswith("not run"):
+        out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d'')")]
     def lat_cell(r):
         if r.get("error"):
             return "failed: " + r["error"][:150]

@@ -26,6 +26,13 @@ STEADY_FROM = 1 / 3
 # share.commit.max.records follows as half of the window.
 KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
 
+# (d''): the acknowledgements ride on the next ShareFetch even when the windows are full, as a
+# consumer's implicit ones do, instead of going first on a ShareAcknowledge of their own (the
+# engine's default, share.fetch.acknowledge.first=true): fewer requests, against fetches the
+# broker parks until their wait ends. A share-consumer setting, so it passes the worker's
+# override policy (the bench's worker has Kafka's default, All).
+ACK_ON_FETCH = {"share.consumer.share.fetch.acknowledge.first": "false"}
+
 # (e) latency: fixed produce rates as fractions of what the classic runtime made in this run's
 # (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
 LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)

@@ -114,7 +114,7 @@ def derive(res: Dict[str, Any]) -> None:
         f = figures(pool(all_runs(f"a_{runtime}"), "rows_in_window", "rows_when_requests_read"))
         if f:
             cost.setdefault("a", {})[runtime] = f
-    for runtime in ("share", "classic", "java_share", "engine"):
+    for runtime in ("share", "classic", "java_share", "engine", "share_ack_on_fetch"):
         f = figures(pool(all_runs(f"d_{runtime}")))
         if f:
             cost.setdefault("d", {})[runtime] = f
@@ -141,6 +141,11 @@ def derive(res: Dict[str, Any]) -> None:
     res["cost_d_broker_cpu_share_vs_classic"] = _ratio(sh.get("broker_cpu_s_per_m"),
                                                        d.get("classic", {}).get("broker_cpu_s_per_m"))
     res["cost_d_empty_share_fetch_share"] = sh.get("empty_share_fetch_share")
+    aof = d.get("share_ack_on_fetch", {})
+    res["cost_d_broker_cpu_ack_on_fetch_vs_ack_first"] = _ratio(aof.get("broker_cpu_s_per_m"),
+                                                              sh.get("broker_cpu_s_per_m"))
+    res["cost_d_broker_cpu_ack_on_fetch_vs_java_share"] = _ratio(aof.get("broker_cpu_s_per_m"),
+                                                               js.get("broker_cpu_s_per_m"))
     a_sh = cost.get("a", {}).get("share", {})
     fetches = a_sh.get("share_fetches_per_m")
     res["cost_a_share_fetches_per_row"] = round(fetches / 1e6, 3) if fetches is not None else None
@@ -161,7 +166,8 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 LABELS = {("a", "share"): "(a) sharesink, 12 tasks", ("a", "classic"): "(a) classic, 3 tasks",
           ("d", "share"): "(d) sharesink, 3 tasks", ("d", "classic"): "(d) classic, 3 tasks",
           ("d", "java_share"): "(d) records, KafkaShareConsumer ×3",
-          ("d", "engine"): "(d) records, sharesink's engine alone ×3"}
+          ("d", "engine"): "(d) records, sharesink's engine alone ×3",
+          ("d", "share_ack_on_fetch"): "(d'') sharesink, acknowledgements on the fetch"}
 
 
 def table_rows(res: Dict[str, Any]) -> List[List[str]]:

@@ -64,7 +64,8 @@ KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_
         "connect_overhead", "latency_p99_share_vs_classic_worst",
         "autoscale_drain_vs_fixed_max", "autoscale_task_seconds_vs_fixed_max",
         "cost_d_broker_cpu_share_vs_java_share", "cost_d_empty_share_fetch_share",
-        "cost_a_share_fetches_per_row", "cost_broker_jit_share_max"]
+        "cost_a_share_fetches_per_row", "cost_broker_jit_share_max",
+        "connect_d_ack_on_fetch_vs_ack_first", "cost_d_broker_cpu_ack_on_fetch_vs_ack_first"]
 
 # the record-lock window sharesink's defaults give on a broker with Kafka's limits
 SHARE_DEFAULT_WINDOW = 4000
@@ -90,6 +91,10 @@ TARGETS = {
     "cost_d_empty_share_fetch_share": "<= 0.1 (issue 43)",
     "cost_a_share_fetches_per_row": "<= 0.5 (issue 43)",
     "cost_broker_jit_share_max": "< 0.1 (issue 43: the windows measure warm brokers)",
+    "connect_d_ack_on_fetch_vs_ack_first":
+        "(reference: (d'') acknowledgements on the fetch, records/s against (d))",
+    "cost_d_broker_cpu_ack_on_fetch_vs_ack_first":
+        "(reference: (d'') broker CPU per record against (d))",
 }
 
 

@@ -46,6 +46,22 @@ def test_the_headline_ratios_come_from_the_runs_of_both_runtimes():
     assert not any(label.startswith("(d*)") for label in labels), "one broker: no (d*) row"
     assert "**3.8×**" in out["rows"][0][3]
     assert out["bars"][2] == ["(d) fast sink /100", 1000.0, 800.0]
+    # (d'') was not in these results (an older bench): no row, no ratio
+    assert res["connect_d_ack_on_fetch_vs_ack_first"] is None
+    assert not any(label.startswith("(d'')") for label in labels)
+
+
+def test_acknowledgements_on_the_fetch_are_compared_with_classic_and_with_d():
+    results = _results(
+        d_classic={"records_per_s": 100_000}, d_share={"records_per_s": 80_000},
+        d_share_ack_on_fetch={"records_per_s": 60_000})
+    res, out = {}, {}
+    connect_figures.derive("d", _cx(), results, res, out)
+    assert res["connect_overhead_ack_on_fetch"] == 0.6
+    assert res["connect_d_ack_on_fetch_vs_ack_first"] == 0.75
+    row = next(r for r in out["rows"] if r[0].startswith("(d'')"))
+    assert "share.fetch.acknowledge.first=false" in row[0]
+    assert row[2] == "60,000" and row[3] == "0.6 (0.75 of (d))"
 
 
 def test_three_brokers_report_the_pinned_pair_and_a_failed_run_by_its_error():

@@ -79,6 +79,25 @@ def test_derive_sets_the_goal_keys_from_every_run_of_a_runtime():
     assert share[5] == "400 (20 empty)"
 
 
+def test_acknowledgements_on_the_fetch_are_costed_against_the_default_and_java():
+    default = [_d_run(2_000_000, 2.0, 0.0, 800, 40, 360, acks=600)]
+    on_fetch = [_d_run(2_000_000, 1.5, 0.0, 900, 200, 360, acks=0),
+                _d_run(2_000_000, 1.5, 0.0, 900, 200, 360, acks=0)]
+    java = [_d_run(2_000_000, 3.0, 0.0, 900, 0, 500)]
+    res = {"connect": {"results": {
+        "d_share": default[0], "d_share_all": default,
+        "d_share_ack_on_fetch": on_fetch[0], "d_share_ack_on_fetch_all": on_fetch,
+        "d_java_share": java[0], "d_java_share_all": java}}}
+    cost.derive(res)
+    assert res["cost_d_share_ack_on_fetch_broker_cpu_s_per_m"] == 0.75
+    assert res["cost_d_share_ack_on_fetch_share_acknowledges_per_m"] == 0.0
+    assert res["cost_d_share_share_acknowledges_per_m"] == 300.0
+    assert res["cost_d_broker_cpu_ack_on_fetch_vs_ack_first"] == 0.75
+    assert res["cost_d_broker_cpu_ack_on_fetch_vs_java_share"] == 0.5
+    labels = [r[0] for r in cost.table_rows(res)]
+    assert "(d'') sharesink, acknowledgements on the fetch" in labels
+
+
 def test_the_report_names_a_cost_goal_it_could_not_measure():
     res = {"parts": ["connect"], "connect": {"results": {}}}
     report.derive(res)
