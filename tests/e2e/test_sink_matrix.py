@@ -33,6 +33,7 @@ import base64
 import contextlib
 import json
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -246,7 +247,6 @@ class NatsStreamReader:
             self.next_seq += 1
 
     def _connect(self) -> None:
-        import socket
         self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         self.reader = self.sock.makefile("rb")
         self.reader.readline()  # INFO
