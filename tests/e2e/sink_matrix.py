@@ -56,6 +56,10 @@ class Row:
     context_calls: Tuple[str, ...] = ()
     source: str = ""         # where its put/flush/preCommit and context calls were read
     run: bool = True         # an e2e row of test_sink_matrix.py (else validation or elsewhere)
+    # Why the sink itself may lose, under either runtime, records it writes while its backend
+    # stops: the e2e test then allows missing records only among those produced around the
+    # backend's restart, for both runtimes alike ("" = none may be missing).
+    restart_loss: str = ""
 
 
 CAMEL_SOURCE = ("apache/camel-kafka-connector, tag camel-kafka-connector-0.11.0: "
@@ -75,8 +79,18 @@ ROWS: List[Row] = [
         ("errantRecordReporter()",), CAMEL_SOURCE),
     Row("camel-nats", "Camel NATS sink (`nats:` endpoint, flushed publish)", CAMEL_SINK,
         CAMEL_VERSION, NATS, E2E,
-        "publishes in any order: safe when subscribers do not depend on order", PASSES,
-        ("errantRecordReporter()",), CAMEL_SOURCE),
+        "publishes in any order: safe when subscribers do not depend on order",
+        "passes: every record at the backend, share mode and classic runtime, except records "
+        "the sink publishes as the NATS server stops, which either runtime can lose (the "
+        "sink's own limit, below)",
+        ("errantRecordReporter()",), CAMEL_SOURCE,
+        restart_loss="a core-NATS publish whose flush returned can still be missing after the "
+        "server stops (jnats 2.11.5's `flush` returns normally when its PING cannot be sent on a "
+        "lost connection, and core NATS has no acknowledgement of its own). Seen at the "
+        "server's stop only: in one CI run the 10 records of one batch under sharesink, whose "
+        "puts returned without error (the classic runtime's copy of that batch failed its "
+        "flush and was sent again); with jnats alone, publish then flush as the Camel producer "
+        "does, 1 of 6,000 ids across 12 restarts"),
     Row("camel-http", "Camel HTTP sink (`http:` endpoint, POST)", CAMEL_SINK, CAMEL_VERSION, HTTP,
         E2E, "one request per record, in any order: safe when the service does not depend on order",
         PASSES, ("errantRecordReporter()",), CAMEL_SOURCE),
@@ -129,6 +143,14 @@ def markdown() -> str:
         cells = [r.sink, f"`{r.connector_class}`", r.version, r.backend, r.tested, r.order_class,
                  r.result, calls]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    limits = [r for r in ROWS if r.restart_loss]
+    if limits:
+        out.append("")
+        out.append("A sink's own limit, under either runtime (the e2e test allows these records "
+                   "missing, and only those: records produced from the batch before the backend's "
+                   "stop to its restart; any other missing record fails the row):")
+        out.append("")
+        out.extend(f"- {r.sink}: {r.restart_loss}." for r in limits)
     return "\n".join(out) + "\n"
 
 
