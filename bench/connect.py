@@ -270,9 +270,11 @@ class Connect:
             subprocess.run(["taskset", "-a", "-cp", cores, str(pid)], check=True,
                            capture_output=True)
 
-    def cpu_window(self):
+    def cpu_window(self, label: str = "window"):
+        """The cluster's CPU from now; `label` names the window in opt-in broker recordings
+        (proc.BrokerRecordings)."""
         import proc
-        return proc.CpuWindow(self.cluster_pids())
+        return proc.CpuWindow(self.cluster_pids(), label)
 
     # ---- PostgreSQL
 
@@ -526,6 +528,7 @@ END $$;
         path = self.c.state_dir / f"{name}.out"
         width = self.fast_width + 1
         target = self.n_fast * width
+        label = name + "".join(f" {k}={v}" for k, v in sorted((extra or {}).items()))
         cfg = self.file_config(runtime, name, path, tasks)
         cfg.update(extra or {})
         requests_before = self.broker_requests()
@@ -543,10 +546,10 @@ END $$;
                 now = time.monotonic()
                 if size and t_first is None:
                     t_first = now
-                    w = self.cpu_window()
+                    w = self.cpu_window(label)
                 if steady is None and size >= target * STEADY_FROM:
                     # the cost's window: past what the connector's start set compiling
-                    steady = (self.cpu_window(), size // width)
+                    steady = (self.cpu_window(f"{label} steady"), size // width)
                 if t_first is not None and (not timeline or now - timeline[-1][0] - t_first >= 1):
                     timeline.append((round(now - t_first, 1), size // width))
                 if size != last_size:
@@ -605,7 +608,7 @@ END $$;
         def on_line(line: str) -> None:
             event = consumers.progress_event(client, line)
             if event == "first" and "w" not in window:
-                window["w"] = self.cpu_window()
+                window["w"] = self.cpu_window(group)
             elif event == "last" and "w" in window and "cpu" not in window:
                 window["cpu"] = window["w"].stop()
         settings = {"share.partition.max.record.locks": "4000"}

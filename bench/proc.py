@@ -10,6 +10,7 @@ Every client runs alone (one at a time), so the figures are the process's own ac
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -102,15 +103,53 @@ def brokers_together(window: dict) -> dict:
             "broker_cpu_s_by_thread": by_thread}
 
 
+class BrokerRecordings:
+    """Opt-in profiling: a JFR recording on every broker of a CPU window, when the environment's
+    SHARESINK_BENCH_JFR_DIR names a directory (settings: SHARESINK_BENCH_JFR_SETTINGS, default
+    JFR's `profile`). Each window leaves `<seq>-<broker>.jfr` there and a line of
+    `index.jsonl` with its label and figures, for bench/broker_jfr.py. The recordings and the
+    attaches cost the brokers CPU: a run profiled this way measures shares, not levels."""
+
+    _seq = 0
+
+    def __init__(self, pids: dict, label: str):
+        self.dir = os.environ.get("SHARESINK_BENCH_JFR_DIR")
+        self.brokers = {k: v for k, v in pids.items() if k.startswith("broker")}
+        if not self.dir or not self.brokers:
+            self.dir = None
+            return
+        BrokerRecordings._seq += 1
+        self.seq, self.label, self.wall0 = BrokerRecordings._seq, label, time.time()
+        settings = os.environ.get("SHARESINK_BENCH_JFR_SETTINGS", "profile")
+        for pid in self.brokers.values():
+            subprocess.run(["jcmd", str(pid), "JFR.start", f"name=cpu-window-{self.seq}",
+                            f"settings={settings}"], capture_output=True, timeout=60)
+
+    def stop(self, figures: dict) -> None:
+        if not self.dir:
+            return
+        files = {}
+        for key, pid in self.brokers.items():
+            files[key] = f"{self.seq:03d}-{key}.jfr"
+            subprocess.run(["jcmd", str(pid), "JFR.stop", f"name=cpu-window-{self.seq}",
+                            f"filename={Path(self.dir) / files[key]}"],
+                           capture_output=True, timeout=60)
+        line = {"seq": self.seq, "label": self.label, "wall0": self.wall0,
+                "wall1": time.time(), "files": files, "figures": figures}
+        with open(Path(self.dir) / "index.jsonl", "a") as index:
+            index.write(json.dumps(line) + "\n")
+
+
 class CpuWindow:
     """CPU used by a set of processes and by the whole machine between start() and stop()."""
 
-    def __init__(self, pids: dict):
+    def __init__(self, pids: dict, label: str = "window"):
         self.pids = {k: v for k, v in pids.items() if v}
         self.p0 = {k: proc_cpu(v) for k, v in self.pids.items()}
         self.th0 = {k: thread_cpu(v) for k, v in self.pids.items()}
         self.m0 = machine_cpu()
         self.t0 = time.monotonic()
+        self.recordings = BrokerRecordings(self.pids, label)
 
     def stop(self) -> dict:
         out = {}
@@ -124,6 +163,7 @@ class CpuWindow:
         busy, total = b1 - self.m0[0], t1 - self.m0[1]
         out["machine_busy"] = round(busy / total, 3) if total > 0 else None
         out["window_wall_s"] = round(time.monotonic() - self.t0, 2)
+        self.recordings.stop(out)
         return out
 
     def _by_thread(self, key: str, pid: int, total: float) -> dict:
