@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
+
+import proc
+import state_topic
 
 # What the (d) profile of bench/report/profiles.md compared, by the frame `Class.method`.
 METHODS = (
@@ -38,17 +40,17 @@ Sample = Tuple[str, List[str]]   # (thread name, frames from the leaf as `Class.
 def kind(label: str) -> str:
     """A window's label without its run's counter and timestamp: `bd_share_19_11043 k=v` ->
     `bd_share k=v`."""
-    return re.sub(r"_\d+_\d+", "", label)
+    return state_topic.run_kind(label)
 
 
 def thread_group(name: str) -> str:
-    if "request-handler" in name:
-        return "handlers"
-    if "network-thread" in name:
-        return "network"
-    if name.startswith(("PersisterStateManager", "share-coordinator")):
-        return "share_state"
-    return "other"
+    """proc's thread groups (so the CPU and the samples are grouped alike), its `requests`
+    split into handlers and network threads, which JFR's full names tell apart; groups this
+    attribution does not use are "other"."""
+    group = proc.thread_group(name)
+    if group == "requests":
+        return "network" if "network-thread" in name else "handlers"
+    return group if group == "share_state" else "other"
 
 
 def samples_from_json(doc: dict) -> List[Sample]:

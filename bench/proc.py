@@ -66,10 +66,14 @@ def thread_cpu(pid: int) -> dict:
         except OSError:
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
-        group = next((g for g, prefixes in THREAD_GROUPS
-                      if any(name.startswith(p) for p in prefixes)), "other")
-        out[tid] = (group, stat_cpu(stat))
+        out[tid] = (thread_group(name), stat_cpu(stat))
     return out
+
+
+def thread_group(name: str) -> str:
+    """A thread's group in THREAD_GROUPS by its name ("other" when none)."""
+    return next((g for g, prefixes in THREAD_GROUPS
+                 if any(name.startswith(p) for p in prefixes)), "other")
 
 
 def machine_times() -> Tuple[float, float, float]:

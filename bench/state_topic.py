@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -32,8 +31,9 @@ SNAPSHOT, UPDATE = "0", "1"
 STATES = {0: "available", 1: "acquired", 2: "acknowledged", 4: "archived"}
 
 _LINE = re.compile(r"\bkey: (\{.*\}) payload: (\{.*\})\s*$")
-# the counter (or step) and the timestamp bench names end with: the rest names the kind of run
-_RUN_SUFFIX = re.compile(r"[_-]\d+[_-]\d+$")
+# the counter (or step) and the timestamp bench names end with (a window's label may follow
+# them with settings): the rest names the kind of run
+_RUN_SUFFIX = re.compile(r"[_-]\d+[_-]\d+(?=$|\s)")
 
 
 def parse_line(line: str) -> Optional[Dict[str, Any]]:
@@ -53,7 +53,8 @@ def parse_line(line: str) -> Optional[Dict[str, Any]]:
 
 
 def run_kind(group: str) -> str:
-    """`bd_engine_4_51234` -> `bd_engine`, `engine-100-3m-2-1765000000` -> `engine-100-3m`."""
+    """`bd_engine_4_51234` -> `bd_engine`, `engine-100-3m-2-1765000000` -> `engine-100-3m`,
+    `bd_share_19_11043 k=v steady` -> `bd_share k=v steady`."""
     return _RUN_SUFFIX.sub("", group) or group
 
 
@@ -95,17 +96,15 @@ def summarise(records: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def kafka_lib() -> Path:
-    cache = Path(os.environ.get("SHARESINK_CACHE", Path.home() / ".cache" / "sharesink"))
-    return cache / "kafka-4.4.0" / "lib"
-
-
 def dump(cluster_dir: Path) -> Iterable[Dict[str, Any]]:
     """Every share-state record in the cluster's `__share_group_state` segments (all brokers)."""
     segments = sorted(str(p) for p in cluster_dir.glob("**/__share_group_state-*/*.log"))
     if not segments:
         raise SystemExit(f"no __share_group_state segments under {cluster_dir}")
-    cmd = ["java", "-cp", f"{kafka_lib()}/*", "org.apache.kafka.tools.DumpLogSegments",
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness.artifacts import ensure_kafka_lib   # the harness's jars, resolved if missing
+
+    cmd = ["java", "-cp", f"{ensure_kafka_lib()}/*", "org.apache.kafka.tools.DumpLogSegments",
            "--share-group-state-decoder", "--deep-iteration", "--files", ",".join(segments)]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
