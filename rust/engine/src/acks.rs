@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
-use tracing::warn;
+use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::protocol::error_codes;
@@ -90,6 +90,12 @@ pub(crate) struct PendingAck {
     pub waiter: Option<oneshot::Sender<AckOutcome>>,
     /// False for the engine's own Gap and Release acks (records never handed out).
     pub from_caller: bool,
+    /// An ACCEPT of gap offsets (transaction markers) folded into the settling range beside them
+    /// (see [`AckQueue::hold_gap`]).
+    pub folded_gap: bool,
+    /// A caller's ack sent again without the gaps that were folded into it, after the broker
+    /// refused the request that carried them: its success shows the broker refuses folds.
+    pub resent_without_folds: bool,
 }
 
 impl PendingAck {
@@ -105,6 +111,8 @@ impl PendingAck {
             code,
             waiter,
             from_caller: true,
+            folded_gap: false,
+            resent_without_folds: false,
         }
     }
 
@@ -115,6 +123,16 @@ impl PendingAck {
             code,
             waiter: None,
             from_caller: false,
+            folded_gap: false,
+            resent_without_folds: false,
+        }
+    }
+
+    /// Gap offsets acknowledged with the ACCEPT of the records beside them.
+    fn folded_gap(first: i64, last: i64) -> Self {
+        PendingAck {
+            folded_gap: true,
+            ..PendingAck::from_engine(first, last, AckKind::Accept as i8)
         }
     }
 
@@ -146,6 +164,20 @@ fn range_len(first: i64, last: i64) -> u64 {
     last.abs_diff(first).saturating_add(1)
 }
 
+/// Acquired offsets without a data record (transaction markers) beside records the caller was
+/// given, held back so they settle with those records: see [`AckQueue::hold_gap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeldGap {
+    last: i64,
+    /// Wall-clock ms at which its acquisition lock runs out, as far as this member knows.
+    deadline_ms: i64,
+    /// A renewal of it was queued (beside its records'): its deadline moves on when it goes out.
+    renewed: bool,
+}
+
+/// Gaps held per partition, by first offset.
+type HeldGaps = BTreeMap<i64, HeldGap>;
+
 /// Acks queued for one leader, by partition.
 #[derive(Debug, Default)]
 pub(crate) struct AckQueue {
@@ -155,6 +187,11 @@ pub(crate) struct AckQueue {
     /// Records the caller settled (accept, release, reject) through this queue so far: with the
     /// records its fetcher delivered, what the member still holds of that leader's partitions.
     settled_by_caller: u64,
+    /// Gap offsets waiting for the records beside them to settle (see `hold_gap`).
+    held_gaps: BTreeMap<PartitionKey, HeldGaps>,
+    /// This leader took an acknowledgement only once the gaps folded into it were left out:
+    /// its gaps are acknowledged as Gap from then on.
+    folds_refused: bool,
 }
 
 /// Acks taken out of the queue for one request, kept until its response arrives.
@@ -165,7 +202,13 @@ pub(crate) struct AcksInFlight {
     sent: [u64; 5],
     /// Records of acks refused because they contradicted an earlier one (see `AckQueue::take`).
     pub conflicts: u64,
+    /// Gap offsets sent as ACCEPT with the records beside them (counted in `sent[1]` too).
+    folded_gaps: u64,
 }
+
+/// How long before its lock runs out a held gap is acknowledged as Gap rather than waiting on:
+/// at most this, at most a quarter of the lock.
+const GAP_SETTLE_MARGIN_MS: i64 = 2_000;
 
 impl AckQueue {
     pub fn push(&mut self, key: PartitionKey, ack: PendingAck, urgent: bool) {
@@ -175,7 +218,180 @@ impl AckQueue {
                 .settled_by_caller
                 .saturating_add(range_len(ack.first, ack.last));
         }
-        self.by_partition.entry(key).or_default().push(ack);
+        let beside = if ack.first <= ack.last && ack.code != GAP {
+            self.gaps_beside(key, ack.first, ack.last, ack.code)
+        } else {
+            Vec::new()
+        };
+        let queued = self.by_partition.entry(key).or_default();
+        queued.push(ack);
+        queued.extend(beside);
+    }
+
+    /// Holds back the acquired offsets [first, last] that have no data record (a transaction's
+    /// commit or abort marker) and lie beside a record the caller is given, so that they are
+    /// acknowledged with that record's range instead of as a Gap of their own, early.
+    ///
+    /// Why: Kafka 4.4 keeps one state for an acquired range acknowledged whole with one type,
+    /// and one state per offset (one lock timer each, one state-write entry each) for a range
+    /// acknowledged in parts or with several types. A marker acknowledged as Gap ahead of its
+    /// records splits its range. Held, it goes with the first settling ack beside it:
+    ///
+    /// - ACCEPT: acknowledged as ACCEPT with it (ACKNOWLEDGED and ARCHIVED are both final; the
+    ///   marker is no record, so nothing is delivered by it);
+    /// - RELEASE, REJECT: acknowledged as Gap then (a REJECT would hand it to the broker's DLQ);
+    /// - RENEW: renewed with it, and held on.
+    ///
+    /// A gap its records never settle is acknowledged as Gap shortly before its lock runs out,
+    /// or dropped once it ran out (`take_at`); no record is ever acknowledged earlier for it.
+    /// With `fold` false (the engine setting, or the broker refused folds), it is queued as a
+    /// Gap at once, as before.
+    pub fn hold_gap(
+        &mut self,
+        key: PartitionKey,
+        first: i64,
+        last: i64,
+        deadline_ms: i64,
+        fold: bool,
+    ) {
+        if !fold || self.folds_refused || first > last {
+            self.push(key, PendingAck::from_engine(first, last, GAP), false);
+            return;
+        }
+        let gaps = self.held_gaps.entry(key).or_default();
+        // The same offsets acquired again (a redelivery) replace what was held of them.
+        let stale: Vec<i64> = gaps
+            .range(..=last)
+            .filter(|(f, g)| **f <= last && g.last >= first)
+            .map(|(f, _)| *f)
+            .collect();
+        for f in stale {
+            gaps.remove(&f);
+        }
+        gaps.insert(
+            first,
+            HeldGap {
+                last,
+                deadline_ms,
+                renewed: false,
+            },
+        );
+    }
+
+    /// The held gaps of `key` touching or beside [first, last], turned into what goes with an
+    /// ack of type `code` over those offsets (see `hold_gap`).
+    fn gaps_beside(
+        &mut self,
+        key: PartitionKey,
+        first: i64,
+        last: i64,
+        code: i8,
+    ) -> Vec<PendingAck> {
+        let Some(gaps) = self.held_gaps.get_mut(&key) else {
+            return Vec::new();
+        };
+        let lo = first.saturating_sub(1);
+        let hi = last.saturating_add(1);
+        let touching: Vec<(i64, HeldGap)> = gaps
+            .range(..=hi)
+            .rev()
+            .take_while(|(_, g)| g.last >= lo)
+            .map(|(f, g)| (*f, *g))
+            .collect();
+        let mut out = Vec::with_capacity(touching.len());
+        for (f, gap) in touching {
+            match AckKind::from_code(code) {
+                Some(AckKind::Accept) => {
+                    gaps.remove(&f);
+                    out.push(PendingAck::folded_gap(f, gap.last));
+                }
+                Some(AckKind::Release | AckKind::Reject) => {
+                    gaps.remove(&f);
+                    out.push(PendingAck::from_engine(f, gap.last, GAP));
+                }
+                Some(AckKind::Renew) => {
+                    if let Some(g) = gaps.get_mut(&f) {
+                        g.renewed = true;
+                    }
+                    out.push(PendingAck::from_engine(f, gap.last, AckKind::Renew as i8));
+                }
+                None => {}
+            }
+        }
+        if gaps.is_empty() {
+            self.held_gaps.remove(&key);
+        }
+        out
+    }
+
+    /// Forgets the gaps held for `key`: the partition left this leader's session (its locks
+    /// with it).
+    pub fn forget_gaps(&mut self, key: &PartitionKey) {
+        self.held_gaps.remove(key);
+    }
+
+    /// Queues every held gap as a Gap (the session closes; they would otherwise be released).
+    pub fn settle_held_gaps(&mut self) {
+        for (key, gaps) in std::mem::take(&mut self.held_gaps) {
+            for (first, gap) in gaps {
+                self.push(key, PendingAck::from_engine(first, gap.last, GAP), false);
+            }
+        }
+    }
+
+    /// Gap offsets held now.
+    #[cfg(test)]
+    pub fn held_gap_offsets(&self) -> u64 {
+        self.held_gaps
+            .values()
+            .flat_map(|g| g.iter())
+            .map(|(f, g)| range_len(*f, g.last))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// The broker took the acks of a partition only once the gaps folded into them were left
+    /// out: its gaps go as Gap from now on (the held ones too).
+    pub fn folds_refused(&mut self) {
+        if !self.folds_refused {
+            info!(
+                "the broker refused an acknowledgement that folded transaction markers into \
+                 the range beside them, and took it without them: acknowledging markers as \
+                 gaps from now on"
+            );
+        }
+        self.folds_refused = true;
+        self.settle_held_gaps();
+    }
+
+    /// [`AckQueue::take`] at wall-clock `now_ms`, for a request about to go out: a held gap's
+    /// renewal queued beside its records moves its deadline on by `lock_ms` (it goes out now);
+    /// one within the margin of its deadline is queued as a Gap, and one past it is dropped (the
+    /// broker may have handed it to another member; acknowledging it would fail the partition's
+    /// other acks in the same request).
+    pub fn take_at(&mut self, now_ms: i64, lock_ms: i64) -> (Vec<TopicAcks>, AcksInFlight) {
+        let margin = GAP_SETTLE_MARGIN_MS.min(lock_ms.max(0) / 4);
+        let mut due: Vec<(PartitionKey, i64, i64)> = Vec::new();
+        self.held_gaps.retain(|key, gaps| {
+            gaps.retain(|first, gap| {
+                if gap.renewed {
+                    gap.renewed = false;
+                    gap.deadline_ms = gap.deadline_ms.max(now_ms.saturating_add(lock_ms));
+                }
+                if now_ms >= gap.deadline_ms {
+                    return false;
+                }
+                if gap.deadline_ms - now_ms <= margin {
+                    due.push((*key, *first, gap.last));
+                    return false;
+                }
+                true
+            });
+            !gaps.is_empty()
+        });
+        for (key, first, last) in due {
+            self.push(key, PendingAck::from_engine(first, last, GAP), false);
+        }
+        self.take()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -233,6 +449,12 @@ impl AckQueue {
             if kept.is_empty() {
                 continue;
             }
+            let folded = kept
+                .iter()
+                .filter(|a| a.folded_gap)
+                .map(|a| range_len(a.first, a.last))
+                .fold(0, u64::saturating_add);
+            in_flight.folded_gaps = in_flight.folded_gaps.saturating_add(folded);
             let mut batches: Vec<AckBatch> = Vec::new();
             for (first, last, code) in segments {
                 in_flight.sent[code as usize] =
@@ -410,9 +632,69 @@ impl AcksInFlight {
             .fold(0, u64::saturating_add)
     }
 
-    /// Records sent per wire type code (index 0..=4) for the metrics.
+    /// Records sent per wire type code (index 0..=4) for the metrics; gap offsets folded into
+    /// an ACCEPT count as gaps.
     pub fn record_counts(&self) -> [u64; 5] {
-        self.sent
+        let mut counts = self.sent;
+        counts[1] = counts[1].saturating_sub(self.folded_gaps);
+        counts[0] = counts[0].saturating_add(self.folded_gaps);
+        counts
+    }
+
+    /// Gap offsets folded into an ACCEPT in these acks.
+    pub fn folded_gaps(&self) -> u64 {
+        self.folded_gaps
+    }
+
+    /// Whether the broker's refusal `code` of `key`'s acks may be the folds': they carried gaps
+    /// folded into an ACCEPT, and the error is one a refused range gets.
+    pub fn may_be_refused_fold(&self, key: &PartitionKey, code: i16) -> bool {
+        matches!(
+            code,
+            error_codes::INVALID_RECORD_STATE | error_codes::INVALID_REQUEST
+        ) && self
+            .by_partition
+            .get(key)
+            .is_some_and(|acks| acks.iter().any(|a| a.folded_gap))
+    }
+
+    /// Takes `key`'s acks out to be sent again without the gaps folded into them (those are
+    /// dropped: unacknowledged, their locks run out and the broker delivers them again), each
+    /// marked `resent_without_folds`. The partition's acks then resolve from the next answer.
+    pub fn without_folds(&mut self, key: &PartitionKey) -> AcksInFlight {
+        let mut out = AcksInFlight::default();
+        if let Some(acks) = self.by_partition.remove(key) {
+            let resent: Vec<PendingAck> = acks
+                .into_iter()
+                .filter(|a| !a.folded_gap)
+                .map(|a| PendingAck {
+                    resent_without_folds: true,
+                    ..a
+                })
+                .collect();
+            // What was sent of them, for the metrics to undo (`Metrics::acks_requeued`).
+            for a in &resent {
+                let slot = &mut out.sent[a.code.clamp(0, 4) as usize];
+                *slot = slot.saturating_add(range_len(a.first, a.last));
+            }
+            out.by_partition.insert(*key, resent);
+        }
+        out
+    }
+
+    /// Whether any ack still unresolved was resent without its folds (see `without_folds`).
+    pub fn any_resent_without_folds(&self) -> bool {
+        self.by_partition
+            .values()
+            .flatten()
+            .any(|a| a.resent_without_folds)
+    }
+
+    /// Whether `key`'s acks include one resent without its folds (see `without_folds`).
+    pub fn resent_without_folds(&self, key: &PartitionKey) -> bool {
+        self.by_partition
+            .get(key)
+            .is_some_and(|acks| acks.iter().any(|a| a.resent_without_folds))
     }
 
     /// Records the caller settled for good (accept, release, reject) in these acks.
@@ -644,5 +926,144 @@ mod tests {
         assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
         in_flight.resolve_partition(&key, (error_codes::NONE, None));
         assert_eq!(rx.try_recv().unwrap().0, error_codes::NONE);
+    }
+
+    const NOW: i64 = 1_000_000;
+    const LOCK: i64 = 30_000;
+
+    #[test]
+    fn a_gap_beside_accepted_records_goes_with_them_as_one_range() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        // Transaction markers at 50 (between two transactions) and 100 (after the second).
+        q.hold_gap(key, 50, 50, NOW + LOCK, true);
+        q.hold_gap(key, 100, 100, NOW + LOCK, true);
+        assert_eq!(q.held_gap_offsets(), 2);
+        assert!(q.is_empty(), "a held gap is nothing to send");
+        q.push(key, pending(0, 49, 1), false);
+        q.push(key, pending(51, 99, 1), false);
+        assert_eq!(q.held_gap_offsets(), 0);
+        let (topics, in_flight) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 100, vec![1])]);
+        assert_eq!(in_flight.record_counts(), [2, 99, 0, 0, 0]);
+        assert_eq!(in_flight.folded_gaps(), 2);
+        assert_eq!(
+            q.settled_by_caller(),
+            99,
+            "the engine's folds settle no record of the caller's"
+        );
+    }
+
+    #[test]
+    fn a_gap_beside_released_or_rejected_records_goes_as_a_gap() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.hold_gap(key, 20, 20, NOW + LOCK, true);
+        q.push(key, pending(0, 9, AckKind::Release as i8), false);
+        q.push(key, pending(21, 29, AckKind::Reject as i8), false);
+        let (topics, in_flight) = q.take_at(NOW, LOCK);
+        assert_eq!(
+            batches(&topics),
+            vec![
+                (0, 9, vec![2]),
+                (10, 10, vec![0]),
+                (20, 20, vec![0]),
+                (21, 29, vec![3])
+            ]
+        );
+        assert_eq!(in_flight.folded_gaps(), 0);
+    }
+
+    #[test]
+    fn a_renewal_beside_a_gap_renews_it_and_moves_its_deadline_on() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.push(key, pending(0, 9, AckKind::Renew as i8), true);
+        let (topics, _) = q.take_at(NOW + LOCK - 5_000, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 10, vec![4])]);
+        assert_eq!(
+            q.held_gap_offsets(),
+            1,
+            "renewed, still held for its records"
+        );
+        // Past its first deadline it is still held: the renewal moved it on.
+        let (topics, _) = q.take_at(NOW + LOCK + 1_000, LOCK);
+        assert!(topics.is_empty());
+        q.push(key, pending(0, 9, 1), false);
+        let (topics, _) = q.take_at(NOW + LOCK + 2_000, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 10, vec![1])]);
+    }
+
+    #[test]
+    fn a_gap_its_records_do_not_settle_goes_as_a_gap_before_its_lock_ends_or_not_at_all() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.hold_gap(key, 20, 21, NOW + 500, true);
+        // 2 s before the first's deadline: a Gap; the second's lock has run out: dropped, never
+        // acknowledged (the broker may have handed it to another member).
+        let (topics, in_flight) = q.take_at(NOW + LOCK - 2_000, LOCK);
+        assert_eq!(batches(&topics), vec![(10, 10, vec![0])]);
+        assert_eq!(in_flight.record_counts(), [1, 0, 0, 0, 0]);
+        assert_eq!(q.held_gap_offsets(), 0);
+        // Records beside a dropped gap are accepted alone.
+        q.push(key, pending(22, 30, 1), false);
+        let (topics, _) = q.take_at(NOW + LOCK, LOCK);
+        assert_eq!(batches(&topics), vec![(22, 30, vec![1])]);
+    }
+
+    #[test]
+    fn without_folding_or_once_refused_a_gap_goes_at_once() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, false);
+        assert!(!q.is_empty());
+        let (topics, _) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(10, 10, vec![0])]);
+        q.hold_gap(key, 20, 20, NOW + LOCK, true);
+        q.folds_refused();
+        let (topics, _) = q.take_at(NOW, LOCK);
+        assert_eq!(
+            batches(&topics),
+            vec![(20, 20, vec![0])],
+            "the held one goes too"
+        );
+        q.hold_gap(key, 30, 30, NOW + LOCK, true);
+        assert_eq!(q.held_gap_offsets(), 0);
+    }
+
+    #[test]
+    fn a_refused_fold_is_sent_again_without_the_gap_with_its_waiter() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        let (tx, mut rx) = oneshot::channel();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.push(key, PendingAck::from_caller(0, 9, 1, Some(tx)), false);
+        let (_, mut in_flight) = q.take_at(NOW, LOCK);
+        assert!(in_flight.may_be_refused_fold(&key, error_codes::INVALID_RECORD_STATE));
+        assert!(!in_flight.may_be_refused_fold(&key, error_codes::NOT_LEADER_OR_FOLLOWER));
+        let resent = in_flight.without_folds(&key);
+        assert_eq!(resent.records(), 10);
+        q.requeue(resent);
+        let (topics, in_flight) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        assert!(in_flight.resent_without_folds(&key) && in_flight.any_resent_without_folds());
+        assert!(!in_flight.may_be_refused_fold(&key, error_codes::INVALID_RECORD_STATE));
+        let mut in_flight = in_flight;
+        in_flight.resolve_partition(&key, (error_codes::NONE, None));
+        assert_eq!(rx.try_recv().unwrap().0, error_codes::NONE);
+    }
+
+    #[test]
+    fn a_gap_acquired_again_replaces_what_was_held_of_it() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 12, NOW + 100, true);
+        q.hold_gap(key, 11, 11, NOW + LOCK, true);
+        assert_eq!(q.held_gap_offsets(), 1);
+        q.forget_gaps(&key);
+        assert_eq!(q.held_gap_offsets(), 0);
     }
 }

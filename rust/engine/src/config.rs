@@ -13,6 +13,9 @@ use tracing::warn;
 /// (a release costs a delivery attempt, so the bound is now time without a poll).
 const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 
+/// The engine setting of `ConsumerConfig::fold_gaps`.
+pub const FOLD_GAPS_KEY: &str = "share.gaps.fold";
+
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {
     /// "host:port" entries from `bootstrap.servers`.
@@ -46,6 +49,11 @@ pub struct ConsumerConfig {
     /// fetch (engine setting `share.fetch.acknowledge.first`, default true; see
     /// `fetcher::send::send_next`).
     pub acknowledge_first: bool,
+    /// Acquired offsets without a data record (transaction markers) beside a delivered record
+    /// are acknowledged with that record's settling ack, as one range, rather than as a Gap of
+    /// their own at once, which splits their acquired range into per-offset state on the broker
+    /// (engine setting `share.gaps.fold`, default true; see `AckQueue::hold_gap`).
+    pub fold_gaps: bool,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
     /// Upper bound on records fetched but not yet handed to `poll` (engine setting
@@ -81,6 +89,23 @@ pub struct ConsumerConfig {
     pub partition_stall: Duration,
     /// TLS and SASL (`security.protocol`, `sasl.*`, `ssl.*`).
     pub security: Security,
+}
+
+/// A boolean setting: `true` or `false` (surrounding spaces ignored), `default` when absent.
+fn parse_bool(
+    props: &HashMap<String, String>,
+    key: &str,
+    default: bool,
+) -> Result<bool, EngineError> {
+    match props.get(key).map(|s| s.trim()) {
+        None => Ok(default),
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(other) => Err(EngineError::config(
+            key,
+            format!("`{other}` is not true or false"),
+        )),
+    }
 }
 
 fn parse_num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
@@ -170,16 +195,8 @@ impl ConsumerConfig {
                 ))
             }
         };
-        let acknowledge_first = match props.get("share.fetch.acknowledge.first").map(|s| s.trim()) {
-            None | Some("true") => true,
-            Some("false") => false,
-            Some(other) => {
-                return Err(EngineError::config(
-                    "share.fetch.acknowledge.first",
-                    format!("`{other}` is not true or false"),
-                ))
-            }
-        };
+        let acknowledge_first = parse_bool(props, "share.fetch.acknowledge.first", true)?;
+        let fold_gaps = parse_bool(props, FOLD_GAPS_KEY, true)?;
         let security = Security::from_properties(props)?;
         // record_limit: one poll ahead, so a caller stuck in a call holds at most one poll's
         // worth more than that call took (see `Shared::wants_records`).
@@ -236,6 +253,7 @@ impl ConsumerConfig {
             fetch_wait_initial: Duration::from_millis(fetch_wait_initial_ms.min(fetch_max_wait_ms)),
             acquire_mode,
             acknowledge_first,
+            fold_gaps,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,

@@ -41,6 +41,9 @@ pub(crate) struct Metrics {
     pub records_released_memory: AtomicU64,
     /// Heartbeats the coordinator answered without error.
     pub heartbeats: AtomicU64,
+    /// Gap offsets acknowledged with the ACCEPT of the records beside them (counted in
+    /// `acked[0]`, not `acked[1]`).
+    pub gaps_folded: AtomicU64,
 }
 
 impl Metrics {
@@ -63,6 +66,7 @@ impl Metrics {
         self.records_in_flight
             .fetch_sub(acks.caller_settled() as i64, Relaxed);
         self.ack_conflicts.fetch_add(acks.conflicts, Relaxed);
+        self.gaps_folded.fetch_add(acks.folded_gaps(), Relaxed);
     }
 
     /// Acks taken back into the queue unanswered: undoes what `acks_sent` counted, so the
@@ -74,6 +78,7 @@ impl Metrics {
         }
         self.records_in_flight
             .fetch_add(acks.caller_settled() as i64, Relaxed);
+        self.gaps_folded.fetch_sub(acks.folded_gaps(), Relaxed);
         self.acks_resent
             .fetch_add(counts.iter().fold(0, |a, n| a.saturating_add(*n)), Relaxed);
     }
@@ -114,6 +119,7 @@ impl Metrics {
             corrupt_batches: self.corrupt_batches.load(Relaxed),
             records_released_memory: self.records_released_memory.load(Relaxed),
             heartbeats: self.heartbeats.load(Relaxed),
+            gaps_folded: self.gaps_folded.load(Relaxed),
             memory_bytes: 0,
         }
     }
@@ -169,6 +175,9 @@ pub struct MetricsSnapshot {
     pub records_released_memory: u64,
     /// Heartbeats the group coordinator answered without error.
     pub heartbeats: u64,
+    /// Gap offsets (transaction markers) acknowledged with the ACCEPT of the records beside
+    /// them, so their acquired range stayed whole (counted in `gap_acked` too).
+    pub gaps_folded: u64,
     /// Decoded bytes the member holds now: the response being decoded, the buffer, and the
     /// batches polled and not yet dropped.
     pub memory_bytes: u64,

@@ -20,6 +20,8 @@ pub struct PartitionRecords {
     pub batch: Batch,
     /// Acquired offsets known to hold no data record (control batches, compaction holes).
     pub gaps: Vec<(i64, i64)>,
+    /// Such offsets beside a record delivered here (see `Unreadable::gaps_beside_records`).
+    pub gaps_beside_records: Vec<(i64, i64)>,
     /// Acquired offsets past the readable data (truncated response): release, never Gap.
     pub unread: Vec<(i64, i64)>,
     /// Why batches could not be read (their acquired offsets are in `unread`).
@@ -65,6 +67,7 @@ pub fn extract(
     let mut out = PartitionRecords::default();
     let Unreadable {
         gaps,
+        gaps_beside_records,
         unread,
         corrupt,
         ..
@@ -77,6 +80,7 @@ pub fn extract(
         &mut out.batch,
     )?;
     out.gaps = gaps;
+    out.gaps_beside_records = gaps_beside_records;
     out.unread = unread;
     out.corrupt = corrupt;
     Ok(out)
@@ -85,8 +89,13 @@ pub fn extract(
 /// What of a partition's acquired offsets cannot be delivered.
 #[derive(Debug, Default)]
 pub struct Unreadable {
-    /// Acquired offsets without a data record: acknowledge as Gap.
+    /// Acquired offsets without a data record and no record delivered beside them: acknowledge
+    /// as Gap.
     pub gaps: Vec<(i64, i64)>,
+    /// Acquired offsets without a data record (a transaction's marker, mostly) right before or
+    /// after a record delivered here: acknowledged with that record's settling ack where the
+    /// broker takes it (`AckQueue::hold_gap`), so its acquired range stays whole.
+    pub gaps_beside_records: Vec<(i64, i64)>,
     /// Acquired offsets past the readable data or in a batch that could not be read: release.
     pub unread: Vec<(i64, i64)>,
     /// Why batches could not be read (logged at WARN too).
@@ -314,8 +323,14 @@ fn extract_records(
     }
     gaps.sort_unstable();
     unread.sort_unstable();
+    let delivered: Vec<i64> = into[first_new..].iter().map(|r| r.offset).collect();
+    let beside = |offset: Option<i64>| offset.is_some_and(|o| delivered.binary_search(&o).is_ok());
+    let (gaps_beside_records, gaps): (Vec<_>, Vec<_>) = gaps
+        .into_iter()
+        .partition(|&(first, last)| beside(first.checked_sub(1)) || beside(last.checked_add(1)));
     Ok(Unreadable {
         gaps,
+        gaps_beside_records,
         unread,
         corrupt,
         short,
@@ -454,7 +469,7 @@ mod tests {
             .map(|r| r.acquired_last_offset)
             .collect();
         assert_eq!(range_ends, vec![3, 3, 8, 8]);
-        assert!(out.gaps.is_empty() && out.unread.is_empty());
+        assert!(out.gaps.is_empty() && out.gaps_beside_records.is_empty() && out.unread.is_empty());
     }
 
     /// Records point into buffers their batch holds: the response's for uncompressed batches,
@@ -546,13 +561,37 @@ mod tests {
         let out = extract(&topic(), 1, Some(data), &[acquired(0, 5, 1)], 0).unwrap();
         let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 3, 5]);
-        assert_eq!(out.gaps, vec![(2, 2), (4, 4)]);
-        assert!(out.unread.is_empty());
+        assert_eq!(out.gaps_beside_records, vec![(2, 2), (4, 4)]);
+        assert!(out.gaps.is_empty() && out.unread.is_empty());
         assert!(out
             .batch
             .records
             .iter()
             .all(|r| r.acquired_last_offset == 5));
+    }
+
+    #[test]
+    fn only_gaps_beside_a_delivered_record_wait_for_it() {
+        // A marker alone in its acquired range (its transaction's records came in an earlier
+        // fetch) has nothing to settle with: a Gap at once. One after a delivered record waits.
+        let data = encode(&[
+            (vec![record(2, true)], Compression::None),
+            (vec![record(3, false)], Compression::None),
+            (vec![record(5, false), record(6, false)], Compression::None),
+            (vec![record(7, true)], Compression::None),
+            (vec![record(8, true)], Compression::None),
+        ]);
+        // Offset 3 is another member's; 5-8 are ours.
+        let out = extract(
+            &topic(),
+            0,
+            Some(data),
+            &[acquired(2, 2, 1), acquired(5, 8, 1)],
+            0,
+        )
+        .unwrap();
+        assert_eq!(out.gaps_beside_records, vec![(7, 8)]);
+        assert_eq!(out.gaps, vec![(2, 2)]);
     }
 
     #[test]
@@ -565,7 +604,8 @@ mod tests {
             (vec![record(3, true)], Compression::None),
         ]);
         let out = extract(&topic(), 0, Some(data), &[acquired(0, 3, 1)], 0).unwrap();
-        assert_eq!(out.gaps, vec![(3, 3)]);
+        assert_eq!(out.gaps_beside_records, vec![(3, 3)]);
+        assert!(out.gaps.is_empty());
         assert!(out
             .batch
             .records
@@ -591,14 +631,18 @@ mod tests {
             .records
             .iter()
             .all(|r| r.acquired_last_offset == 2));
-        assert!(out.gaps.is_empty());
+        assert!(out.gaps.is_empty() && out.gaps_beside_records.is_empty());
         assert_eq!(out.unread, vec![(3, 5)]);
     }
 
     #[test]
     fn no_records_at_all() {
         let out = extract(&topic(), 0, None, &[acquired(10, 12, 1)], 0).unwrap();
-        assert!(out.batch.records.is_empty() && out.gaps.is_empty());
+        assert!(
+            out.batch.records.is_empty()
+                && out.gaps.is_empty()
+                && out.gaps_beside_records.is_empty()
+        );
         assert_eq!(out.unread, vec![(10, 12)]);
     }
 
@@ -660,7 +704,7 @@ mod tests {
         assert_eq!(offsets, vec![0, 1, 2, 6, 7, 8]);
         assert_eq!(out.unread, vec![(3, 5)]);
         assert!(
-            out.gaps.is_empty(),
+            out.gaps.is_empty() && out.gaps_beside_records.is_empty(),
             "corrupt offsets must never be gap-acknowledged"
         );
         assert!(out.corrupt[0].contains("CRC"), "{:?}", out.corrupt);
@@ -696,7 +740,8 @@ mod tests {
         .unwrap();
         let offsets: Vec<i64> = out.batch.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 6]);
-        assert_eq!(out.gaps, vec![(2, 2)]);
+        assert_eq!(out.gaps_beside_records, vec![(2, 2)]);
+        assert!(out.gaps.is_empty());
         // Offset 7 is past the data: unread as well.
         assert_eq!(out.unread, vec![(3, 3), (5, 5), (7, 7)]);
         let range_ends: Vec<i64> = out

@@ -97,6 +97,39 @@ pub(super) struct Script {
     /// Partition → records to serve once, by the next ShareFetch asking for records while the
     /// partition is in the session.
     pub records: HashMap<i32, Served>,
+    /// Partition → offsets it refuses to take as ACCEPT (a broker that refuses a transaction
+    /// marker acknowledged with its records): an ack request doing so gets INVALID_RECORD_STATE
+    /// for the partition, and none of its acks apply.
+    pub refuse_accept_of: HashMap<i32, Vec<i64>>,
+}
+
+impl Script {
+    /// The acknowledge error for `partition` in a request carrying `batches`: the scripted one,
+    /// else INVALID_RECORD_STATE for an ACCEPT of an offset it refuses.
+    fn ack_error(&self, partition: i32, batches: &[(i64, i64, Vec<i8>)]) -> i16 {
+        if let Some((_, code)) = self.partition_errors.get(&partition) {
+            return *code;
+        }
+        let refused = self.refuse_accept_of.get(&partition);
+        let accepts_refused = batches.iter().any(|(first, last, types)| {
+            refused.is_some_and(|offsets| {
+                offsets.iter().any(|o| {
+                    *first <= *o
+                        && *o <= *last
+                        && types[if types.len() == 1 {
+                            0
+                        } else {
+                            (*o - *first) as usize
+                        }] == 1
+                })
+            })
+        });
+        if accepts_refused {
+            crate::protocol::error_codes::INVALID_RECORD_STATE
+        } else {
+            NONE
+        }
+    }
 }
 
 /// An endless log behind every partition of the session, handed out as a share-partition leader
@@ -302,12 +335,22 @@ fn answer(
             }
             // (topic, partition) → whether the request carries acks for it
             let mut partitions: BTreeMap<(Uuid, i32), bool> = BTreeMap::new();
+            let mut ack_errors: HashMap<i32, i16> = HashMap::new();
             for t in &r.topics {
                 for p in &t.partitions {
                     session.insert((t.topic_id, p.partition_index));
                     partitions.insert(
                         (t.topic_id, p.partition_index),
                         !p.acknowledgement_batches.is_empty(),
+                    );
+                    let batches: Vec<(i64, i64, Vec<i8>)> = p
+                        .acknowledgement_batches
+                        .iter()
+                        .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
+                        .collect();
+                    ack_errors.insert(
+                        p.partition_index,
+                        script.ack_error(p.partition_index, &batches),
                     );
                 }
             }
@@ -329,6 +372,9 @@ fn answer(
             if let Some(log) = script.log.as_mut() {
                 for t in &r.topics {
                     for p in &t.partitions {
+                        if ack_errors.get(&p.partition_index) != Some(&NONE) {
+                            continue;
+                        }
                         for b in &p.acknowledgement_batches {
                             log.settle(
                                 p.partition_index,
@@ -359,11 +405,11 @@ fn answer(
             }
             let mut by_topic: BTreeMap<Uuid, Vec<kfr::PartitionData>> = BTreeMap::new();
             for ((topic, partition), acked) in partitions {
-                let (fetch, ack) = script
+                let fetch = script
                     .partition_errors
                     .get(&partition)
-                    .copied()
-                    .unwrap_or((NONE, NONE));
+                    .map_or(NONE, |e| e.0);
+                let ack = ack_errors.get(&partition).copied().unwrap_or(NONE);
                 let mut data = kfr::PartitionData::default()
                     .with_partition_index(partition)
                     .with_error_code(fetch)
@@ -426,10 +472,18 @@ fn answer(
                                 t.partitions
                                     .iter()
                                     .map(|p| {
-                                        let code = script
-                                            .partition_errors
-                                            .get(&p.partition_index)
-                                            .map_or(NONE, |e| e.1);
+                                        let batches: Vec<(i64, i64, Vec<i8>)> = p
+                                            .acknowledgement_batches
+                                            .iter()
+                                            .map(|b| {
+                                                (
+                                                    b.first_offset,
+                                                    b.last_offset,
+                                                    b.acknowledge_types.clone(),
+                                                )
+                                            })
+                                            .collect();
+                                        let code = script.ack_error(p.partition_index, &batches);
                                         kar::PartitionData::default()
                                             .with_partition_index(p.partition_index)
                                             .with_error_code(code)

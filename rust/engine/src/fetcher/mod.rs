@@ -22,6 +22,8 @@ use crate::shared::Shared;
 #[cfg(test)]
 mod fake_broker;
 #[cfg(test)]
+mod fold_tests;
+#[cfg(test)]
 mod memory_tests;
 mod missing;
 mod probe;
@@ -321,7 +323,13 @@ fn empty_session_may_close(shared: &Shared, me: &Arc<FetcherHandle>, session: &S
 
 /// Epoch −1: applies the last acks and releases everything else this member holds here.
 async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Session) {
-    let (topics, in_flight) = me.acks.lock().expect("acks").take();
+    let (topics, in_flight) = {
+        let mut q = me.acks.lock().expect("acks");
+        // Gaps held for records that will not settle now: settled as Gap before the close
+        // releases them (each would otherwise come back to a member, to be acknowledged then).
+        q.settle_held_gaps();
+        q.take()
+    };
     let conn = match (&session.conn, session.epoch) {
         (Some(conn), epoch) if epoch > 0 && !conn.is_closed() => conn.clone(),
         _ => {

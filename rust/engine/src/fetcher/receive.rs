@@ -209,9 +209,41 @@ fn session_answered(me: &FetcherHandle, session: &mut Session, generation: u64) 
     session.session_errors = 0;
 }
 
+/// Acks of `key` refused with `code`: when they carried gaps folded into an ACCEPT and the
+/// refusal may be the fold's, they are queued again without the gaps (which are dropped: their
+/// locks run out and the broker delivers them again) and true is returned, the partition's
+/// waiters resolving from the next answer. When the answer is a success for acks sent again so,
+/// this broker refuses folds: its gaps go as Gap from then on (`AckQueue::folds_refused`).
+fn resend_without_folds(
+    shared: &Shared,
+    me: &FetcherHandle,
+    acks: &mut AcksInFlight,
+    key: &PartitionKey,
+    code: i16,
+) -> bool {
+    if code == NONE {
+        if acks.resent_without_folds(key) {
+            me.acks.lock().expect("acks").folds_refused();
+        }
+        return false;
+    }
+    if !acks.may_be_refused_fold(key, code) {
+        return false;
+    }
+    let resent = acks.without_folds(key);
+    // Counted again when they go out again.
+    shared.metrics.acks_requeued(&resent);
+    info!(node = me.node_id, topic_id = %key.0, partition = key.1, code, name = name(code),
+          ranges = resent.len(), "acknowledgement with transaction markers folded in refused; sending it again without them");
+    me.acks.lock().expect("acks").requeue(resent);
+    me.wake.notify_one();
+    true
+}
+
 /// The broker no longer leads `key`: it leaves this session with the next request (unless the
 /// router has looked again since: then its answer stands).
 fn lose(me: &FetcherHandle, session: &mut Session, key: PartitionKey, code: i16) {
+    me.acks.lock().expect("acks").forget_gaps(&key);
     if session.lost.insert(key, me.applied()).is_none() {
         debug!(node = me.node_id, topic_id = %key.0, partition = key.1, code, name = name(code),
                "the broker no longer leads the partition; removing it from the share session");
@@ -358,7 +390,9 @@ fn handle_fetch(
             for p in topic.partitions {
                 let key = (topic.topic_id, p.partition_index);
                 let ack_message = p.acknowledge_error_message.map(|m| m.to_string());
-                if p.acknowledge_error_code != NONE {
+                let ack_resent =
+                    resend_without_folds(shared, me, &mut acks, &key, p.acknowledge_error_code);
+                if p.acknowledge_error_code != NONE && !ack_resent {
                     warn!(topic = ?topic_name, partition = p.partition_index, code = p.acknowledge_error_code,
                       name = name(p.acknowledge_error_code), message = ?ack_message, "acknowledgement failed");
                     shared.metrics.ack_errors.fetch_add(1, Relaxed);
@@ -425,6 +459,7 @@ fn handle_fetch(
                 ) {
                     Ok(records::Unreadable {
                         gaps,
+                        gaps_beside_records,
                         unread,
                         corrupt,
                         short,
@@ -446,6 +481,18 @@ fn handle_fetch(
                             .fetch_add(corrupt.len() as u64, Relaxed);
                         for (first, last) in gaps {
                             me.push_ack(key, PendingAck::from_engine(first, last, GAP), false);
+                        }
+                        if !gaps_beside_records.is_empty() {
+                            let mut q = me.acks.lock().expect("acks");
+                            for (first, last) in gaps_beside_records {
+                                q.hold_gap(
+                                    key,
+                                    first,
+                                    last,
+                                    lock_deadline_ms,
+                                    shared.config.fold_gaps,
+                                );
+                            }
                         }
                         for (first, last) in unread {
                             me.push_ack(
@@ -479,6 +526,9 @@ fn handle_fetch(
         };
     }
     // Partitions with acks but absent from the response had nothing to report: applied.
+    if acks.any_resent_without_folds() {
+        me.acks.lock().expect("acks").folds_refused();
+    }
     acks.resolve_all((NONE, None));
     if asked_records {
         let holds = super::send::holds_records(shared);
@@ -618,6 +668,15 @@ fn handle_acknowledge(
     let mut missing = Vec::new();
     for (topic_id, partitions) in response.responses {
         for p in partitions {
+            if resend_without_folds(
+                shared,
+                me,
+                &mut acks,
+                &(topic_id, p.partition),
+                p.error_code,
+            ) {
+                continue;
+            }
             if p.error_code != NONE {
                 warn!(topic_id = %topic_id, partition = p.partition, code = p.error_code,
                       name = name(p.error_code), message = ?p.error_message, "acknowledgement failed");
@@ -636,6 +695,9 @@ fn handle_acknowledge(
             }
             acks.resolve_partition(&(topic_id, p.partition), (p.error_code, p.error_message));
         }
+    }
+    if acks.any_resent_without_folds() {
+        me.acks.lock().expect("acks").folds_refused();
     }
     acks.resolve_all((NONE, None));
     resync_if_missing(shared, me, session, generation, &missing);

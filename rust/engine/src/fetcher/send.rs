@@ -13,7 +13,9 @@ use crate::connection::Connection;
 use crate::error::EngineError;
 use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::error_codes::*;
-use crate::protocol::share_requests::{AcquireMode, ShareAcknowledgeRequest, ShareFetchRequest};
+use crate::protocol::share_requests::{
+    AcquireMode, ShareAcknowledgeRequest, ShareFetchRequest, TopicAcks,
+};
 use crate::shared::Shared;
 
 /// Decides what (if anything) to send now, and sends it.
@@ -139,7 +141,7 @@ pub(super) async fn send_next(
         && window_full(session, held.saturating_add(queued_settled));
     let fetch_wanted = room && !desired.is_empty() && (has_acks || !quiet) && !acks_first;
     if fetch.is_none() && !has_renew && (fetch_wanted || forget_needed) {
-        let (topics, in_flight) = me.acks.lock().expect("acks").take();
+        let (topics, in_flight) = take_acks(shared, me);
         let mut add: Vec<PartitionKey> = desired.difference(&session.partitions).cloned().collect();
         let forget: Vec<PartitionKey> = session.partitions.difference(&desired).cloned().collect();
         // Acks for partitions outside the session ride along as add + forget (as Java does).
@@ -173,7 +175,7 @@ pub(super) async fn send_next(
     // outstanding fetch if there is one.
     let ack_due = has_acks && (urgent || has_renew || (fetch.is_none() && !fetch_wanted));
     if ack.is_none() && ack_due {
-        let (topics, in_flight) = me.acks.lock().expect("acks").take();
+        let (topics, in_flight) = take_acks(shared, me);
         if topics.is_empty() {
             shared
                 .metrics
@@ -477,6 +479,16 @@ fn send_body(
         asked_records: false,
         held: 0,
     })
+}
+
+/// The acks queued for a request about to go out, the gaps held beside records brought up to
+/// date at the wall clock's now (`AckQueue::take_at`).
+fn take_acks(shared: &Shared, me: &FetcherHandle) -> (Vec<TopicAcks>, AcksInFlight) {
+    let lock_ms = i64::from(shared.lock_timeout_ms.load(Relaxed).max(0));
+    me.acks
+        .lock()
+        .expect("acks")
+        .take_at(shared.clock.now_ms(), lock_ms)
 }
 
 #[cfg(test)]

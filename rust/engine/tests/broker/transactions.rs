@@ -1,13 +1,16 @@
-//! Transactions: commit markers acknowledged as gaps, aborted records never delivered under
+//! Transactions: commit markers acknowledged with their records (folded into the records'
+//! ACCEPT, so the acquired range settles whole), aborted records never delivered under
 //! `read_committed`.
 
 use super::*;
 
 /// A committed transaction leaves a control batch (the commit marker) in the log; its offset is
-/// acquired but has no data record, so the engine must acknowledge it as Gap. (The marker is
-/// written asynchronously after EndTxn, so its offset is not known in advance.)
+/// acquired but has no data record. The engine acknowledges it with the ACCEPT of the records
+/// beside it, as one range, and Kafka 4.4 takes that: no acknowledgement error, nothing left
+/// for a second member. (The marker is written asynchronously after EndTxn, so its offset is
+/// not known in advance.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn control_batches_are_acknowledged_as_gaps() {
+async fn control_batches_are_acknowledged_with_their_records() {
     let f = fixture("txn", 1, 0, &[]).await;
     let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
     admin
@@ -28,8 +31,41 @@ async fn control_batches_are_acknowledged_as_gaps() {
     );
     assert!(
         m.gap_acked >= 1,
-        "the commit marker was not gap-acknowledged"
+        "the commit marker was not acknowledged"
     );
+    assert!(
+        m.gaps_folded >= 1,
+        "the commit marker was not folded into its records' ACCEPT: {m:?}"
+    );
+    assert_eq!(m.ack_errors, 0);
+    c.close().await.unwrap();
+    let again = f.consumer(&[]).await;
+    assert_quiet(&again, Duration::from_secs(6)).await;
+    again.close().await.unwrap();
+}
+
+/// With `share.gaps.fold=false` the marker goes as a Gap of its own, ahead of its records, and
+/// the partition drains just the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_folding_control_batches_are_acknowledged_as_gaps() {
+    let f = fixture("txn-nofold", 1, 0, &[]).await;
+    let admin = Admin::connect(&f.bootstrap, TIMEOUT).await.unwrap();
+    admin
+        .produce_transaction(&f.topic, 0, &values("t", 5), true)
+        .await
+        .expect("transaction");
+    admin
+        .produce(&f.topic, 0, &values("p", 2), Compression::None)
+        .await
+        .unwrap();
+    let c = f.consumer(&[("share.gaps.fold", "false")]).await;
+    let delivered = values_until_quiet(&c, Duration::from_secs(4)).await;
+    let m = c.metrics();
+    assert_eq!(
+        delivered,
+        vec!["p-0", "p-1", "t-0", "t-1", "t-2", "t-3", "t-4"]
+    );
+    assert!(m.gap_acked >= 1 && m.gaps_folded == 0, "{m:?}");
     assert_eq!(m.ack_errors, 0);
     c.close().await.unwrap();
     let again = f.consumer(&[]).await;

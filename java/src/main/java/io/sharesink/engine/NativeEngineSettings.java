@@ -48,6 +48,7 @@ public final class NativeEngineSettings {
           "share.fetch.max.wait.held.ms",
           "share.fetch.wait.initial.ms",
           "share.fetch.acknowledge.first",
+          "share.gaps.fold",
           "share.buffer.max.records",
           "share.buffer.max.bytes",
           "share.buffer.hold.max.ms",
