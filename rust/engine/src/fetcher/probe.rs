@@ -1,6 +1,6 @@
-//! The stall watch's probe (see `stall`): ListOffsets (latest) for the partitions that went
-//! quiet, sent on the session's own connection, i.e. to their leader; a stalled partition gets
-//! the session rebuilt.
+//! The stall watch's probe (see `stall`): ListOffsets (latest, to the last stable offset) for the
+//! partitions that went quiet, sent on the session's own connection, i.e. to their leader; a
+//! stalled partition gets the session rebuilt.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -26,6 +26,8 @@ use crate::shared::Shared;
 const VERSION: i16 = 7;
 /// ListOffsets timestamp meaning "the log end offset".
 const LATEST: i64 = -1;
+/// ListOffsets isolation level 1: offsets up to the last stable offset.
+const READ_COMMITTED: i8 = 1;
 
 pub(super) struct LagProbe {
     pub response: ResponseFuture,
@@ -54,7 +56,11 @@ pub(super) fn start(
     }
     let request = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
-        .with_isolation_level(0)
+        // READ_COMMITTED: the last stable offset. A group reading committed records is given
+        // nothing past a transaction still open; counted to the log's end, an open transaction
+        // would look like a stalled partition and rebuild the session for as long as it stays
+        // open. (A group reading uncommitted records then misses a stall only while one is.)
+        .with_isolation_level(READ_COMMITTED)
         .with_topics(
             by_topic
                 .into_iter()
