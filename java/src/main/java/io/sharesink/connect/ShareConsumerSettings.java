@@ -1,9 +1,11 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.admin.GroupSettings;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import org.apache.kafka.common.config.ConfigException;
 
@@ -47,15 +49,23 @@ final class ShareConsumerSettings {
   /** Kafka's default for {@value #METADATA_MAX_AGE_MS}. */
   static final long METADATA_MAX_AGE_MS_DEFAULT = 300_000;
 
+  /** Kafka's consumer setting for how transactional records are read. */
+  static final String ISOLATION_LEVEL = "isolation.level";
+
   private final Map<String, Object> settings;
   private final Map<String, String> origins;
   private final List<String> ignored;
+  private final GroupSettings.Isolation isolationLevel;
 
   private ShareConsumerSettings(
-      Map<String, Object> settings, Map<String, String> origins, List<String> ignored) {
+      Map<String, Object> settings,
+      Map<String, String> origins,
+      List<String> ignored,
+      GroupSettings.Isolation isolationLevel) {
     this.settings = settings;
     this.origins = origins;
     this.ignored = ignored;
+    this.isolationLevel = isolationLevel;
   }
 
   private static Map<String, String> notForShareConsumer() {
@@ -72,7 +82,9 @@ final class ShareConsumerSettings {
     m.put("auto.offset.reset", "the share group's start position is share.auto.offset.reset");
     m.put("enable.auto.commit", "records are acknowledged, never committed");
     m.put("auto.commit.interval.ms", "records are acknowledged, never committed");
-    m.put("isolation.level", "share groups read committed records only");
+    m.put(
+        ISOLATION_LEVEL,
+        "a share group reads at its share.isolation.level, which the connector sets from this");
     m.put("interceptor.classes", "Kafka's share consumer takes no interceptors");
     m.put("key.deserializer", "records reach the task's converters as bytes");
     m.put("value.deserializer", "records reach the task's converters as bytes");
@@ -96,14 +108,34 @@ final class ShareConsumerSettings {
         worker.settings(), WORKER_CONSUMER_PREFIX, "worker ", CONNECTOR_OVERRIDE_PREFIX);
     layers.putPrefixed(connectorOriginals, CONNECTOR_OVERRIDE_PREFIX, "", null);
     layers.putPrefixed(connectorOriginals, ShareSinkConfig.CONSUMER_PREFIX, "", null);
+    GroupSettings.Isolation isolationLevel = null;
+    Object level = layers.settings().get(ISOLATION_LEVEL);
+    if (level != null) {
+      isolationLevel =
+          new GroupSettings.Isolation(level.toString().trim(), layers.origin(ISOLATION_LEVEL));
+    }
     List<String> ignored = new ArrayList<>();
     for (Map.Entry<String, String> e : NOT_FOR_SHARE_CONSUMER.entrySet()) {
       String origin = layers.origin(e.getKey());
-      if (layers.remove(e.getKey()) != null && origin != null) {
+      if (layers.remove(e.getKey()) != null
+          && origin != null
+          && !e.getKey().equals(ISOLATION_LEVEL)) {
         ignored.add(origin + " (" + e.getValue() + ")");
       }
     }
-    return new ShareConsumerSettings(layers.settings(), layers.origins(), List.copyOf(ignored));
+    return new ShareConsumerSettings(
+        layers.settings(), layers.origins(), List.copyOf(ignored), isolationLevel);
+  }
+
+  /**
+   * The {@code isolation.level} the worker's {@code consumer.*} or the connector asks for, the
+   * connector's winning, with the key that set it (not checked here: {@link
+   * GroupSettings#problems}); empty when nobody sets one (a classic consumer then reads at Kafka's
+   * default, {@code read_uncommitted}). A share consumer does not take the setting: a share group
+   * reads at its {@code share.isolation.level}, which the connector sets from this.
+   */
+  public Optional<GroupSettings.Isolation> isolationLevel() {
+    return Optional.ofNullable(isolationLevel);
   }
 
   /** The settings for the share consumer, by Kafka client name. */

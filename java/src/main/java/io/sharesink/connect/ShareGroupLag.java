@@ -60,12 +60,17 @@ final class ShareGroupLag implements AutoCloseable {
   private boolean failing;
   private final ScheduledExecutorService refresher;
 
-  ShareGroupLag(ShareGroupAdmin admin, String groupId, PluginMetrics metrics) {
+  /**
+   * {@code readCommitted}: the group reads committed records only, and each lag counts to the
+   * partition's last stable offset ({@link ShareGroupAdmin#shareGroupOffsets(String, boolean)}).
+   */
+  ShareGroupLag(
+      ShareGroupAdmin admin, String groupId, boolean readCommitted, PluginMetrics metrics) {
     this(
         new Source() {
           @Override
           public Map<TopicPartition, SharePartitionOffsetInfo> read(String group) {
-            return admin.shareGroupOffsets(group);
+            return admin.shareGroupOffsets(group, readCommitted);
           }
 
           @Override

@@ -292,8 +292,7 @@ public class ShareSinkConnector extends SourceConnector {
               + " to no cluster); the share group settings are checked against Kafka's defaults"
               + " here, and against the cluster when the connector starts",
           chosenBy.get());
-      parsed
-          .groupSettings()
+      groupSettings(parsed, clients)
           .problems(null)
           .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
       return;
@@ -337,10 +336,18 @@ public class ShareSinkConnector extends SourceConnector {
               + " against Kafka's defaults",
           e.getMessage());
     }
-    parsed
-        .groupSettings()
+    groupSettings(parsed, clients)
         .problems(facts)
         .forEach((key, messages) -> messages.forEach(m -> value(values, key).addErrorMessage(m)));
+  }
+
+  /**
+   * The group settings of {@code config}, with the isolation level its clients' settings ask for
+   * (the worker's {@code consumer.isolation.level}, the connector's {@code
+   * consumer.override.isolation.level} or {@code share.consumer.isolation.level}).
+   */
+  static GroupSettings groupSettings(ShareSinkConfig config, ConnectorClients clients) {
+    return config.groupSettings().withIsolation(clients.consumer().isolationLevel().orElse(null));
   }
 
   /**
@@ -417,12 +424,13 @@ public class ShareSinkConnector extends SourceConnector {
     Map<String, Object> adminSettings = checked.clients().admin();
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(adminSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
+    GroupSettings groupSettings = groupSettings(config, checked.clients());
     try {
       ShareGroupSetup.Result setup =
           ShareGroupSetup.apply(
               admin,
               groupId,
-              config.groupSettings(),
+              groupSettings,
               config.topics(),
               config.migrationEnabled() ? ShareSinkConfig.classicGroupId(name) : null);
       if (config.migrationEnabled() && config.topicsRegex().isPresent()) {
@@ -457,10 +465,17 @@ public class ShareSinkConnector extends SourceConnector {
           e);
     }
     // The admin client stays open for the lag gauges and the missing-topic checks.
-    lag = new ShareGroupLag(admin, groupId, context().pluginMetrics());
+    lag =
+        new ShareGroupLag(admin, groupId, groupSettings.readCommitted(), context().pluginMetrics());
     // ---- autoscale (io.sharesink.connect.autoscale): reads through the same admin client
     autoscaler =
-        Autoscaler.startIfEnabled(this.props, admin, groupId, context(), context().pluginMetrics())
+        Autoscaler.startIfEnabled(
+                this.props,
+                admin,
+                groupId,
+                groupSettings.readCommitted(),
+                context(),
+                context().pluginMetrics())
             .orElse(null);
     topicWatch =
         TopicWatchThread.startIfMissing(

@@ -76,6 +76,66 @@ class GroupSettingsTest {
   }
 
   @Test
+  void theIsolationLevelAskedForIsSetAndOneNobodyAsksForIsRemoved() {
+    GroupSettings plain = settings(null, null, "connect", "", 5000);
+    ClusterFacts atDefault = cluster(2, Map.of("share.isolation.level", "read_uncommitted"));
+    ClusterFacts committed = cluster(2, Map.of("share.isolation.level", "read_committed"));
+    // Nobody asks: Kafka's default stays, and a read_committed goes (the classic consumer's
+    // default is read_uncommitted).
+    assertFalse(plain.groupConfigs("connect", atDefault).containsKey("share.isolation.level"));
+    Map<String, String> removed = plain.groupConfigs("connect", committed);
+    assertTrue(removed.containsKey("share.isolation.level"));
+    assertEquals(null, removed.get("share.isolation.level"), "null deletes the group config");
+    assertFalse(plain.readCommitted());
+
+    GroupSettings asked =
+        plain.withIsolation(
+            new GroupSettings.Isolation("read_committed", "consumer.override.isolation.level"));
+    assertTrue(asked.readCommitted());
+    assertEquals(
+        "read_committed", asked.groupConfigs("connect", atDefault).get("share.isolation.level"));
+    assertEquals(
+        "read_committed", asked.groupConfigs("connect", committed).get("share.isolation.level"));
+    assertEquals(
+        "read_committed", asked.groupConfigs("connect", null).get("share.isolation.level"));
+    GroupSettings uncommitted =
+        plain.withIsolation(
+            new GroupSettings.Isolation("read_uncommitted", "share.consumer.isolation.level"));
+    assertFalse(uncommitted.readCommitted());
+    assertEquals(
+        "read_uncommitted",
+        uncommitted.groupConfigs("connect", committed).get("share.isolation.level"));
+    assertTrue(asked.problems(atDefault).isEmpty());
+  }
+
+  @Test
+  void anIsolationLevelKafkaDoesNotKnowIsAnErrorOnTheKeyThatSetIt() {
+    GroupSettings plain = settings(null, null, "connect", "", 5000);
+    Map<String, List<String>> problems =
+        plain
+            .withIsolation(
+                new GroupSettings.Isolation("READ_COMMITTED", "share.consumer.isolation.level"))
+            .problems(null);
+    assertEquals(
+        List.of(
+            "'READ_COMMITTED' is not an isolation level: use read_committed (records of"
+                + " committed transactions only) or read_uncommitted (every record, as Kafka's"
+                + " default)"),
+        problems.get("share.consumer.isolation.level"),
+        problems.toString());
+    Map<String, List<String>> fromWorker =
+        plain
+            .withIsolation(new GroupSettings.Isolation("yes", "worker consumer.isolation.level"))
+            .problems(cluster(2, Map.of()));
+    assertTrue(
+        fromWorker
+            .get("consumer.override.isolation.level")
+            .get(0)
+            .startsWith("the worker's consumer.isolation.level 'yes' is not an isolation level"),
+        fromWorker.toString());
+  }
+
+  @Test
   void autoFallsBackToConnectWithoutShareVersion2OrThePrefix() {
     assertEquals(
         "connect",

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sharesink.connect.admin.GroupSettings;
 import io.sharesink.engine.KafkaClientConfigTranslator;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class ShareConsumerSettingsTest {
@@ -84,6 +86,41 @@ class ShareConsumerSettingsTest {
       assertTrue(ignored.contains(origin), ignored);
     }
     assertEquals("50", s.get("max.poll.records"));
+  }
+
+  @Test
+  void theIsolationLevelIsTakenForTheGroupNotForTheClientNorIgnored() {
+    WorkerDefaults worker =
+        new WorkerDefaults(
+            Path.of("/etc/kafka/connect-distributed.properties"),
+            Map.of(
+                "bootstrap.servers", "worker:9092", "consumer.isolation.level", "read_committed"));
+    ShareConsumerSettings fromWorker = ShareConsumerSettings.layer(worker, Map.of());
+    assertEquals(
+        Optional.of(
+            new GroupSettings.Isolation("read_committed", "worker consumer.isolation.level")),
+        fromWorker.isolationLevel());
+    assertFalse(fromWorker.settings().containsKey("isolation.level"));
+    assertTrue(fromWorker.ignored().isEmpty(), fromWorker.ignored().toString());
+
+    ShareConsumerSettings overridden =
+        ShareConsumerSettings.layer(
+            worker, Map.of("consumer.override.isolation.level", " read_uncommitted "));
+    assertEquals(
+        Optional.of(
+            new GroupSettings.Isolation("read_uncommitted", "consumer.override.isolation.level")),
+        overridden.isolationLevel());
+    ShareConsumerSettings explicit =
+        ShareConsumerSettings.layer(
+            worker,
+            Map.of(
+                "consumer.override.isolation.level", "read_uncommitted",
+                "share.consumer.isolation.level", "read_committed"));
+    assertEquals(
+        Optional.of(
+            new GroupSettings.Isolation("read_committed", "share.consumer.isolation.level")),
+        explicit.isolationLevel());
+    assertEquals(Optional.empty(), ShareConsumerSettings.layer(WORKER, Map.of()).isolationLevel());
   }
 
   @Test

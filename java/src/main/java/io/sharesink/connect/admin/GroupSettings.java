@@ -19,6 +19,8 @@ import java.util.Optional;
  * @param commitIntervalMs {@code share.commit.interval.ms}
  * @param partitionMaxRecordLocks {@code share.partition.max.record.locks}, or null for the default
  *     of {@link #recordLocksToSet}
+ * @param isolation the {@code isolation.level} the connector's consumer settings ask for, or null
+ *     when nobody sets one (see {@link #groupConfigs})
  */
 public record GroupSettings(
     String autoOffsetReset,
@@ -27,7 +29,35 @@ public record GroupSettings(
     String dlqMode,
     String dlqTopic,
     long commitIntervalMs,
-    Integer partitionMaxRecordLocks) {
+    Integer partitionMaxRecordLocks,
+    Isolation isolation) {
+
+  /**
+   * An {@code isolation.level} asked for, and the key that asked ({@code
+   * consumer.override.isolation.level}, {@code share.consumer.isolation.level}, or {@code worker
+   * consumer.isolation.level} for the worker's setting).
+   */
+  public record Isolation(String level, String origin) {}
+
+  /** Settings without an isolation level asked for. */
+  public GroupSettings(
+      String autoOffsetReset,
+      Integer lockDurationMs,
+      Integer deliveryCountLimit,
+      String dlqMode,
+      String dlqTopic,
+      long commitIntervalMs,
+      Integer partitionMaxRecordLocks) {
+    this(
+        autoOffsetReset,
+        lockDurationMs,
+        deliveryCountLimit,
+        dlqMode,
+        dlqTopic,
+        commitIntervalMs,
+        partitionMaxRecordLocks,
+        null);
+  }
 
   /** Settings without a record-lock window of their own (see {@link #recordLocksToSet}). */
   public GroupSettings(
@@ -51,6 +81,13 @@ public record GroupSettings(
   public static final String LOCK_DURATION = "share.record.lock.duration.ms";
   public static final String DELIVERY_COUNT_LIMIT = "share.delivery.count.limit";
   public static final String PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks";
+  public static final String ISOLATION_LEVEL = "share.isolation.level";
+  public static final String READ_COMMITTED = "read_committed";
+  public static final String READ_UNCOMMITTED = "read_uncommitted";
+
+  /** Where a worker's setting is reported: the connector key that would override it. */
+  static final String ISOLATION_OVERRIDE_KEY = "consumer.override.isolation.level";
+
   public static final String DLQ_TOPIC = "errors.deadletterqueue.topic.name";
   public static final String DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable";
 
@@ -81,6 +118,27 @@ public record GroupSettings(
   /** Kafka's broker default of {@code group.share.partition.max.record.locks}. */
   public static final long DEFAULT_RECORD_LOCKS = 2_000;
 
+  /** These settings with {@code isolation} asked for (null: nobody asks). */
+  public GroupSettings withIsolation(Isolation isolation) {
+    return new GroupSettings(
+        autoOffsetReset,
+        lockDurationMs,
+        deliveryCountLimit,
+        dlqMode,
+        dlqTopic,
+        commitIntervalMs,
+        partitionMaxRecordLocks,
+        isolation);
+  }
+
+  /**
+   * Whether the group reads committed records only once these settings are applied: only when asked
+   * for, since {@link #groupConfigs} removes a {@code read_committed} nobody asks for.
+   */
+  public boolean readCommitted() {
+    return isolation != null && READ_COMMITTED.equals(isolation.level());
+  }
+
   /**
    * Who writes the DLQ: {@code broker} or {@code connect}. {@code auto} picks the broker when the
    * cluster has share.version 2, the topic carries the broker's required prefix, and the broker can
@@ -105,10 +163,21 @@ public record GroupSettings(
    * The group configs to apply: key to value, null meaning delete. {@code share.auto.offset.reset}
    * is always set (it only affects partitions the group has no state for); the broker DLQ is set in
    * broker mode and removed otherwise, so switching to connect mode never writes a record twice.
+   *
+   * <p>{@code share.isolation.level} follows the connector's consumer settings as a classic
+   * consumer's {@code isolation.level} does: set to the level asked for, and when nobody asks, a
+   * {@code read_committed} on the group is removed, so the group reads at Kafka's default ({@code
+   * read_uncommitted}) as the classic runtime's consumer would. A group config does not say who set
+   * it; the group is the connector's (its share group, as for the broker DLQ keys).
    */
   public Map<String, String> groupConfigs(String resolvedDlqMode, ClusterFacts facts) {
     Map<String, String> configs = new LinkedHashMap<>();
     configs.put(AUTO_OFFSET_RESET, autoOffsetReset);
+    if (isolation != null) {
+      configs.put(ISOLATION_LEVEL, isolation.level());
+    } else if (facts != null && READ_COMMITTED.equals(facts.groupConfigs().get(ISOLATION_LEVEL))) {
+      configs.put(ISOLATION_LEVEL, null);
+    }
     if (lockDurationMs != null) {
       configs.put(LOCK_DURATION, lockDurationMs.toString());
     }
@@ -144,6 +213,22 @@ public record GroupSettings(
               + ": share groups are off (a cluster upgraded to Kafka 4.2+ keeps them off until"
               + " the feature is enabled): enable them with kafka-features.sh --bootstrap-server"
               + " <broker> upgrade --feature share.version=1");
+    }
+    if (isolation != null
+        && !READ_COMMITTED.equals(isolation.level())
+        && !READ_UNCOMMITTED.equals(isolation.level())) {
+      boolean fromWorker = isolation.origin() == null || isolation.origin().startsWith("worker ");
+      add(
+          problems,
+          fromWorker ? ISOLATION_OVERRIDE_KEY : isolation.origin(),
+          (fromWorker ? "the worker's consumer.isolation.level " : "")
+              + "'"
+              + isolation.level()
+              + "' is not an isolation level: use "
+              + READ_COMMITTED
+              + " (records of committed transactions only) or "
+              + READ_UNCOMMITTED
+              + " (every record, as Kafka's default)");
     }
     checkBounds(
         problems,

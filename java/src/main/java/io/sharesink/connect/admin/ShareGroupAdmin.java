@@ -21,12 +21,14 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
@@ -235,6 +237,75 @@ public final class ShareGroupAdmin implements AutoCloseable {
     } catch (TimeoutException e) {
       throw wrap("listing the start offsets of share group " + groupId, e);
     }
+  }
+
+  /**
+   * The share group's start offsets and lags as {@link #shareGroupOffsets(String)} reads them, each
+   * lag counted to the partition's last stable offset when {@code readCommitted}: the broker counts
+   * it to the partition's end, but a group reading committed records cannot deliver those of a
+   * transaction still open, so they are no backlog of the connector's (an open transaction would
+   * look like a stalled connector). The ends are read right after the lags; records produced in
+   * between are counted to neither, and a lag never falls below 0.
+   */
+  public Map<TopicPartition, SharePartitionOffsetInfo> shareGroupOffsets(
+      String groupId, boolean readCommitted) {
+    Map<TopicPartition, SharePartitionOffsetInfo> offsets = shareGroupOffsets(groupId);
+    if (!readCommitted || offsets.isEmpty()) {
+      return offsets;
+    }
+    return toStableOffsets(
+        offsets, endOffsets(offsets.keySet(), false), endOffsets(offsets.keySet(), true));
+  }
+
+  /**
+   * {@code offsets} with each lag less the records between the partition's end and its last stable
+   * offset, never below 0; a partition whose ends are unknown keeps its lag.
+   */
+  static Map<TopicPartition, SharePartitionOffsetInfo> toStableOffsets(
+      Map<TopicPartition, SharePartitionOffsetInfo> offsets,
+      Map<TopicPartition, Long> ends,
+      Map<TopicPartition, Long> stable) {
+    Map<TopicPartition, SharePartitionOffsetInfo> out = new HashMap<>();
+    offsets.forEach(
+        (tp, info) -> {
+          Long end = ends.get(tp);
+          Long lso = stable.get(tp);
+          if (info.lag().isEmpty() || end == null || lso == null) {
+            out.put(tp, info);
+            return;
+          }
+          long unstable = Math.max(0, end - lso);
+          out.put(
+              tp,
+              new SharePartitionOffsetInfo(
+                  info.startOffset(),
+                  info.leaderEpoch(),
+                  Optional.of(Math.max(0, info.lag().get() - unstable))));
+        });
+    return out;
+  }
+
+  /**
+   * Each partition's end: its log end offset, or with {@code stable} its last stable offset (below
+   * the first record of a transaction still open), where a group reading committed records stops.
+   */
+  public Map<TopicPartition, Long> endOffsets(
+      Collection<TopicPartition> partitions, boolean stable) {
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    partitions.forEach(tp -> request.put(tp, OffsetSpec.latest()));
+    ListOffsetsOptions options =
+        new ListOffsetsOptions(
+            stable ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED);
+    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> found =
+        get(admin.listOffsets(request, options).all(), "listing the end offsets of " + partitions);
+    Map<TopicPartition, Long> out = new HashMap<>();
+    found.forEach(
+        (tp, info) -> {
+          if (info.offset() >= 0) {
+            out.put(tp, info.offset());
+          }
+        });
+    return out;
   }
 
   /** The share group's members now (0 for a group that does not exist). */

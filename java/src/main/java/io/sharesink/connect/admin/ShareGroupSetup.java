@@ -63,6 +63,7 @@ public final class ShareGroupSetup {
           whyNotBroker(settings.dlqTopic(), facts));
     }
     Map<String, String> configs = settings.groupConfigs(dlqMode, facts);
+    logIsolationChange(groupId, settings.isolation(), facts, configs);
     admin.alterGroupConfigs(groupId, configs);
     log.info(
         "Share group {}: group configs {} (DLQ written by {}; share.version {})",
@@ -76,6 +77,42 @@ public final class ShareGroupSetup {
       seeded = migrate(admin, groupId, topics, migrateFrom);
     }
     return new Result(dlqMode, configs, seeded, settings.effectiveRecordLocks(facts));
+  }
+
+  /**
+   * Says when the group's {@code share.isolation.level} changes: which records the sink gets
+   * changes with it.
+   */
+  private static void logIsolationChange(
+      String groupId,
+      GroupSettings.Isolation asked,
+      ClusterFacts facts,
+      Map<String, String> configs) {
+    if (!configs.containsKey(GroupSettings.ISOLATION_LEVEL)) {
+      return;
+    }
+    String was =
+        facts
+            .groupConfigs()
+            .getOrDefault(GroupSettings.ISOLATION_LEVEL, GroupSettings.READ_UNCOMMITTED);
+    if (asked == null) {
+      log.warn(
+          "Share group {}: removing {}={}, which this connector's settings do not ask for: it reads"
+              + " every record now, aborted transactions' too, as a classic sink with these settings"
+              + " would. To read committed records only, set consumer.override.isolation.level"
+              + "=read_committed (or the worker's consumer.isolation.level)",
+          groupId,
+          GroupSettings.ISOLATION_LEVEL,
+          was);
+    } else if (!was.equals(asked.level())) {
+      log.info(
+          "Share group {}: {} {} -> {} ({})",
+          groupId,
+          GroupSettings.ISOLATION_LEVEL,
+          was,
+          asked.level(),
+          asked.origin());
+    }
   }
 
   private static String whyNotBroker(String topic, ClusterFacts facts) {

@@ -66,12 +66,15 @@ public final class Autoscaler implements AutoCloseable {
    * The autoscaler of a connector whose configuration is {@code props}, when {@value
    * TaskAutoscale#ENABLE_CONFIG} is true; empty otherwise (then nothing is read, started or
    * changed). It starts with the share group's members, within the bounds (so a connector that
-   * restarts while its tasks run does not reconfigure them), else with the minimum.
+   * restarts while its tasks run does not reconfigure them), else with the minimum. {@code
+   * readCommitted}: the group reads committed records only, so its lags and ends count to the last
+   * stable offsets (a transaction still open is no backlog).
    */
   public static Optional<Autoscaler> startIfEnabled(
       Map<String, String> props,
       ShareGroupAdmin admin,
       String groupId,
+      boolean readCommitted,
       ConnectorContext context,
       PluginMetrics metrics) {
     if (!TaskAutoscale.enabled(props)) {
@@ -110,7 +113,12 @@ public final class Autoscaler implements AutoCloseable {
         members);
     Autoscaler autoscaler =
         new Autoscaler(
-            name, policy, () -> read(admin, groupId), context, true, settings.intervalMs());
+            name,
+            policy,
+            () -> read(admin, groupId, readCommitted),
+            context,
+            true,
+            settings.intervalMs());
     autoscaler.register(metrics);
     return Optional.of(autoscaler);
   }
@@ -123,15 +131,19 @@ public final class Autoscaler implements AutoCloseable {
     }
   }
 
-  /** The group's lag and its partitions' end offsets; null when either cannot be read. */
-  static GroupReading read(ShareGroupAdmin admin, String groupId) {
-    Map<TopicPartition, SharePartitionOffsetInfo> offsets = admin.shareGroupOffsets(groupId);
+  /**
+   * The group's lag and its partitions' end offsets (both to the last stable offsets when {@code
+   * readCommitted}); null when either cannot be read.
+   */
+  static GroupReading read(ShareGroupAdmin admin, String groupId, boolean readCommitted) {
+    Map<TopicPartition, SharePartitionOffsetInfo> offsets =
+        admin.shareGroupOffsets(groupId, readCommitted);
     Map<TopicPartition, Long> lags = new HashMap<>();
     offsets.forEach((tp, info) -> info.lag().ifPresent(lag -> lags.put(tp, lag)));
     if (lags.isEmpty()) {
       return null;
     }
-    Map<TopicPartition, Long> ends = admin.resetPositions(lags.keySet(), "latest", 0);
+    Map<TopicPartition, Long> ends = admin.endOffsets(lags.keySet(), readCommitted);
     Map<TopicPartition, GroupReading.Load> loads = new HashMap<>();
     lags.forEach(
         (tp, lag) -> {

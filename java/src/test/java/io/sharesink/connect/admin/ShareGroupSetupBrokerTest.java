@@ -17,8 +17,12 @@ import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -83,6 +87,102 @@ class ShareGroupSetupBrokerTest {
       ShareGroupSetup.apply(admin, group, connect, List.of("t"), null);
       String after = admin.facts(group).groupConfigs().get("errors.deadletterqueue.topic.name");
       assertTrue(after == null || after.isEmpty(), after);
+    }
+  }
+
+  /**
+   * A connector asking for read_committed sets the group's share.isolation.level: a share consumer
+   * of the group never gets an aborted record, and stops at an open transaction, whose records the
+   * lag then leaves out when counted to the last stable offset. Asked for nothing, the connector
+   * removes the level again.
+   */
+  @Test
+  void theIsolationLevelAskedForIsTheGroupsAndLagCountsToTheStableOffset() throws Exception {
+    String bootstrap = BrokerTestSupport.bootstrap();
+    String topic = BrokerTestSupport.unique("isolation");
+    String group = "connect-share-" + topic;
+    BrokerTestSupport.createTopic(bootstrap, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    Map<String, Object> txnConfig = new java.util.HashMap<>();
+    txnConfig.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    txnConfig.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, topic + "-txn");
+    try (ShareGroupAdmin admin = admin(bootstrap);
+        KafkaProducer<String, String> txn =
+            new KafkaProducer<>(txnConfig, new StringSerializer(), new StringSerializer())) {
+      GroupSettings committed =
+          new GroupSettings("earliest", null, null, "connect", "", 5_000)
+              .withIsolation(
+                  new GroupSettings.Isolation(
+                      "read_committed", "consumer.override.isolation.level"));
+      ShareGroupSetup.apply(admin, group, committed, List.of(topic), null);
+      assertEquals(
+          "read_committed", admin.facts(group).groupConfigs().get("share.isolation.level"));
+
+      txn.initTransactions();
+      txn.beginTransaction();
+      for (int i = 0; i < 4; i++) {
+        txn.send(new ProducerRecord<>(topic, 0, null, "aborted-" + i));
+      }
+      txn.abortTransaction();
+      BrokerTestSupport.produce(bootstrap, topic, List.of("plain-0", "plain-1"));
+      txn.beginTransaction();
+      for (int i = 0; i < 5; i++) {
+        txn.send(new ProducerRecord<>(topic, 0, null, "open-" + i));
+      }
+      txn.flush();
+
+      List<String> received = new ArrayList<>();
+      try (KafkaShareConsumer<String, String> consumer =
+          new KafkaShareConsumer<>(
+              Map.of(
+                  ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                  ConsumerConfig.GROUP_ID_CONFIG, group),
+              new StringDeserializer(),
+              new StringDeserializer())) {
+        consumer.subscribe(List.of(topic));
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (received.size() < 2 && System.currentTimeMillis() < deadline) {
+          consumer.poll(Duration.ofMillis(500)).forEach(r -> received.add(r.value()));
+          consumer.commitSync();
+        }
+        assertEquals(List.of("plain-0", "plain-1"), received, "nothing aborted, nothing open");
+
+        // The broker counts the open transaction's 5 records (and its lag runs to the log's
+        // end); counted to the last stable offset the group has nothing left to do.
+        long until = System.currentTimeMillis() + 30_000;
+        Long stableLag = null;
+        Long brokerLag = null;
+        while (System.currentTimeMillis() < until) {
+          brokerLag = admin.shareGroupOffsets(group, false).get(tp).lag().orElse(null);
+          stableLag = admin.shareGroupOffsets(group, true).get(tp).lag().orElse(null);
+          if (Long.valueOf(0).equals(stableLag) && Long.valueOf(5).equals(brokerLag)) {
+            break;
+          }
+          Thread.sleep(200);
+        }
+        assertEquals(5L, brokerLag);
+        assertEquals(0L, stableLag);
+
+        txn.commitTransaction();
+        deadline = System.currentTimeMillis() + 30_000;
+        while (received.size() < 7 && System.currentTimeMillis() < deadline) {
+          consumer.poll(Duration.ofMillis(500)).forEach(r -> received.add(r.value()));
+          consumer.commitSync();
+        }
+      }
+      assertEquals(
+          List.of("plain-0", "plain-1", "open-0", "open-1", "open-2", "open-3", "open-4"),
+          received);
+
+      // Nobody asks any more: the level goes, the group reads at Kafka's default.
+      ShareGroupSetup.apply(
+          admin,
+          group,
+          new GroupSettings("earliest", null, null, "connect", "", 5_000),
+          List.of(topic),
+          null);
+      assertEquals(
+          "read_uncommitted", admin.facts(group).groupConfigs().get("share.isolation.level"));
     }
   }
 

@@ -44,9 +44,9 @@ class AutoscalerTest {
     Map<String, String> props = new HashMap<>(Map.of("name", "c", "tasks.max", "12"));
     CountingContext context = new CountingContext();
     // A null admin client: any read would throw.
-    assertTrue(Autoscaler.startIfEnabled(props, null, "g", context, null).isEmpty());
+    assertTrue(Autoscaler.startIfEnabled(props, null, "g", false, context, null).isEmpty());
     props.put(TaskAutoscale.ENABLE_CONFIG, "false");
-    assertTrue(Autoscaler.startIfEnabled(props, null, "g", context, null).isEmpty());
+    assertTrue(Autoscaler.startIfEnabled(props, null, "g", false, context, null).isEmpty());
     assertEquals(0, context.reconfigurations);
     assertEquals(
         false,
