@@ -7,7 +7,9 @@
 #   scripts/test.sh STAGE [STAGE..] only those (stages: scripts/test.sh --list)
 #   scripts/test.sh --kafka VERSION the core end-to-end scenarios (FileStream every record once,
 #                                   poison records with errors.tolerance=all and a DLQ,
-#                                   pause/resume, migration from the classic runtime) on a broker
+#                                   pause/resume, migration from the classic runtime, a topic
+#                                   written in transactions: isolation levels and transaction
+#                                   markers acknowledged with their records) on a broker
 #                                   and worker of that Kafka release (4.2.x, 4.3.x: the broker's
 #                                   DLQ is missing there, share.version 1, and sharesink falls
 #                                   back to Connect's own DLQ records)
@@ -34,6 +36,7 @@ CORE_SCENARIOS=(
   "tests/e2e/test_share_04_poison.py::test_poison_records_go_to_the_dlq_with_tolerance_all[connect]"
   "tests/e2e/test_share_06_pause_scale.py::test_pause_stops_writes_and_resume_continues"
   "tests/e2e/test_wiring.py::test_migration_from_the_classic_runtime"
+  "tests/e2e/test_share_30_transactions.py::test_each_form_writes_exactly_what_its_isolation_level_reads"
 )
 
 # The plugin archive the e2e stages install; built when a stage that needs it runs alone.

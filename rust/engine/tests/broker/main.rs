@@ -199,10 +199,20 @@ fn values(prefix: &str, n: usize) -> Vec<ProduceRecord> {
 /// Consumes until `quiet` passes without records; returns the delivered values, sorted
 /// (accepting all).
 async fn values_until_quiet(c: &ShareConsumer, quiet: Duration) -> Vec<String> {
+    values_until_quiet_after(c, 0, quiet).await
+}
+
+/// [`values_until_quiet`], the quiet counted only once `at_least` values arrived (a member's
+/// first assignment can take seconds on a fresh cluster).
+async fn values_until_quiet_after(
+    c: &ShareConsumer,
+    at_least: usize,
+    quiet: Duration,
+) -> Vec<String> {
     let mut offsets = Vec::new();
     let mut idle_since = Instant::now();
     let deadline = Instant::now() + TIMEOUT;
-    while idle_since.elapsed() < quiet && Instant::now() < deadline {
+    while (offsets.len() < at_least || idle_since.elapsed() < quiet) && Instant::now() < deadline {
         if let Some(b) = c.poll(Duration::from_millis(300)).await.expect("poll") {
             idle_since = Instant::now();
             offsets.extend(

@@ -22,17 +22,14 @@ async fn control_batches_are_acknowledged_with_their_records() {
         .await
         .unwrap();
     let c = f.consumer(&[]).await;
-    let delivered = values_until_quiet(&c, Duration::from_secs(4)).await;
+    let delivered = values_until_quiet_after(&c, 7, Duration::from_secs(3)).await;
     let m = c.metrics();
     println!("delivered {delivered:?}; metrics {m:?}");
     assert_eq!(
         delivered,
         vec!["p-0", "p-1", "t-0", "t-1", "t-2", "t-3", "t-4"]
     );
-    assert!(
-        m.gap_acked >= 1,
-        "the commit marker was not acknowledged"
-    );
+    assert!(m.gap_acked >= 1, "the commit marker was not acknowledged");
     assert!(
         m.gaps_folded >= 1,
         "the commit marker was not folded into its records' ACCEPT: {m:?}"
@@ -59,7 +56,7 @@ async fn without_folding_control_batches_are_acknowledged_as_gaps() {
         .await
         .unwrap();
     let c = f.consumer(&[("share.gaps.fold", "false")]).await;
-    let delivered = values_until_quiet(&c, Duration::from_secs(4)).await;
+    let delivered = values_until_quiet_after(&c, 7, Duration::from_secs(3)).await;
     let m = c.metrics();
     assert_eq!(
         delivered,
@@ -98,7 +95,7 @@ async fn read_committed_never_delivers_aborted_records() {
         .await
         .unwrap();
     let c = f.consumer(&[]).await;
-    let delivered = values_until_quiet(&c, Duration::from_secs(4)).await;
+    let delivered = values_until_quiet_after(&c, 3, Duration::from_secs(3)).await;
     let m = c.metrics();
     println!("delivered {delivered:?}; metrics {m:?}");
     assert_eq!(delivered, vec!["c-0", "c-1", "p-0"]);
