@@ -16,6 +16,8 @@ that others would wait on); the task running that put is stalled, the others are
 (c) tasks.max is changed through the REST API (PUT config) during the run.
 Fast sink (d): Kafka's FileStream sink writing fixed-width values to a file; rate from the file
 size sampled every 50 ms.
+(dt) the same on bench_txn, a topic bench/peers/txn-producer writes in transactions (some
+aborted), every runtime reading committed records only; the lines of aborted records are counted.
 Latency (e): bench/peers/rate-producer sends records at a fixed rate, each value carrying the
 wall time it was sent; the FileStream file is tailed every 5 ms (one line in LAT_SAMPLE read at
 fixed offsets: lines are fixed-width) and the JDBC rows carry produced_us beside written_at, so
@@ -45,6 +47,14 @@ from connect_params import (  # noqa: F401 - also read as connect.X by the repor
     STEADY_FROM,
     KAFKA_DEFAULT_WINDOW,
     ACK_ON_FETCH,
+    READ_COMMITTED_CLASSIC,
+    READ_COMMITTED_SHARE,
+    READ_COMMITTED_GROUP,
+    NO_GAP_FOLD,
+    TXN_PER_TRANSACTION,
+    TXN_ABORT_EVERY,
+    TXN_PARTITIONS,
+    TXN_PRODUCER,
     LAT_FAST_FRACTIONS,
     LAT_SLOW_FRACTIONS,
     SUSTAINED_RECORDS_S,
@@ -96,6 +106,10 @@ class Connect:
         # reported. One pair moves the ratio by more than the goal's margin on 2 shared cores
         # (sharesink 0.92-1.10 M records/s and classic 0.97-1.24 M in one series of warm runs).
         self.fast_pairs = 1 if q else 3
+        self.n_txn = 100_000 if q else 1_000_000  # (dt) records written to bench_txn, aborted too
+        self.n_txn_committed: Optional[int] = None  # what TxnProducer reports it committed
+        self.txn_produced: Dict[str, int] = {}
+        self.txn_error = "bench_txn not produced (set-up did not run)"
         self.share_tasks = 12
         self.counter = 0
         self.lat_fast_s = 5 if q else 20        # (e) produce time per fast-sink rate
@@ -155,15 +169,49 @@ class Connect:
         for s in range(0, self.n_fast if set("de") & ctx.scenarios else 0, chunk):
             self.c.produce("bench_fast", [f"v{i:09d}" for i in range(s, min(self.n_fast, s + chunk))],
                            timeout=1800)
+        if "t" in ctx.scenarios:
+            try:
+                self.produce_txn()
+            except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+                # only (dt) needs the topic: its runs fail with this, the other scenarios run
+                self.txn_error = f"bench_txn not produced: {e.__class__.__name__}: {str(e)[:400]}"
+                ctx.say("connect: " + self.txn_error)
+
+    def produce_txn(self) -> None:
+        """(dt): bench_txn written by TxnProducer in transactions, one in TXN_ABORT_EVERY of them
+        aborted; what it committed is what every (dt) run must write, no more."""
+        ctx = self.ctx
+        ctx.say(f"connect: producing {self.n_txn:,} fixed-width records to bench_txn "
+                f"({TXN_PARTITIONS} partitions) in transactions of {TXN_PER_TRANSACTION}, one in "
+                f"{TXN_ABORT_EVERY} aborted")
+        self.c.create_topic("bench_txn", partitions=TXN_PARTITIONS)
+        cmd = self.c.java_cmd("TxnProducer", [self.c.bootstrap, "bench_txn", TXN_PARTITIONS,
+                                              self.n_txn, TXN_PER_TRANSACTION, TXN_ABORT_EVERY],
+                              heap="512m")
+        i = cmd.index("-cp")
+        cmd[i + 1] = self.compile_peer(TXN_PRODUCER, "txn-producer")
+        with open(ctx.log("txn-producer"), "w") as log:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, timeout=1800)
+        self.txn_produced = txn_summary(p.stdout)
+        if p.returncode != 0 or not self.txn_produced:
+            raise RuntimeError(f"TxnProducer exited {p.returncode} without its summary (log: "
+                               f"{ctx.log('txn-producer')})")
+        self.n_txn_committed = self.txn_produced["committed"]
+        ctx.say(f"connect: bench_txn: {self.txn_produced}")
+
+    def compile_peer(self, source: Path, name: str) -> str:
+        """A Java peer compiled against the harness's Kafka jars into the bench's output
+        directory (`name` under it); the classpath to run it with."""
+        out = self.ctx.logs.parent / name
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", self.c.classpath,
+                        str(source)], check=True, capture_output=True, text=True)
+        return f"{out}:{self.c.classpath}"
 
     def build_producer(self) -> str:
         """Compile RateProducer against the harness's Kafka jars (once per run)."""
         if self.producer_cp is None:
-            out = self.ctx.logs.parent / "rate-producer"
-            out.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", self.c.classpath,
-                            str(RATE_PRODUCER)], check=True, capture_output=True, text=True)
-            self.producer_cp = f"{out}:{self.c.classpath}"
+            self.producer_cp = self.compile_peer(RATE_PRODUCER, "rate-producer")
         return self.producer_cp
 
     def jmx(self, pid: int, pattern: str, attribute: str) -> Dict[str, float]:
@@ -341,8 +389,9 @@ END $$;
         }
         return self._runtime(cfg, runtime, JDBC_SINK, one_per_put=True)
 
-    def file_config(self, runtime: str, name: str, path: Path, tasks: int) -> Dict[str, str]:
-        cfg = {"topics": "bench_fast", "tasks.max": str(tasks), "file": str(path),
+    def file_config(self, runtime: str, name: str, path: Path, tasks: int,
+                    topic: str = "bench_fast") -> Dict[str, str]:
+        cfg = {"topics": topic, "tasks.max": str(tasks), "file": str(path),
                "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
         return self._runtime(cfg, runtime, FILE_SINK, one_per_put=False)
 
@@ -490,16 +539,17 @@ END $$;
                 "tasks_running_after": sum(1 for s in states if s.get("state") == "RUNNING"),
                 "failed": self.failed(name)}
 
-    def warm_fast(self) -> List[Dict[str, Any]]:
+    def warm_fast(self, run=None) -> List[Dict[str, Any]]:
         """Whole (d) runs, not recorded as (d), so that (d) measures a warm broker and worker:
         one classic run, then sharesink runs until the brokers' JIT compiler threads used less
         than cost.JIT_SHARE_MAX of the brokers' CPU in one (at least `warm_share`, at most
         `warm_share_max`). Measured on this machine, the broker's JIT compiler threads spent
         1.7 CPU s on the first sharesink run of a fresh broker and about 0.3 s after ten;
         sharesink made 0.48 of classic on a cold broker and 0.73 after four runs; on three
-        brokers their JIT was 20-45% of their CPU in the fourth. Returns what each run made,
-        for the report."""
+        brokers their JIT was 20-45% of their CPU in the fourth. `run(runtime)` makes one run
+        (default: a (d) run with 3 tasks). Returns what each run made, for the report."""
         import cost
+        run = run or (lambda runtime: self.fast(runtime, 3))
         runs = []
         shares = 0
         for runtime in ["classic"] + ["share"] * self.warm_share_max:
@@ -508,7 +558,7 @@ END $$;
                     and (runs[-1].get("broker_jit_share") or 1) < cost.JIT_SHARE_MAX:
                 break
             shares += runtime == "share"
-            r = self.fast(runtime, 3)
+            r = run(runtime)
             # the window the cost is counted over (its later part) when the run has one
             counted = r.get("steady") or r
             cpu = counted.get("broker_cpu_s")
@@ -521,15 +571,21 @@ END $$;
                          f"broker {cpu} CPU s (JIT {jit}, {share})")
         return runs
 
-    def fast(self, runtime: str, tasks: int, extra: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    def fast(self, runtime: str, tasks: int, extra: Optional[Dict[str, str]] = None, *,
+             topic: str = "bench_fast", expected: Optional[int] = None, tag: str = "d",
+             count_aborted: bool = False) -> Dict[str, Any]:
         """(d) FileStream sink, tasks <= partitions: records/s from the first line to the last
-        (or to fast_max seconds after the first line, whichever comes first)."""
-        name, _ = self.fresh("d", runtime)
+        (or to fast_max seconds after the first line, whichever comes first). `topic` holds
+        fixed-width values and the run ends at `expected` lines (default n_fast); `tag` names
+        the connector; with `count_aborted`, the lines of aborted transactions' records
+        (TxnProducer's "a..." values) are counted before the file goes, as "aborted_written"."""
+        expected = self.n_fast if expected is None else expected
+        name, _ = self.fresh(tag, runtime)
         path = self.c.state_dir / f"{name}.out"
         width = self.fast_width + 1
-        target = self.n_fast * width
+        target = expected * width
         label = name + "".join(f" {k}={v}" for k, v in sorted((extra or {}).items()))
-        cfg = self.file_config(runtime, name, path, tasks)
+        cfg = self.file_config(runtime, name, path, tasks, topic)
         cfg.update(extra or {})
         requests_before = self.broker_requests()
         self.rest.put_connector(name, cfg)
@@ -569,20 +625,25 @@ END $$;
                 if runtime == "share":
                     engine = self.engine_counters(name)
             self.stop(name)
+            # with the connector gone: every line its tasks wrote is in the file
+            aborted = aborted_lines(path) if count_aborted else None
             try:
                 path.unlink()
             except OSError:
                 pass
         if t_first is None or t_done is None:
             return {"runtime": runtime, "tasks": tasks, "error":
-                    f"only {last_size // (self.fast_width + 1)} of {self.n_fast} lines",
-                    "failed": self.failed(name)}
+                    f"only {last_size // (self.fast_width + 1)} of {expected} lines",
+                    "failed": self.failed(name),
+                    **({"aborted_written": aborted} if count_aborted else {})}
         secs = max(t_done - t_first, 0.05)
-        n = min(self.n_fast, last_size // width)
-        r = {"runtime": runtime, "tasks": tasks, "records": n, "complete": n >= self.n_fast,
+        n = min(expected, last_size // width)
+        r = {"runtime": runtime, "tasks": tasks, "records": n, "complete": n >= expected,
              "seconds": round(secs, 2), "records_per_s": round(n / secs),
              "settings": extra or {}, "lines_by_second": timeline[:120],
              "broker_requests": requests}
+        if count_aborted:
+            r["aborted_written"] = aborted
         if engine:
             r["engine"] = engine
         r.update(cpu)
@@ -592,17 +653,22 @@ END $$;
             r["worker_cpu_ms_per_1000"] = round(cpu["worker_cpu_s"] * 1e6 / n, 2)
         return r
 
-    def share_consumer_on_fast(self, client: str, members: int = 3) -> Dict[str, Any]:
+    def share_consumer_on_fast(self, client: str, members: int = 3, *, topic: str = "bench_fast",
+                               records: Optional[int] = None, tag: str = "d",
+                               group_config: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
         """(d)'s records read by a share consumer alone, without Connect: Java's
         KafkaShareConsumer (ShareConsumerPerformance, implicit acknowledgement) or sharesink's
         engine (sharesink-bench, ACCEPT per batch), `members` members as (d) runs 3 tasks, a
         fresh group with the record-lock window the connector gives its group. The brokers' CPU
         is counted from the client's first record to its last, their requests over the whole
-        client run: what the same records cost the brokers through that client."""
+        client run: what the same records cost the brokers through that client. Another `topic`
+        is read until `records` (default n_fast) with `group_config` added to the group's; `tag`
+        names the group."""
         import consumers
         cons = consumers.Consumers(self.ctx)
+        records = self.n_fast if records is None else records
         self.counter += 1
-        group = f"bd_{client}_{self.counter}_{int(time.time()) % 100000}"
+        group = f"b{tag}_{client}_{self.counter}_{int(time.time()) % 100000}"
         window: Dict[str, Any] = {}
 
         def on_line(line: str) -> None:
@@ -611,13 +677,13 @@ END $$;
                 window["w"] = self.cpu_window(group)
             elif event == "last" and "w" in window and "cpu" not in window:
                 window["cpu"] = window["w"].stop()
-        settings = {"share.partition.max.record.locks": "4000"}
+        settings = {"share.partition.max.record.locks": "4000", **(group_config or {})}
         before = self.broker_requests()
         if client == "engine":
-            r = cons.engine("bench_fast", group, self.n_fast, members, on_line=on_line,
+            r = cons.engine(topic, group, records, members, on_line=on_line,
                             group_config=settings)
         else:
-            r = cons.java_share("bench_fast", group, self.n_fast, members, on_line=on_line,
+            r = cons.java_share(topic, group, records, members, on_line=on_line,
                                 group_config=settings)
         if "w" in window and "cpu" not in window:
             window["cpu"] = window["w"].stop()
@@ -628,6 +694,25 @@ END $$;
         if r.get("records") and r.get("broker_cpu_s") is None:
             r["error"] = r.get("error") or "the client's first or last record was not seen"
         return r
+
+    def fast_on_txn(self, runtime: str, extra: Dict[str, str]) -> Dict[str, Any]:
+        """(dt) a (d) run, 3 tasks, on bench_txn: until the committed records are written, the
+        lines of aborted ones counted."""
+        return self.fast(runtime, 3, extra, topic="bench_txn", expected=self._txn_committed(),
+                         tag="t", count_aborted=True)
+
+    def share_consumer_on_txn(self, client: str) -> Dict[str, Any]:
+        """(dt) bench_txn's committed records read by a share consumer alone, its group at
+        read_committed."""
+        return self.share_consumer_on_fast(client, topic="bench_txn", records=self._txn_committed(),
+                                           tag="t", group_config=dict(READ_COMMITTED_GROUP))
+
+    def _txn_committed(self) -> int:
+        if self.n_txn_committed is None:
+            raise RuntimeError(self.txn_error)
+        if not self.n_txn_committed:
+            raise RuntimeError(f"bench_txn holds no committed record: {self.txn_produced}")
+        return self.n_txn_committed
 
     def latency_fast(self, runtime: str, tasks: int, rate: float,
                      seconds: Optional[float] = None) -> Dict[str, Any]:
@@ -1048,6 +1133,28 @@ CREATE TRIGGER {table}_slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTI
                 self.ctx.say(f"      ... {self.count(table):,} rows")
 
 
+def txn_summary(text: str) -> Dict[str, int]:
+    """TxnProducer's last line, "committed N aborted M transactions T", as {committed: N,
+    aborted: M, transactions: T} (records, records, transactions); {} without it."""
+    import re
+    found = re.findall(r"^committed (\d+) aborted (\d+) transactions (\d+)$", text or "", re.M)
+    if not found:
+        return {}
+    return dict(zip(("committed", "aborted", "transactions"), map(int, found[-1])))
+
+
+def aborted_lines(path: Path) -> Optional[int]:
+    """Lines of a FileStream sink's file that hold an aborted transaction's record (TxnProducer's
+    "a%09d" values): 0 when the sink wrote no file, None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.startswith(b"a"))
+    except FileNotFoundError:
+        return 0
+    except OSError:
+        return None
+
+
 def median_run(runs: List[Dict[str, Any]], key: str,
                keep: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """The run with the median `key` among those that measured it (the upper one of two), with
@@ -1087,6 +1194,42 @@ def percentiles(lat_ms: List[float]) -> Dict[str, Optional[float]]:
     def q(p):
         return round(s[min(n - 1, max(0, math.ceil(p * n) - 1))], 1) if n else None
     return {"p50_ms": q(0.5), "p99_ms": q(0.99), "p999_ms": q(0.999), "max_ms": q(1.0)}
+
+
+# (dt)'s Connect rows, in the order each round runs them: (key, runtime, settings)
+TXN_ROWS = (("t_classic", "classic", READ_COMMITTED_CLASSIC),
+            ("t_share", "share", READ_COMMITTED_SHARE),
+            ("t_share_nofold", "share", {**READ_COMMITTED_SHARE, **NO_GAP_FOLD}))
+
+
+def run_txn(ctx, cx: Connect, attempt, results: Dict[str, Any]) -> None:
+    """(dt): fast_pairs rounds of the TXN_ROWS runs on bench_txn, then as many runs of Java's
+    KafkaShareConsumer on it; each row is its run with the median rate, every run kept whole
+    under <key>_all for the cost (bench/cost.py)."""
+    keys = [key for key, _, _ in TXN_ROWS] + ["t_java_share"]
+    if "t" not in ctx.scenarios:
+        for key in keys:
+            results[key] = {"error": "not run (--scenarios)"}
+        return
+    if "d" not in ctx.scenarios:
+        # nothing ran before to warm the brokers up: their JIT would be much of the first runs'
+        ctx.say(f"connect: warming up (dt): one classic and {cx.warm_share} to "
+                f"{cx.warm_share_max} sharesink runs on bench_txn, not recorded")
+        try:
+            results["t_warmup"] = cx.warm_fast(lambda runtime: cx.fast_on_txn(
+                runtime, dict(READ_COMMITTED_CLASSIC if runtime == "classic"
+                              else READ_COMMITTED_SHARE)))
+        except Exception as e:  # noqa: BLE001 - the measured runs report their own failures
+            ctx.say(f"connect: warm-up failed: {e.__class__.__name__}: {str(e)[:300]}")
+    runs: Dict[str, List[Dict[str, Any]]] = {key: [] for key in keys}
+    for _ in range(cx.fast_pairs):
+        for key, runtime, settings in TXN_ROWS:
+            runs[key].append(attempt(key, cx.fast_on_txn, runtime, dict(settings)))
+    for _ in range(cx.fast_pairs):
+        runs["t_java_share"].append(attempt("t_java_share", cx.share_consumer_on_txn, "java"))
+    for key, each in runs.items():
+        results[key] = median_run(each, "records_per_s", ("broker_cpu_s", "aborted_written"))
+        results[f"{key}_all"] = each
 
 
 def run(ctx, res: Dict[str, Any]) -> None:
@@ -1178,6 +1321,8 @@ def run(ctx, res: Dict[str, Any]) -> None:
             dpin_cl = median_run(pin_cl_runs, "records_per_s", ("broker_cpu_s",))
             dpin_sh = median_run(pin_sh_runs, "records_per_s", ("broker_cpu_s",))
     results["dpin_classic"], results["dpin_share"] = dpin_cl, dpin_sh
+    # (dt) after (d): the brokers are warm
+    run_txn(ctx, cx, attempt, results)
 
     # (e) latency at fixed rates, from what classic sustains in this run
     if "e" in ctx.scenarios:

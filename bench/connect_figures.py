@@ -16,13 +16,108 @@ from connect_params import (
     KAFKA_DEFAULT_WINDOW,
     LAT_FAST_FRACTIONS,
     LAT_SLOW_FRACTIONS,
+    NO_GAP_FOLD,
     ROW_SLEEP,
+    TXN_ABORT_EVERY,
+    TXN_PARTITIONS,
+    TXN_PER_TRANSACTION,
 )
+
+# (dt)'s rows in the report: every row's label starts with it
+TXN_ROW = "(dt)"
+TXN_NOFOLD_ROW = "(dt')"
 
 
 def val(r: Dict[str, Any], k: str):
     """A measured figure, or None when its run failed."""
     return None if r.get("error") else r.get(k)
+
+
+def cell(r: Dict[str, Any], k: str, unit: str = "") -> str:
+    """A report cell: the run's figure, or why there is none."""
+    if r.get("error"):
+        return "failed: " + r["error"][:150]
+    v = r.get(k)
+    return "–" if v is None else f"{v:,}{unit}"
+
+
+def _rate_ratio(a: Dict[str, Any], b: Dict[str, Any]):
+    """a's records/s over b's, or None when either is missing."""
+    ra, rb = val(a, "records_per_s"), val(b, "records_per_s")
+    return round(ra / rb, 3) if ra and rb else None
+
+
+def _txn_runs(results: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """(dt)'s rows by runtime; results recorded before (dt) existed have none."""
+    older = {"error": "not run (an older bench)"}
+    return {runtime: results.get(f"t_{runtime}") or dict(older)
+            for runtime in ("classic", "share", "share_nofold", "java_share")}
+
+
+def _txn_ran(txn: Dict[str, Dict[str, Any]]) -> bool:
+    return any(not r.get("error", "").startswith("not run") for r in txn.values())
+
+
+def _aborted_written(results: Dict[str, Any], txn: Dict[str, Dict[str, Any]]):
+    """Lines of aborted records that (dt)'s sharesink runs wrote, all runs added up (the goal
+    is none); None when no run counted them."""
+    counts = [r["aborted_written"]
+              for runtime in ("share", "share_nofold")
+              for r in results.get(f"t_{runtime}_all") or [txn[runtime]]
+              if isinstance(r.get("aborted_written"), int)]
+    return sum(counts) if counts else None
+
+
+def _txn_keys(results: Dict[str, Any], txn: Dict[str, Dict[str, Any]], d_sh: Dict[str, Any],
+              put) -> None:
+    """(dt)'s result keys: sharesink on the transactional topic against classic on it, against
+    itself on the plain topic of (d), and against itself without folding the markers."""
+    cl, sh, nf = txn["classic"], txn["share"], txn["share_nofold"]
+    why = sh.get("error") or cl.get("error") or "no result"
+    put("connect_txn_overhead", _rate_ratio(sh, cl), why)
+    put("connect_txn_vs_plain", _rate_ratio(sh, d_sh), sh.get("error") or d_sh.get("error")
+        or "no result")
+    put("connect_txn_overhead_nofold", _rate_ratio(nf, cl), nf.get("error") or why)
+    put("connect_txn_fold_vs_nofold", _rate_ratio(sh, nf), nf.get("error") or why)
+    put("t_aborted_written", _aborted_written(results, txn),
+        sh.get("error") or "no sharesink run counted the lines it wrote")
+
+
+def _txn_rows(txn: Dict[str, Dict[str, Any]], res: Dict[str, Any]) -> list:
+    """(dt) and (dt') in the Connect table."""
+    cl, sh, nf = txn["classic"], txn["share"], txn["share_nofold"]
+    return [
+        [f"{TXN_ROW} fast sink on a transactional topic ({TXN_PER_TRANSACTION} records per "
+         f"transaction, {1 / TXN_ABORT_EVERY:.0%} aborted; read_committed), committed records/s",
+         cell(cl, "records_per_s"), cell(sh, "records_per_s"),
+         f"**{res.get('connect_txn_overhead')}** ({res.get('connect_txn_vs_plain')} of (d) "
+         f"sharesink); aborted records written: {res.get('t_aborted_written')}"],
+        [f"{TXN_NOFOLD_ROW} the same, sharesink with "
+         + ", ".join(f"`{k}={v}`" for k, v in NO_GAP_FOLD.items())
+         + " (transaction markers acknowledged apart from their records)",
+         cell(cl, "records_per_s"), cell(nf, "records_per_s"),
+         f"{res.get('connect_txn_overhead_nofold')} (folding ÷ not: "
+         f"{res.get('connect_txn_fold_vs_nofold')})"],
+    ]
+
+
+def _txn_setup(cx, txn: Dict[str, Dict[str, Any]]) -> str:
+    """The setup text's sentence on (dt), empty when it did not run."""
+    if not _txn_ran(txn):
+        return ""
+    made = {k: f"{v:,}" for k, v in (cx.txn_produced or {}).items()}
+    return (f" Rows {TXN_ROW} and {TXN_NOFOLD_ROW}: the FileStream sink of (d), 3 tasks, on "
+            f"`bench_txn` ({TXN_PARTITIONS} partitions), which `bench/peers/txn-producer` wrote "
+            f"in transactions of {TXN_PER_TRANSACTION} records, records round-robin over the "
+            "partitions, one "
+            f"transaction in {TXN_ABORT_EVERY} aborted ({made.get('committed', '?')} records "
+            f"committed, {made.get('aborted', '?')} aborted); classic with "
+            "`consumer.override.isolation.level=read_committed`, sharesink with "
+            "`share.consumer.isolation.level=read_committed`; each round runs classic, "
+            f"sharesink and {TXN_NOFOLD_ROW} once, after (d) (without (d), after unrecorded "
+            "warm-up runs on `bench_txn`), and each row is its run with the median rate. Rates "
+            "count committed records; lines of aborted records are counted apart (the goal is "
+            "none).")
 
 
 def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
@@ -37,7 +132,7 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
     # absent from reports of runs before (d'') existed
     d_aof = results.get("d_share_ack_on_fetch") or {"error": "not run (an older bench)"}
     dpin_cl, dpin_sh = results["dpin_classic"], results["dpin_share"]
-
+    txn = _txn_runs(results)
 
     def put(key, value, reason):
         res[key] = value
@@ -127,12 +222,7 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
     res["connect_d_ack_on_fetch_vs_ack_first"] = round(fa / fs, 3) if fs and fa else None
     pd, ps = val(dpin_cl, "records_per_s"), val(dpin_sh, "records_per_s")
     res["connect_overhead_worker_own_core"] = round(ps / pd, 3) if pd and ps else None
-
-    def cell(r, k, unit=""):
-        if r.get("error"):
-            return "failed: " + r["error"][:150]
-        v = r.get(k)
-        return "–" if v is None else f"{v:,}{unit}"
+    _txn_keys(results, txn, d_sh, put)
 
     out["setup"] = (
         "One Connect worker (distributed, Kafka 4.4.0), "
@@ -160,7 +250,7 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
         "and the worker up (their figures are in the findings); (d) itself is "
         + (f"{cx.fast_pairs} classic and {cx.fast_pairs} sharesink runs, alternating, each "
            "reported by its run with the median rate (every run's rate is in the findings)."
-           if cx.fast_pairs > 1 else "one classic and one sharesink run."))
+           if cx.fast_pairs > 1 else "one classic and one sharesink run.")) + _txn_setup(cx, txn)
     out["rows"] = [
         [f"(a) slow sink, rows/s (second half of a {cx.run_a} s run)",
          f"{cell(a_cl, 'rows_per_s')} (tasks.max=3)", f"{cell(a_sh, 'rows_per_s')} ({share_n} tasks)",
@@ -201,6 +291,7 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
         ["(d*) the same as (d), the brokers on core 0 and the worker on core 1",
          cell(dpin_cl, "records_per_s"), cell(dpin_sh, "records_per_s"),
          f"{res.get('connect_overhead_worker_own_core')}"],
+        *_txn_rows(txn, res),
         ["worker CPU: (a) ms per row / (d) ms per 1000 records",
          f"{cell(a_cl, 'worker_cpu_ms_per_row')} / {cell(d_cl, 'worker_cpu_ms_per_1000')}",
          f"{cell(a_sh, 'worker_cpu_ms_per_row')} / {cell(d_sh, 'worker_cpu_ms_per_1000')}", ""],
@@ -213,6 +304,9 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
         out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d*)")]
     if d_aof.get("error", "").startswith("not run"):
         out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d'')")]
+    if not _txn_ran(txn):
+        out["rows"] = [r for r in out["rows"]
+                       if not r[0].startswith((TXN_ROW, TXN_NOFOLD_ROW))]
     def lat_cell(r):
         if r.get("error"):
             return "failed: " + r["error"][:150]

@@ -33,6 +33,24 @@ KAFKA_DEFAULT_WINDOW = {"share.partition.max.record.locks": "2000"}
 # override policy (the bench's worker has Kafka's default, All).
 ACK_ON_FETCH = {"share.consumer.share.fetch.acknowledge.first": "false"}
 
+# (dt): the fast sink of (d) on a topic written in transactions (bench_txn), every runtime reading
+# only committed records, as exactly-once producers' readers do. Classic asks its consumer through
+# the worker's override policy; sharesink asks its share consumer, and the connector sets the
+# group's share.isolation.level from it (issue 54). A share consumer alone gets the group setting.
+READ_COMMITTED_CLASSIC = {"consumer.override.isolation.level": "read_committed"}
+READ_COMMITTED_SHARE = {"share.consumer.isolation.level": "read_committed"}
+READ_COMMITTED_GROUP = {"share.isolation.level": "read_committed"}
+# (dt) without folding: the engine acknowledges the transaction markers' offsets as a GAP range of
+# their own instead of with their records' ACCEPT, which on Kafka 4.4 moves a batch the
+# acknowledgement splits to per-offset state on the broker: the cost folding saves.
+NO_GAP_FOLD = {"share.consumer.share.gaps.fold": "false"}
+# (dt): how bench_txn is written (bench/peers/txn-producer): transactions of this many records,
+# transaction t aborted when t % TXN_ABORT_EVERY == TXN_ABORT_EVERY - 1 (one in ten)
+TXN_PER_TRANSACTION = 100
+TXN_ABORT_EVERY = 10
+TXN_PARTITIONS = 3
+TXN_PRODUCER = Path(__file__).resolve().parent / "peers" / "txn-producer" / "TxnProducer.java"
+
 # (e) latency: fixed produce rates as fractions of what the classic runtime made in this run's
 # (d) (fast sink) and (a) (slow sink, one below and one beyond what classic sustains).
 LAT_FAST_FRACTIONS = (0.25, 0.5, 0.75)

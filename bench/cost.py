@@ -1,8 +1,9 @@
 """What reading a topic costs the brokers, per million records: broker CPU (and by thread group,
 with the JIT compiler's share of it), ShareFetches (empty ones apart), ShareAcknowledges,
 share-state writes and classic Fetches, for each runtime of (a) and (d), for the share consumers
-of (d) on the same records (Java's KafkaShareConsumer and sharesink's engine alone), and for the
-consumer part. The figures come from the runs' CPU windows, each broker's request counts read
+of (d) on the same records (Java's KafkaShareConsumer and sharesink's engine alone), for (dt) (the
+fast sink and Java's share consumer on a topic written in transactions, per committed record),
+and for the consumer part. The figures come from the runs' CPU windows, each broker's request counts read
 over JMX before and after a run, and sharesink's engine counters (bench/connect.py,
 bench/run.py); this module only adds them up and divides."""
 
@@ -90,6 +91,9 @@ def figures(p: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+# (dt)'s runtimes, as bench/connect.py records their runs (t_<runtime>, t_<runtime>_all)
+TXN_RUNTIMES = ("share", "share_nofold", "classic", "java_share")
+
 # results.json keys: cost_<scenario>_<runtime>_<figure> for these figures
 KEY_FIGURES = ("broker_cpu_s_per_m", "broker_cpu_s_per_m_without_jit", "broker_jit_share",
                "share_fetches_per_m", "share_acknowledges_per_m", "state_writes_per_m",
@@ -118,6 +122,11 @@ def derive(res: Dict[str, Any]) -> None:
         f = figures(pool(all_runs(f"d_{runtime}")))
         if f:
             cost.setdefault("d", {})[runtime] = f
+    # (dt): the runs' records are the committed ones, the only ones written or read
+    for runtime in TXN_RUNTIMES:
+        f = figures(pool(all_runs(f"t_{runtime}")))
+        if f:
+            cost.setdefault("t", {})[runtime] = f
     for client, members in (("engine", 1), ("java", 1), ("engine", 4), ("java", 4),
                             ("classic", 1)):
         runs = [r for r in res.get("consumer_runs", [])
@@ -149,14 +158,40 @@ def derive(res: Dict[str, Any]) -> None:
     a_sh = cost.get("a", {}).get("share", {})
     fetches = a_sh.get("share_fetches_per_m")
     res["cost_a_share_fetches_per_row"] = round(fetches / 1e6, 3) if fetches is not None else None
-    jits = [f["broker_jit_share"] for by in cost.values() for f in by.values()
-            if f.get("broker_jit_share") is not None]
-    res["cost_broker_jit_share_max"] = max(jits) if jits else None
+    # issue 43's windows; (dt)'s have their own maximum, for issue 54's goal
+    res["cost_broker_jit_share_max"] = _jit_share_max(
+        by for scenario, by in cost.items() if scenario != "t")
+    _txn_ratios(res, cost)
     c = cost.get("consumers", {})
     for n in (1, 4):
         res[f"cost_consumers_{n}m_broker_cpu_engine_vs_java"] = _ratio(
             c.get(f"engine_{n}m", {}).get("broker_cpu_s_per_m"),
             c.get(f"java_{n}m", {}).get("broker_cpu_s_per_m"))
+
+
+def _jit_share_max(by_runtimes: Iterable[Dict[str, Dict[str, Any]]]) -> Optional[float]:
+    """The highest JIT share among these figures' windows (None when none was measured)."""
+    jits = [f["broker_jit_share"] for by in by_runtimes for f in by.values()
+            if f.get("broker_jit_share") is not None]
+    return max(jits) if jits else None
+
+
+def _txn_ratios(res: Dict[str, Any], cost: Dict[str, Dict[str, Dict[str, Any]]]) -> None:
+    """(dt) against (d) (issue 54: the brokers' CPU per committed record written within 1.2x of
+    a plain topic's record, without JIT), against Java's share consumer on the same topic, and
+    folding the transaction markers into the records' acknowledgements against not."""
+    t, d = cost.get("t", {}), cost.get("d", {})
+    t_sh, d_sh = t.get("share", {}), d.get("share", {})
+    cpu, no_jit = "broker_cpu_s_per_m", "broker_cpu_s_per_m_without_jit"
+    res["cost_t_broker_cpu_share_vs_plain_without_jit"] = _ratio(t_sh.get(no_jit), d_sh.get(no_jit))
+    res["cost_t_broker_cpu_share_vs_plain"] = _ratio(t_sh.get(cpu), d_sh.get(cpu))
+    res["cost_t_broker_cpu_share_vs_java_share_without_jit"] = _ratio(
+        t_sh.get(no_jit), t.get("java_share", {}).get(no_jit))
+    res["cost_t_broker_cpu_fold_vs_nofold_without_jit"] = _ratio(
+        t_sh.get(no_jit), t.get("share_nofold", {}).get(no_jit))
+    res["cost_t_state_topic_records_share_vs_plain"] = _ratio(
+        t_sh.get("state_topic_records_per_m"), d_sh.get("state_topic_records_per_m"))
+    res["cost_t_broker_jit_share_max"] = _jit_share_max([t])
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -167,7 +202,12 @@ LABELS = {("a", "share"): "(a) sharesink, 12 tasks", ("a", "classic"): "(a) clas
           ("d", "share"): "(d) sharesink, 3 tasks", ("d", "classic"): "(d) classic, 3 tasks",
           ("d", "java_share"): "(d) records, KafkaShareConsumer ×3",
           ("d", "engine"): "(d) records, sharesink's engine alone ×3",
-          ("d", "share_ack_on_fetch"): "(d'') sharesink, acknowledgements on the fetch"}
+          ("d", "share_ack_on_fetch"): "(d'') sharesink, acknowledgements on the fetch",
+          ("t", "share"): "(dt) sharesink, 3 tasks, transactional topic, read_committed",
+          ("t", "share_nofold"): "(dt') sharesink, 3 tasks, transactional topic, read_committed, "
+                                 "markers not folded (`share.gaps.fold=false`)",
+          ("t", "classic"): "(dt) classic, 3 tasks, transactional topic, read_committed",
+          ("t", "java_share"): "(dt) committed records, KafkaShareConsumer ×3, read_committed"}
 
 
 def table_rows(res: Dict[str, Any]) -> List[List[str]]:
@@ -192,6 +232,7 @@ def table_rows(res: Dict[str, Any]) -> List[List[str]]:
                 + ("" if empty is None else f" ({empty:,.0f} empty)"),
                 _g(f.get("share_acknowledges_per_m"), ",.0f"),
                 _g(f.get("state_writes_per_m"), ",.0f"),
+                _g(f.get("state_topic_records_per_m"), ",.0f"),
                 _g(f.get("consumer_fetches_per_m"), ",.0f"),
                 _g(f.get("follower_fetches_per_m"), ",.0f")])
     return rows
@@ -199,7 +240,8 @@ def table_rows(res: Dict[str, Any]) -> List[List[str]]:
 
 TABLE_HEADER = ["what", "records (runs)", "broker CPU s/M (JIT share)", "without JIT",
                 "by thread group, s/M", "ShareFetch/M (empty)", "ShareAcknowledge/M",
-                "share-state writes/M", "consumer Fetch/M", "replication Fetch/M"]
+                "share-state writes/M", "`__share_group_state` records/M", "consumer Fetch/M",
+                "replication Fetch/M"]
 
 
 def _g(v: Optional[float], fmt: str = ".3g") -> str:

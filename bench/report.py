@@ -65,7 +65,12 @@ KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_
         "autoscale_drain_vs_fixed_max", "autoscale_task_seconds_vs_fixed_max",
         "cost_d_broker_cpu_share_vs_java_share", "cost_d_empty_share_fetch_share",
         "cost_a_share_fetches_per_row", "cost_broker_jit_share_max",
-        "connect_d_ack_on_fetch_vs_ack_first", "cost_d_broker_cpu_ack_on_fetch_vs_ack_first"]
+        "connect_d_ack_on_fetch_vs_ack_first", "cost_d_broker_cpu_ack_on_fetch_vs_ack_first",
+        "cost_t_broker_cpu_share_vs_plain_without_jit", "cost_t_broker_jit_share_max",
+        "t_aborted_written", "cost_t_broker_cpu_share_vs_plain",
+        "cost_t_broker_cpu_share_vs_java_share_without_jit",
+        "cost_t_broker_cpu_fold_vs_nofold_without_jit", "cost_t_state_topic_records_share_vs_plain",
+        "connect_txn_overhead", "connect_txn_vs_plain"]
 
 # the record-lock window sharesink's defaults give on a broker with Kafka's limits
 SHARE_DEFAULT_WINDOW = 4000
@@ -95,6 +100,20 @@ TARGETS = {
         "(reference: (d'') acknowledgements on the fetch, records/s against (d))",
     "cost_d_broker_cpu_ack_on_fetch_vs_ack_first":
         "(reference: (d'') broker CPU per record against (d))",
+    "cost_t_broker_cpu_share_vs_plain_without_jit":
+        "<= 1.2 (issue 54: (dt) broker CPU per committed record against (d)'s per record, "
+        "without JIT)",
+    "cost_t_broker_jit_share_max": "< 0.1 (issue 54: the (dt) windows measure warm brokers)",
+    "t_aborted_written": "= 0 (issue 54: no share-mode run writes an aborted record)",
+    "cost_t_broker_cpu_share_vs_plain": "(reference: the same with JIT)",
+    "cost_t_broker_cpu_share_vs_java_share_without_jit":
+        "(reference: (dt) against KafkaShareConsumer on the transactional topic)",
+    "cost_t_broker_cpu_fold_vs_nofold_without_jit":
+        "(reference: (dt) markers folded into the records' acknowledgements against not)",
+    "cost_t_state_topic_records_share_vs_plain":
+        "(reference: `__share_group_state` records per record, (dt) against (d))",
+    "connect_txn_overhead": "(reference: (dt) sharesink ÷ classic, committed records/s)",
+    "connect_txn_vs_plain": "(reference: (dt) sharesink records/s against (d) sharesink's)",
 }
 
 
@@ -938,8 +957,12 @@ def _verdict(k: str, v: Any, res: Dict) -> str:
             ok = v <= 0.1
         elif k == "cost_a_share_fetches_per_row":
             ok = v <= 0.5
-        elif k == "cost_broker_jit_share_max":
+        elif k in ("cost_broker_jit_share_max", "cost_t_broker_jit_share_max"):
             ok = v < cost.JIT_SHARE_MAX
+        elif k == "cost_t_broker_cpu_share_vs_plain_without_jit":
+            ok = v <= 1.2
+        elif k == "t_aborted_written":
+            ok = v == 0
         else:
             return ""
     except TypeError:

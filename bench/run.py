@@ -66,7 +66,7 @@ class Ctx:
         # The JNI pair is short (seconds per run) and swings by tens of percent on a shared
         # machine: five rounds in full mode make its median steadier.
         self.pair_rounds = max(3 if args.quick else 5, self.rounds)
-        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f,g").split(","))
+        self.scenarios = set(getattr(args, "scenarios", "a,b,c,d,e,f,g,t").split(","))
         self.jmx = jmx.Jmx(self.cluster, OUT, self.say)
 
     def say(self, msg: str) -> None:
@@ -258,11 +258,11 @@ def main(argv=None) -> int:
                     help="repeat each consumer run N times, report the median (default: quick 1, "
                          "full 3)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
-    ap.add_argument("--scenarios", default="a,b,c,d,e,f,g",
+    ap.add_argument("--scenarios", default="a,b,c,d,e,f,g,t",
                     help="Connect scenarios to run (a slow sink, b stalled task, c task change, "
                          "d fast sink, e latency at fixed rates, f 12/50/100 tasks on 12 partitions, "
-                         "g autoscaling under a burst then a trickle); the others are reported "
-                         "as not run")
+                         "g autoscaling under a burst then a trickle, t the fast sink on a topic "
+                         "written in transactions, row (dt)); the others are reported as not run")
     ap.add_argument("--brokers", type=int, default=1,
                     help="KRaft nodes in the benchmark cluster (3: replication factor 3, min ISR 2; "
                          "results under target/bench/brokers-3 and docs/benchmarks/brokers-3)")

@@ -14,7 +14,8 @@ def _cx(brokers: int = 1) -> SimpleNamespace:
     return SimpleNamespace(
         share_tasks=12, scale_tasks=(6, 24), c=SimpleNamespace(brokers=brokers, replication=3),
         pg_version="15", run_a=60, stall=20, n_fast=2_000_000, fast_pairs=3, warm_share=2,
-        g_burst=20_000, g_quiet=30, g_after=60, g_min_cap=600)
+        g_burst=20_000, g_quiet=30, g_after=60, g_min_cap=600,
+        txn_produced={"committed": 900_000, "aborted": 100_000, "transactions": 10_000})
 
 
 def _results(**measured) -> dict:
@@ -96,3 +97,70 @@ def test_latency_rows_compare_p99_where_both_runtimes_kept_up():
     # the slow 150% row fell behind in share mode: it does not count toward the worst ratio
     assert res["latency_p99_share_vs_classic_worst"] == 1.2
     assert len(out["latency_rows"]) == 5
+
+
+def _txn_results(**measured) -> dict:
+    share = [{"records_per_s": 60_000, "aborted_written": 0},
+             {"records_per_s": 64_000, "aborted_written": 0}]
+    nofold = [{"records_per_s": 40_000, "aborted_written": 0}]
+    txn = dict(t_classic={"records_per_s": 75_000}, t_share=share[1], t_share_all=share,
+               t_share_nofold=nofold[0], t_share_nofold_all=nofold,
+               t_java_share={"records_per_s": 50_000})
+    return _results(d_classic={"records_per_s": 100_000}, d_share={"records_per_s": 80_000},
+                    **{**txn, **measured})
+
+
+def test_the_transactional_topic_is_compared_with_classic_with_the_plain_topic_and_unfolded():
+    res, out = {}, {}
+    connect_figures.derive("dt", _cx(), _txn_results(), res, out)
+    assert res["connect_txn_overhead"] == round(64_000 / 75_000, 3)
+    assert res["connect_txn_vs_plain"] == 0.8
+    assert res["connect_txn_overhead_nofold"] == round(40_000 / 75_000, 3)
+    assert res["connect_txn_fold_vs_nofold"] == 1.6
+    assert res["t_aborted_written"] == 0
+    row = next(r for r in out["rows"] if r[0].startswith("(dt) "))
+    assert row[0] == ("(dt) fast sink on a transactional topic (100 records per transaction, "
+                      "10% aborted; read_committed), committed records/s")
+    assert row[1:3] == ["75,000", "64,000"]
+    assert "(0.8 of (d) sharesink)" in row[3] and "aborted records written: 0" in row[3]
+    nofold = next(r for r in out["rows"] if r[0].startswith("(dt')"))
+    assert "share.consumer.share.gaps.fold=false" in nofold[0] and nofold[2] == "40,000"
+    assert "900,000 records committed, 100,000 aborted" in out["setup"]
+
+
+def test_aborted_lines_are_added_up_over_every_sharesink_run():
+    share = [{"records_per_s": 60_000, "aborted_written": 3},
+             {"records_per_s": 64_000, "aborted_written": 0},
+             {"error": "only 10 of 900000 lines", "aborted_written": 10}]
+    res, out = {}, {}
+    connect_figures.derive("t", _cx(), _txn_results(t_share_all=share), res, out)
+    assert res["t_aborted_written"] == 13
+
+
+def test_results_without_the_transactional_topic_have_no_row_and_say_why():
+    # an older bench: no t_* results at all
+    res, out = {}, {}
+    connect_figures.derive("d", _cx(), _results(d_classic={"records_per_s": 100_000},
+                                                d_share={"records_per_s": 80_000}), res, out)
+    assert res["connect_txn_overhead"] is None
+    assert res["connect_txn_overhead_reason"] == "not run (an older bench)"
+    assert res["t_aborted_written"] is None
+    assert not any(r[0].startswith(("(dt)", "(dt')")) for r in out["rows"])
+    assert "bench_txn" not in out["setup"]
+    # this bench, t left out of --scenarios
+    not_run = {k: dict(NOT_RUN) for k in ("t_classic", "t_share", "t_share_nofold",
+                                          "t_java_share")}
+    res, out = {}, {}
+    connect_figures.derive("d", _cx(), _results(**not_run), res, out)
+    assert res["connect_txn_vs_plain_reason"] == "not run (--scenarios)"
+    assert not any(r[0].startswith(("(dt)", "(dt')")) for r in out["rows"])
+
+
+def test_a_failed_transactional_run_keeps_its_row_with_the_error():
+    res, out = {}, {}
+    connect_figures.derive("dt", _cx(), _txn_results(
+        t_share={"error": "RuntimeError: bench_txn not produced"}, t_share_all=None), res, out)
+    assert res["connect_txn_overhead"] is None
+    assert res["connect_txn_overhead_reason"] == "RuntimeError: bench_txn not produced"
+    row = next(r for r in out["rows"] if r[0].startswith("(dt) "))
+    assert row[2] == "failed: RuntimeError: bench_txn not produced"

@@ -194,3 +194,66 @@ def test_slow_sink_engine_counters_are_per_row_written_when_read():
     f = cost.figures(cost.pool([a], "rows_in_window", "rows_when_requests_read"))
     assert f["engine_share_fetches_per_m"] == 950_000.0
     assert f["empty_share_fetch_share"] == 0.01
+
+
+def _t_run(records, broker_cpu, jit, state_records):
+    return {"records": records, "broker_cpu_s": broker_cpu,
+            "broker_cpu_s_by_thread": {"jit": jit, "requests": broker_cpu - jit},
+            "broker_requests": {"broker": {"ShareFetch": 100,
+                                           "StateTopicRecordsIn": state_records}}}
+
+
+def test_the_transactional_topic_is_costed_per_committed_record_against_the_plain_one():
+    plain = [_t_run(2_000_000, 2.2, 0.2, 400)]
+    txn = [_t_run(900_000, 1.0, 0.1, 360), _t_run(900_000, 1.0, 0.1, 360)]
+    nofold = [_t_run(900_000, 1.9, 0.1, 1_800)]
+    java = [_t_run(900_000, 1.35, 0.0, 450)]
+    res = {"connect": {"results": {
+        "d_share": plain[0], "d_share_all": plain,
+        "t_share": txn[0], "t_share_all": txn,
+        "t_share_nofold": nofold[0], "t_share_nofold_all": nofold,
+        "t_java_share": java[0], "t_java_share_all": java,
+        "t_classic": _t_run(900_000, 0.45, 0.3, 0)}}}
+    cost.derive(res)
+    # per committed record: (d) 1.0 s/M without JIT, (dt) 1.0, without folding 2.0, Java 1.5
+    assert res["cost_t_share_broker_cpu_s_per_m_without_jit"] == 1.0
+    assert res["cost_t_broker_cpu_share_vs_plain_without_jit"] == 1.0
+    assert res["cost_t_broker_cpu_share_vs_plain"] == round((2.0 / 1.8) / 1.1, 3)
+    assert res["cost_t_broker_cpu_share_vs_java_share_without_jit"] == round(1.0 / 1.5, 3)
+    assert res["cost_t_broker_cpu_fold_vs_nofold_without_jit"] == 0.5
+    assert res["cost_t_state_topic_records_share_vs_plain"] == 2.0
+    # (dt)'s JIT has its own maximum (classic's window: 2/3); issue 43's is (a), (d), consumers
+    assert res["cost_t_broker_jit_share_max"] == round(0.3 / 0.45, 3)
+    assert res["cost_broker_jit_share_max"] == round(0.2 / 2.2, 3)
+    rows = cost.table_rows(res)
+    assert all(len(r) == len(cost.TABLE_HEADER) for r in rows)
+    labels = [r[0] for r in rows]
+    assert "(dt) sharesink, 3 tasks, transactional topic, read_committed" in labels
+    txn_row = rows[labels.index("(dt) sharesink, 3 tasks, transactional topic, read_committed")]
+    assert txn_row[cost.TABLE_HEADER.index("`__share_group_state` records/M")] == "400"
+    assert any(label.startswith("(dt') sharesink") for label in labels)
+    assert "(dt) classic, 3 tasks, transactional topic, read_committed" in labels
+    assert labels.index("(d) sharesink, 3 tasks") < labels.index(
+        "(dt) sharesink, 3 tasks, transactional topic, read_committed")
+
+
+def test_without_a_transactional_run_its_ratios_are_none_and_say_why():
+    res = {"parts": ["connect"], "connect": {"results": {
+        "d_share": _t_run(2_000_000, 2.0, 0.0, 400)}}}
+    report.derive(res)
+    assert "t" not in res["cost"]
+    assert res["cost_t_broker_cpu_share_vs_plain_without_jit"] is None
+    assert "not measured" in res["cost_t_broker_cpu_share_vs_plain_without_jit_reason"]
+    assert res["cost_t_broker_jit_share_max"] is None
+
+
+def test_issue_54_goals_have_verdicts():
+    res = {}
+    assert report._verdict("cost_t_broker_cpu_share_vs_plain_without_jit", 1.15, res) == "met"
+    assert report._verdict("cost_t_broker_cpu_share_vs_plain_without_jit", 1.3, res) == \
+        "**missed**"
+    assert report._verdict("t_aborted_written", 0, res) == "met"
+    assert report._verdict("t_aborted_written", 12, res) == "**missed**"
+    assert report._verdict("cost_t_broker_jit_share_max", 0.12, res) == "**missed**"
+    for k in report.KEYS:
+        assert k in report.TARGETS, k
