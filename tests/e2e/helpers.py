@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import pytest
 
+from harness import costs
 from harness.cluster import CONSOLE_PRODUCER, REPO_ROOT, SHARE_GROUP_COMMAND, Cluster, Rest, RestError
 from harness.waits import Budget
 
@@ -45,6 +46,7 @@ def uniq(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:8]}"
 
 
+@costs.timed_method(costs.POLLS)
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, interval: float = 0.5,
              on_timeout: Optional[Callable[[], str]] = None) -> Any:
     """Bounded wait until `check()` is truthy; returns its value, fails the test on timeout.
@@ -76,6 +78,7 @@ class Progress:
         self.read = read
         self.samples: List[tuple] = []
 
+    @costs.timed_method(costs.POLLS)
     def wait(self, target: int, stall: float = 120, timeout: float = 900, interval: float = 1.0,
              on_timeout: Optional[Callable[[], str]] = None) -> int:
         budget = Budget(timeout)

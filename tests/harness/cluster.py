@@ -54,6 +54,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 if __package__ in (None, ""):  # run as a script: sys.path[0] is tests/harness/, not tests/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness import costs
 from harness.artifacts import (
     BASIC_AUTH_REST_EXTENSION, BASIC_AUTH_VERSIONS, CONNECT_FILE_VERSIONS, DEBEZIUM_JDBC_VERSIONS,
     ICEBERG_JARS, ICEBERG_VERSIONS, JMX_EXPORTER, KAFKA_DEPS_POM, KAFKA_VERSION, TEST_SINKS,
@@ -172,10 +173,10 @@ class Cluster:
         self.current_log = self.procs.current_log
 
         # ---- the broker(s) (self.kafka) and their blackhole proxies (self.proxies)
-        self.start_broker = self.kafka.start
-        self.stop_broker = self.kafka.stop
-        self.kill_broker = self.kafka.kill
-        self.restart_broker = self.kafka.restart
+        self.start_broker = costs.timed(costs.CLUSTER, self.kafka.start)
+        self.stop_broker = costs.timed(costs.CLUSTER, self.kafka.stop)
+        self.kill_broker = costs.timed(costs.CLUSTER, self.kafka.kill)
+        self.restart_broker = costs.timed(costs.CLUSTER, self.kafka.restart)
         self.proxy_status = self.proxies.status
         self.proxy_forward = self.proxies.forward
         self.proxy_blackhole = self.proxies.blackhole
@@ -194,30 +195,30 @@ class Cluster:
 
         # ---- Kafka's tools (self.tools)
         self.java_cmd = self.tools.java_cmd
-        self.run_tool = self.tools.run_tool
-        self.create_topic = self.tools.create_topic
-        self.delete_topic = self.tools.delete_topic
-        self.list_topics = self.tools.list_topics
-        self.produce = self.tools.produce
-        self.consume = self.tools.consume
-        self.share_consume = self.tools.share_consume
-        self.end_offsets = self.tools.end_offsets
-        self.features = self.tools.features
-        self.set_group_config = self.tools.set_group_config
-        self.describe_configs = self.tools.describe_configs
-        self.set_broker_config = self.tools.set_broker_config
-        self.allow_group_prefix = self.tools.allow_group_prefix
-        self.describe_topic = self.tools.describe_topic
-        self.leaders = self.tools.leaders
+        self.run_tool = costs.timed(costs.TOOLS, self.tools.run_tool)
+        self.create_topic = costs.timed(costs.TOOLS, self.tools.create_topic)
+        self.delete_topic = costs.timed(costs.TOOLS, self.tools.delete_topic)
+        self.list_topics = costs.timed(costs.TOOLS, self.tools.list_topics)
+        self.produce = costs.timed(costs.TOOLS, self.tools.produce)
+        self.consume = costs.timed(costs.TOOLS, self.tools.consume)
+        self.share_consume = costs.timed(costs.TOOLS, self.tools.share_consume)
+        self.end_offsets = costs.timed(costs.TOOLS, self.tools.end_offsets)
+        self.features = costs.timed(costs.TOOLS, self.tools.features)
+        self.set_group_config = costs.timed(costs.TOOLS, self.tools.set_group_config)
+        self.describe_configs = costs.timed(costs.TOOLS, self.tools.describe_configs)
+        self.set_broker_config = costs.timed(costs.TOOLS, self.tools.set_broker_config)
+        self.allow_group_prefix = costs.timed(costs.TOOLS, self.tools.allow_group_prefix)
+        self.describe_topic = costs.timed(costs.TOOLS, self.tools.describe_topic)
+        self.leaders = costs.timed(costs.TOOLS, self.tools.leaders)
         self.broker_index = self.tools.broker_index
-        self.elect_leaders = self.tools.elect_leaders
-        self.reassign_partitions = self.tools.reassign_partitions
-        self.wait_in_sync = self.tools.wait_in_sync
+        self.elect_leaders = costs.timed(costs.TOOLS, self.tools.elect_leaders)
+        self.reassign_partitions = costs.timed(costs.TOOLS, self.tools.reassign_partitions)
+        self.wait_in_sync = costs.timed(costs.TOOLS, self.tools.wait_in_sync)
 
         # ---- Connect workers (self.workers)
-        self.start_worker = self.workers.start
-        self.stop_worker = self.workers.stop
-        self.kill_worker = self.workers.kill
+        self.start_worker = costs.timed(costs.WORKERS, self.workers.start)
+        self.stop_worker = costs.timed(costs.WORKERS, self.workers.stop)
+        self.kill_worker = costs.timed(costs.WORKERS, self.workers.kill)
         self.rest = self.workers.rest
         self.worker_url = self.workers.url
         self.worker_port = self.workers.port
@@ -227,19 +228,19 @@ class Cluster:
         self.mariadb_port = self.backends.mariadb_port
         self.nats_port = self.backends.nats_port
         self.http_target_port = self.backends.http_target_port
-        self.start_mosquitto = self.backends.start_mosquitto
-        self.stop_mosquitto = self.backends.stop_mosquitto
-        self.start_mariadb = self.backends.start_mariadb
-        self.stop_mariadb = self.backends.stop_mariadb
+        self.start_mosquitto = costs.timed(costs.CLUSTER, self.backends.start_mosquitto)
+        self.stop_mosquitto = costs.timed(costs.CLUSTER, self.backends.stop_mosquitto)
+        self.start_mariadb = costs.timed(costs.CLUSTER, self.backends.start_mariadb)
+        self.stop_mariadb = costs.timed(costs.CLUSTER, self.backends.stop_mariadb)
         self.mariadb_info = self.backends.mariadb_info
         self.mariadb_sql = self.backends.mariadb_sql
-        self.start_nats = self.backends.start_nats
-        self.stop_nats = self.backends.stop_nats
+        self.start_nats = costs.timed(costs.CLUSTER, self.backends.start_nats)
+        self.stop_nats = costs.timed(costs.CLUSTER, self.backends.stop_nats)
         self.restart_backend = self.backends.restart
 
         # ---- PostgreSQL (self.pg)
-        self.start_postgres = self.pg.start
-        self.stop_postgres = self.pg.stop
+        self.start_postgres = costs.timed(costs.CLUSTER, self.pg.start)
+        self.stop_postgres = costs.timed(costs.CLUSTER, self.pg.stop)
         self.postgres_info = self.pg.info
         self.psql = self.pg.psql
         self.pg_stop_for = self.pg.stop_for
@@ -310,6 +311,7 @@ class Cluster:
                 res[n] = {"pid": (info or {}).get("pid"), "running": self.procs.is_running(n)}
         return res
 
+    @costs.timed_method(costs.CLUSTER)
     def down(self) -> None:
         """Stop every process this state dir recorded (workers first, then broker, postgres)."""
         order = [f"worker-{i}" for i in range(len(OFF_WORKERS))]
@@ -331,6 +333,7 @@ class Cluster:
         if errors:
             raise HarnessError("; ".join(errors))
 
+    @costs.timed_method(costs.CLUSTER)
     def up(self, workers: int = 0, postgres: bool = False, sasl_ssl: bool = False,
            plugin_archive: Union[str, Path, None, bool] = None, keep_data: bool = False,
            discovery: str = "hybrid_warn") -> None:

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
+from harness import costs
 from harness.artifacts import (TEST_SINKS, THIRD_PARTY_PLUGINS, default_plugin_archive,
                                ensure_maven_plugin, ensure_plugin, ensure_test_sink)
 from harness.common import REPO_ROOT, HarnessError, _log4j2, _props, _write_atomic
@@ -146,11 +147,13 @@ class Rest:
     def connectors(self) -> List[str]:
         return self.get("/connectors")
 
+    @costs.timed_method(costs.CONNECTORS)
     def put_connector(self, name: str, config: Mapping[str, Any]) -> dict:
         cfg = {k: str(v) if not isinstance(v, str) else v for k, v in config.items()}
         q = urllib.parse.quote(name, safe="")
         return self._retry_busy(lambda: self.put(f"/connectors/{q}/config", cfg))
 
+    @costs.timed_method(costs.CONNECTORS)
     def delete_connector(self, name: str, missing_ok: bool = True) -> None:
         q = urllib.parse.quote(name, safe="")
         try:
@@ -163,6 +166,7 @@ class Rest:
         q = urllib.parse.quote(name, safe="")
         return self.get(f"/connectors/{q}/status")
 
+    @costs.timed_method(costs.CONNECTORS)
     def wait_connector_running(self, name: str, tasks: Optional[int] = None,
                                timeout: float = 60) -> dict:
         """Wait until the connector and its tasks (exactly `tasks` of them if given, else at
