@@ -19,6 +19,42 @@ declare -A platforms=(
   [x86_64-unknown-linux-musl]=linux-x86_64-musl
   [aarch64-unknown-linux-musl]=linux-aarch_64-musl
 )
+
+# The four libraries of one source tree and toolchain, kept by content: a fresh clone rebuilds
+# every workspace crate four times in release (cargo's fingerprints follow file times), several
+# minutes of CI on every run whose Rust did not change. The key hashes the committed blobs of
+# everything the build reads and the toolchain's versions; a tree with changes not committed
+# there, or SHARESINK_NATIVE_CACHE=off (scripts/release.sh), builds and stores nothing. Only a
+# cache: what is taken is checked against its SHA-256 sums, and tests/native checks every
+# library shipped whichever way it came.
+native_cache_key() {
+  local paths=(rust/engine rust/jni Cargo.toml Cargo.lock .cargo/config.toml scripts/native-libs.sh)
+  [[ "${SHARESINK_NATIVE_CACHE:-on}" != off ]] || return 1
+  git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || return 1
+  git -C "$ROOT" diff --quiet HEAD -- "${paths[@]}" 2>/dev/null || return 1
+  [[ -z "$(git -C "$ROOT" ls-files --others --exclude-standard -- "${paths[@]}")" ]] || return 1
+  {
+    git -C "$ROOT" ls-files -s -- "${paths[@]}"
+    rustc -Vv
+    cargo zigbuild --version
+    python3 -c 'import importlib.metadata as m; print("ziglang", m.version("ziglang"))'
+    echo "profile $profile"
+  } | sha256sum | cut -c1-32
+}
+
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/sharesink/native-libs"
+key="$(native_cache_key || true)"
+if [[ -n "$key" && -f "$cache_root/$key/SHA256SUMS" ]] &&
+  (cd "$cache_root/$key" && sha256sum --quiet -c SHA256SUMS); then
+  log "native libraries: ${!platforms[*]} (cached for these sources and toolchain: $cache_root/$key)"
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  cp -r "$cache_root/$key/." "$stage/"
+  rm -f "$stage/SHA256SUMS"
+  find "$stage" -name '*.so' | sort
+  exit 0
+fi
+
 targets=()
 for t in "${!platforms[@]}"; do targets+=(--target "$t"); done
 log "native libraries: ${!platforms[*]}"
@@ -30,3 +66,14 @@ for t in "${!platforms[@]}"; do
   cp "$ROOT/rust/target/${t%.2.17}/$dir/libsharesink_jni.so" "$stage/${platforms[$t]}/"
 done
 find "$stage" -name '*.so' | sort
+
+if [[ -n "$key" ]]; then
+  # Stored whole or not at all (a directory renamed into place), the three newest kept.
+  mkdir -p "$cache_root"
+  tmp="$(mktemp -d "$cache_root/.new.XXXXXX")"
+  cp -r "$stage/." "$tmp/"
+  (cd "$tmp" && find . -name '*.so' -print0 | sort -z | xargs -0 sha256sum >SHA256SUMS)
+  rm -rf "${cache_root:?}/$key"
+  mv "$tmp" "$cache_root/$key"
+  ls -1td "$cache_root"/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+fi

@@ -39,7 +39,8 @@ fi
 ensure_prerequisites
 if ((build)); then
   log "Plugin archive with every platform's native library (mvn -Dnative.all package)"
-  mvn -B -q -Dnative.all -DskipTests package
+  # built from these sources, never taken from scripts/native-libs.sh's cache
+  SHARESINK_NATIVE_CACHE=off mvn -B -q -Dnative.all -DskipTests package
 fi
 zip="java/target/sharesink-$version-plugin.zip"
 [[ -f "$zip" ]] || { echo "no $zip: run without --no-build" >&2; exit 1; }
