@@ -26,6 +26,11 @@ ensure_prerequisites() {
   fi
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
   python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+  # pytest-xdist at the version tests/requirements.txt pins (the e2e stage's lanes)
+  local xdist_pin
+  xdist_pin="$(sed -n 's/^pytest-xdist==\([^ ]*\).*/\1/p' tests/requirements.txt)"
+  [[ "$(python3 -c 'import xdist; print(xdist.__version__)' 2>/dev/null)" == "$xdist_pin" ]] ||
+    python3 -m pip install -q "pytest-xdist==$xdist_pin"
   python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
   ensure_prometheus
   # ruff at the version tests/requirements.txt pins: another version may report other findings.

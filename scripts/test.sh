@@ -21,6 +21,16 @@ started=$(date +%s)
 cluster() { python3 tests/harness/cluster.py "$@"; }
 
 STAGES=(rust java broker e2e cluster3 older)
+# Seconds each stage may take (docs/test-profile.md has the measured ones); together the 45
+# minutes of TOTAL_BUDGET, half of CI's limit, so that a run has room to grow.
+declare -A STAGE_BUDGET=([rust]=150 [java]=420 [broker]=330 [e2e]=1200 [cluster3]=420 [older]=180)
+TOTAL_BUDGET=2700
+# The e2e tests mostly wait (on lock timers, outages, workers starting): the stage runs them in
+# lanes, pytest-xdist workers with a cluster each (broker, workers, PostgreSQL: a test that
+# restarts one disturbs only its lane; tests/e2e/conftest.py), whole modules at a time. The tests
+# judged against the machine's load (marked `alone`) then run by themselves, on lane 0's cluster.
+E2E_LANES="${SHARESINK_E2E_LANES:-2}"
+
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
   [java]="Python lint (ruff); Java: native libraries for every platform, plugin jar and archive, Spotless, unit tests; native library (each loaded on its platform), bench, ops and harness unit tests; the release archives"
@@ -57,14 +67,17 @@ stage_load_start() {
   python3 tests/harness/machine.py record "build/load-$1.samples" &
   LOAD_PID=$!
 }
-# Stage $1's row of the table ($2: a note, e.g. FAILED).
+# Stage $1's row of the table ($2: a note, e.g. FAILED), with its budget: a stage over it gets a
+# WARN in its row (the run goes on; CI's limit is 90 minutes, the budget half of it).
 stage_row() {
   if [[ -n "$LOAD_PID" ]]; then
     kill "$LOAD_PID" 2>/dev/null || true
     wait "$LOAD_PID" 2>/dev/null || true
     LOAD_PID=""
   fi
-  printf '%-9s %5d s%s  %s\n' "$1" $(( $(date +%s) - STAGE_T0 )) "$2" \
+  local took=$(( $(date +%s) - STAGE_T0 )) budget="${STAGE_BUDGET[$1]:-0}" over=""
+  ((budget == 0 || took <= budget)) || over=" WARN over budget"
+  printf '%-9s %5d s of %4d s%s%s  %s\n' "$1" "$took" "$budget" "$over" "$2" \
     "$(python3 tests/harness/machine.py summary "build/load-$1.samples")" | tee -a "$timings"
   STAGE=""
 }
@@ -75,6 +88,7 @@ stage_row() {
 on_exit() {
   if [[ -n "$STAGE" ]]; then stage_row "$STAGE" " FAILED"; fi
   if ((ONE_BROKER_UP == 1)); then cluster down >/dev/null 2>&1 || true; fi
+  e2e_lanes_down
 }
 
 # The one-broker cluster of the broker and e2e stages: started once, reused by the next stage.
@@ -134,31 +148,70 @@ ensure_release_archives() {
   fi
 }
 
+# The engine's test binaries with the broker tests, built once (`engine_test_bins`), then run
+# straight from rust/engine as cargo test runs them (`run_engine_test NAME ARGS`), several side by
+# side. Each reports through libtest's JSON events (an unstable libtest format, hence
+# RUSTC_BOOTSTRAP=1 for the test binary alone; nothing is compiled with it), which
+# scripts/libtest_json.py prints as cargo test would, with each test's time, and appends to
+# build/test-times/engine.jsonl for the test profile (scripts/test_profile.py).
+ENGINE_TEST_BINS=""
+engine_test_bins() {
+  ENGINE_TEST_BINS="$(cargo test -p sharesink-engine --features broker-tests --no-run \
+    --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
+        print(m["target"]["name"], m["executable"])')"
+}
+run_engine_test() {
+  local name="$1" bin
+  shift
+  bin="$(awk -v n="$name" '$1 == n {print $2}' <<<"$ENGINE_TEST_BINS")"
+  if [[ ! -x "$bin" ]]; then
+    echo "no engine test binary '$name' (engine_test_bins first)" >&2
+    return 1
+  fi
+  mkdir -p "$ROOT/build/test-times"
+  (cd "$ROOT/rust/engine" && RUSTC_BOOTSTRAP=1 "$bin" --format json -Z unstable-options --report-time "$@") |
+    python3 "$ROOT/scripts/libtest_json.py" "$name" "$ROOT/build/test-times/engine.jsonl"
+}
+
 stage_broker() {
   ensure_plugin_archive
   one_broker_cluster
-  # The Java bindings' broker tests and the engine's (but broker_restart, which restarts the
-  # broker under everyone) run side by side: both mostly wait on the broker and on lock timers,
-  # so together they take about the time of the longer one.
-  log "Java: engine bindings and sink driver against the broker (beside the engine's tests; output in build/java-broker-tests.log)"
-  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" \
-    -DSHARESINK_REQUIRE_BROKER=1 >build/java-broker-tests.log 2>&1 &
-  local java_tests=$!
-  log "Engine against the broker (plain, mixed with Java members, SASL_SSL, blackhole)"
-  local engine_rc=0
-  cargo test -p sharesink-engine --features broker-tests --test broker --test broker_java \
-    --test broker_sasl_ssl --test broker_blackhole || engine_rc=$?
-  local java_rc=0
-  wait "$java_tests" || java_rc=$?
-  tail -n 40 build/java-broker-tests.log
-  if ((engine_rc != 0 || java_rc != 0)); then
-    echo "broker tests failed: engine exit $engine_rc, Java exit $java_rc (build/java-broker-tests.log)" >&2
+  engine_test_bins
+  # Every broker test mostly waits on the broker and on lock timers. The Java bindings' broker
+  # tests (two JVMs, a test class at a time each) and the engine's binaries (all but
+  # broker_memory and broker_restart, which restarts the broker under everyone) run side by
+  # side, the engine's 26 plain tests six at a time; each writes its own log, shown at the end.
+  log "Broker tests side by side: Java bindings (2 JVMs) and the engine's binaries (logs in build/broker-*.log)"
+  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DforkCount=2 -DreuseForks=true \
+    -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1 >build/broker-java.log 2>&1 &
+  local pids=($!) names=(java)
+  run_engine_test broker --test-threads=6 >build/broker-engine.log 2>&1 &
+  pids+=($!) && names+=(engine)
+  for t in broker_java broker_sasl_ssl broker_blackhole; do
+    run_engine_test "$t" >"build/broker-$t.log" 2>&1 &
+    pids+=($!) && names+=("$t")
+  done
+  local failed=() i
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed+=("${names[$i]}")
+  done
+  for i in "${!names[@]}"; do
+    local f="build/broker-${names[$i]}.log"
+    log "broker tests: ${names[$i]} ($f)"
+    tail -n 40 "$f"
+  done
+  if ((${#failed[@]})); then
+    echo "broker tests failed: ${failed[*]} (build/broker-*.log)" >&2
     exit 1
   fi
   log "Engine under hostile records (memory bounds; a process of its own, one test at a time)"
-  cargo test -p sharesink-engine --features broker-tests --test broker_memory -- --test-threads=1
+  run_engine_test broker_memory --test-threads=1
   log "Engine across a broker restart"
-  cargo test -p sharesink-engine --features broker-tests --test broker_restart
+  run_engine_test broker_restart
 }
 
 # One cluster stage at a time. Measured alone on this 2-core machine (build/test-timings.txt's
@@ -168,13 +221,31 @@ stage_broker() {
 # once saw a 15-minute load of 14 and failed in both stages), so the stages run one after another.
 OLDER_KAFKA="${SHARESINK_OLDER_KAFKA:-4.3.1}"
 
+# Stops the clusters of lanes 1.. (lane 0's is the stage's own, stopped with it).
+e2e_lanes_down() {
+  local k
+  for ((k = 1; k < E2E_LANES; k++)); do
+    SHARESINK_CLUSTER_DIR="${SHARESINK_CLUSTER_DIR:-$ROOT/build/cluster}-lane$k" cluster down >/dev/null 2>&1 || true
+  done
+}
+
 stage_e2e() {
   ensure_plugin_archive
   ensure_release_archives
   one_broker_cluster
-  SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q --durations=15 tests/e2e
+  log "End to end in $E2E_LANES lanes, each with its own broker and workers"
+  local rc=0
+  SHARESINK_REUSE_CLUSTER=1 SHARESINK_KEEP_CLUSTER=1 SHARESINK_PROFILE_STAGE=e2e \
+    python3 -m pytest -q -p harness.profile_plugin -n "$E2E_LANES" --dist loadfile \
+    -m "not alone" --durations=20 tests/e2e || rc=$?
+  e2e_lanes_down
+  ((rc == 0)) || exit "$rc"
+  log "End to end, the tests judged against the machine's load, alone"
+  SHARESINK_REUSE_CLUSTER=1 SHARESINK_KEEP_CLUSTER=1 SHARESINK_PROFILE_STAGE=e2e-alone \
+    python3 -m pytest -q -p harness.profile_plugin -m alone tests/e2e
   log "The release archives, installed as their installers install them"
-  SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q tests/release
+  SHARESINK_REUSE_CLUSTER=1 SHARESINK_PROFILE_STAGE=release \
+    python3 -m pytest -q -p harness.profile_plugin tests/release
 }
 
 stage_cluster3() {
@@ -190,9 +261,10 @@ stage_cluster3() {
     # for its own cluster; this stage may run alone): Kafka's client jars for the Java peer and
     # the harness that kills and restarts brokers.
     export SHARESINK_KAFKA_CLASSPATH="$KAFKA_CLASSPATH" SHARESINK_HARNESS_DIR="$ROOT/tests"
-    SHARESINK_BOOTSTRAP="$BOOTSTRAP" cargo test -p sharesink-engine --features broker-tests \
-      --test broker_cluster -- --test-threads=1 --nocapture
-    python3 -m pytest -q -s tests/e2e_cluster
+    engine_test_bins
+    SHARESINK_BOOTSTRAP="$BOOTSTRAP" run_engine_test broker_cluster --test-threads=1 --nocapture
+    SHARESINK_REUSE_CLUSTER=1 SHARESINK_PROFILE_STAGE=cluster3 python3 -m pytest -q -s \
+      -p harness.profile_plugin tests/e2e_cluster
     cluster down
   )
 }
@@ -214,7 +286,8 @@ if [[ "${1:-}" == "--kafka" ]]; then
   ensure_plugin_archive
   trap 'cluster down >/dev/null 2>&1 || true' EXIT
   cluster up --sasl-ssl
-  SHARESINK_REUSE_CLUSTER=1 python3 -m pytest -q "${CORE_SCENARIOS[@]}"
+  SHARESINK_REUSE_CLUSTER=1 SHARESINK_PROFILE_STAGE="kafka-$version" \
+    python3 -m pytest -q -p harness.profile_plugin "${CORE_SCENARIOS[@]}"
   log "core scenarios on Kafka $version passed in $(( $(date +%s) - started )) s"
   exit 0
 fi
@@ -233,6 +306,8 @@ done
 mkdir -p build
 timings="${SHARESINK_TEST_TIMINGS:-build/test-timings.txt}"
 : >"$timings"
+# Per-test times of this run only (scripts/test_profile.py)
+rm -rf build/test-profile build/test-times
 trap on_exit EXIT
 for s in "${selected[@]}"; do
   log "stage $s: ${STAGE_DOC[$s]}"
@@ -242,6 +317,9 @@ for s in "${selected[@]}"; do
 done
 one_broker_down
 
+total=$(( $(date +%s) - started ))
+printf '%-9s %5d s of %4d s%s\n' total "$total" "$TOTAL_BUDGET" \
+  "$( ((total <= TOTAL_BUDGET)) || echo ' WARN over budget')" >>"$timings"
 log "stage times"
 cat "$timings"
-log "all tests passed in $(( $(date +%s) - started )) s"
+log "all tests passed in $total s (budget $TOTAL_BUDGET s)"

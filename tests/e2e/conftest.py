@@ -1,6 +1,12 @@
 """Session fixtures for the end-to-end tests: one real Kafka 4.4 broker per session, Connect
 worker 0 with the sharesink plugin archive, PostgreSQL on demand.
 
+Lanes: run under pytest-xdist (`-n N --dist loadfile`, scripts/test.sh's e2e stage), each
+xdist worker is a lane with a cluster of its own: gw0 the one in SHARESINK_CLUSTER_DIR on
+SHARESINK_PORT_BASE, gwK the same directory with `-laneK` on the port base + K x LANE_PORT_STRIDE.
+Whole modules go to one lane (`loadfile`), so a module's fixtures and its order hold; a test that
+restarts its broker or worker, or stops PostgreSQL, disturbs only its own lane.
+
 Environment:
   SHARESINK_KEEP_CLUSTER=1     leave everything running after the session (inspect with
                                `python3 tests/harness/cluster.py status`, stop with `down`)
@@ -18,6 +24,32 @@ import os
 import pytest
 
 from harness.cluster import REPO_ROOT, Cluster, HarnessError, default_plugin_archive
+
+
+# Ports a lane's cluster is moved by: past every offset the harness uses (three brokers end at
+# +135), and far enough below the benchmark's default base (29500) for two lanes.
+LANE_PORT_STRIDE = 200
+
+
+def _lane() -> int:
+    """This process's lane: 0 without pytest-xdist, else the xdist worker's number."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+
+
+def _move_to_own_lane() -> None:
+    """Points the harness (every Cluster() made in this process) at this lane's cluster. Before
+    any test module is imported: some make a Cluster() at import."""
+    lane = _lane()
+    if lane == 0:
+        return
+    base = int(os.environ.get("SHARESINK_PORT_BASE", "29000"))
+    state = os.environ.get("SHARESINK_CLUSTER_DIR", str(REPO_ROOT / "build" / "cluster"))
+    os.environ["SHARESINK_PORT_BASE"] = str(base + LANE_PORT_STRIDE * lane)
+    os.environ["SHARESINK_CLUSTER_DIR"] = f"{state}-lane{lane}"
+
+
+_move_to_own_lane()
 
 
 def _keep() -> bool:

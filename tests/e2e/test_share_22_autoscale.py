@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from harness.cluster import Cluster, Rest
 from helpers import (JDBC_SINK, LogMark, assert_no_failed_task, connector_trace,
                      delete_connector, jdbc_config, pg_distinct_ids, produce_rows,
@@ -37,6 +39,8 @@ def _running(worker: Rest, name: str) -> int:
     return running if ts and running == len(ts) else -1
 
 
+# Its verdict (the tasks a backlog calls for, within a bound) follows the rate the machine gives: run alone.
+@pytest.mark.alone
 def test_autoscaler_follows_a_backlog_up_and_back_down(cluster: Cluster, worker: Rest, postgres):
     name = uniq("autoscale-")
     table = name.replace("-", "_")

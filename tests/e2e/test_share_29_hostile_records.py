@@ -83,6 +83,8 @@ def bounded_worker(cluster: Cluster, worker: Rest):
         cluster.start_worker(0, plugin_archive=archive)
 
 
+# It compares rates and the worker's resident memory: run alone.
+@pytest.mark.alone
 def test_hostile_records_fail_only_their_own_connector(cluster: Cluster, bounded_worker: Rest):
     worker = bounded_worker
     calm, hostile = uniq("calm-"), uniq("hostile-")

@@ -87,9 +87,14 @@ def run_fault(cluster: Cluster, scenario: str, fault: Callable[[str], Dict], res
         producer.start()
         sampler = Sampler(lambda: file_line_count(out), interval=0.5)
         sampler.start()
-        time.sleep(10)
+        # The fault hits a stream that flows through the sink (a chunk written), and the stream
+        # goes on until the sink wrote another chunk after it: the recovery is shown, not slept.
+        Progress("lines in the file before the fault", lambda: file_line_count(out)).wait(
+            CHUNK, stall=120, timeout=300)
         extra = fault(topic)
-        time.sleep(5)
+        after_fault = file_line_count(out)
+        Progress("lines in the file after the fault", lambda: file_line_count(out)).wait(
+            after_fault + CHUNK, stall=120, timeout=300)
         values = producer.stop()
         produced_at = time.monotonic() - sampler.t0
         def diagnostics():

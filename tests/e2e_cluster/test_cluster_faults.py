@@ -12,6 +12,7 @@ from collections import Counter
 
 from faults import run_fault
 from harness.cluster import Cluster
+from helpers import wait_for
 
 
 def test_rolling_restart_of_every_broker(cluster3: Cluster):
@@ -43,9 +44,24 @@ def test_rolling_restart_of_two_workers(cluster3: Cluster):
     def fault(topic):
         for i in (0, 1):
             cluster3.stop_worker(i)
-            time.sleep(5)
+            time.sleep(5)  # the fault: the other worker alone
             cluster3.start_worker(i)
-            time.sleep(10)
+            # Back in the group with tasks of its own (Connect moves them back after its
+            # scheduled rebalance delay), before the next one stops.
+            wait_for(f"worker {i} running tasks again",
+                     lambda: _tasks_on(cluster3, i) > 0, timeout=120)
         return {"fault": "rolling restart of 2 workers"}
 
     run_fault(cluster3, "c3-3-rolling-worker-restart", fault)
+
+
+def _tasks_on(cluster: Cluster, index: int) -> int:
+    """RUNNING tasks the workers' status places on worker `index`, over every connector."""
+    rest = cluster.rest(1 - index)
+    port = f":{cluster.worker_port(index)}"
+    running = 0
+    for name in rest.get("/connectors"):
+        tasks = rest.connector_status(name).get("tasks", [])
+        running += sum(1 for t in tasks
+                       if t.get("state") == "RUNNING" and t.get("worker_id", "").endswith(port))
+    return running
