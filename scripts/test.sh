@@ -182,11 +182,12 @@ stage_broker() {
   one_broker_cluster
   engine_test_bins
   # Every broker test mostly waits on the broker and on lock timers. The Java bindings' broker
-  # tests (two JVMs, a test class at a time each) and the engine's binaries (all but
-  # broker_memory and broker_restart, which restarts the broker under everyone) run side by
-  # side, the engine's 26 plain tests six at a time; each writes its own log, shown at the end.
-  log "Broker tests side by side: Java bindings (2 JVMs) and the engine's binaries (logs in build/broker-*.log)"
-  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DforkCount=2 -DreuseForks=true \
+  # tests (three JVMs, a test class at a time each: the longest class is a third of them) and
+  # the engine's binaries (all but broker_restart, which restarts the broker under everyone)
+  # run side by side, the engine's 28 plain tests six at a time, its memory-bound tests one at a
+  # time in their own process; each writes its own log, shown at the end.
+  log "Broker tests side by side: Java bindings (3 JVMs) and the engine's binaries (logs in build/broker-*.log)"
+  mvn -B -q -pl java -Dnative.skip surefire:test -Dgroups=broker -DforkCount=3 -DreuseForks=true \
     -DSHARESINK_BOOTSTRAP="$BOOTSTRAP" -DSHARESINK_REQUIRE_BROKER=1 >build/broker-java.log 2>&1 &
   local pids=($!) names=(java)
   run_engine_test broker --test-threads=6 >build/broker-engine.log 2>&1 &
@@ -195,6 +196,8 @@ stage_broker() {
     run_engine_test "$t" >"build/broker-$t.log" 2>&1 &
     pids+=($!) && names+=("$t")
   done
+  run_engine_test broker_memory --test-threads=1 >build/broker-broker_memory.log 2>&1 &
+  pids+=($!) && names+=(broker_memory)
   local failed=() i
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || failed+=("${names[$i]}")
@@ -208,8 +211,6 @@ stage_broker() {
     echo "broker tests failed: ${failed[*]} (build/broker-*.log)" >&2
     exit 1
   fi
-  log "Engine under hostile records (memory bounds; a process of its own, one test at a time)"
-  run_engine_test broker_memory --test-threads=1
   log "Engine across a broker restart"
   run_engine_test broker_restart
 }
