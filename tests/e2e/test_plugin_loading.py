@@ -5,9 +5,11 @@ broker, and a third-party sink (Kafka's FileStream sink) from its own plugin dir
   tasks are RUNNING, the legacy task ran in its own plugin (it created its output file), and the
   Rust engine, reached through JNI, started a share-group member on the broker (its log line
   names the ShareFetch/ShareAcknowledge versions the broker serves).
-- A worker with plugin.discovery=service_load lists ShareSinkConnector (our service manifest).
-- A worker whose -Dsharesink.native.library names a garbage file reports a readable error through
-  the validate endpoint and keeps running.
+- Worker 0 runs with plugin.discovery=service_load (the harness's default where every plugin
+  has its manifests): it lists ShareSinkConnector from our service manifest.
+- A worker with plugin.discovery=hybrid_warn (Connect's default: a reflection scan besides the
+  manifests) whose -Dsharesink.native.library names a garbage file lists ShareSinkConnector too,
+  reports a readable error through the validate endpoint and keeps running.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ def _worker(cluster: Cluster, index: int, jvm_options=(), **kwargs):
 
 def test_share_sink_runs_file_sink_and_reaches_the_broker(cluster: Cluster, worker: Rest):
     version = _plugin_version()
+    props = (cluster.state_dir / "config" / "worker-0.properties").read_text()
+    assert "plugin.discovery=service_load" in props.splitlines(), \
+        "worker 0 is expected to find its plugins through their ServiceLoader manifests"
     plugins = {p["class"]: p for p in worker.plugins()}
     assert SHARE_SINK in plugins, f"worker 0 does not list {SHARE_SINK}: {sorted(plugins)}"
     assert plugins[SHARE_SINK]["version"] == version
@@ -108,12 +113,6 @@ def test_share_sink_runs_file_sink_and_reaches_the_broker(cluster: Cluster, work
         worker.delete_connector(name)
 
 
-def test_service_load_discovery_finds_the_connector(cluster: Cluster, worker: Rest):
-    with _worker(cluster, 1, discovery="service_load", extra=AUX_WORKER) as rest:
-        classes = [p["class"] for p in rest.plugins()]
-        assert SHARE_SINK in classes, f"service_load worker lists {classes}"
-
-
 def test_corrupted_native_library_is_a_readable_validation_error(cluster: Cluster, worker: Rest):
     garbage = cluster.state_dir / "garbage-libsharesink_jni.so"
     garbage.write_bytes(b"\x7fELF but not really a shared object\n" * 8)
@@ -126,7 +125,9 @@ def test_corrupted_native_library_is_a_readable_validation_error(cluster: Cluste
         "share.engine": "native",
     }
     with _worker(cluster, 1, jvm_options=[f"-Dsharesink.native.library={garbage}"],
-                 extra=AUX_WORKER) as rest:
+                 discovery="hybrid_warn", extra=AUX_WORKER) as rest:
+        classes = [p["class"] for p in rest.plugins()]
+        assert SHARE_SINK in classes, f"the hybrid_warn worker lists {classes}"
         auto = Rest.validation_errors(rest.validate(
             "ShareSinkConnector", {k: v for k, v in config.items() if k != "share.engine"}))
         assert "share.sink.connector.class" not in auto, \
