@@ -36,7 +36,7 @@ native_cache_key() {
   {
     git -C "$ROOT" ls-files -s -- "${paths[@]}"
     rustc -Vv
-    cargo zigbuild --version
+    cargo-zigbuild --version
     python3 -c 'import importlib.metadata as m; print("ziglang", m.version("ziglang"))'
     echo "profile $profile"
   } | sha256sum | cut -c1-32

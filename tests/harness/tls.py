@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Dict
 
 from harness.common import HarnessError, _java, _props, _run, _write_atomic
-from harness.tools import CONFIG_COMMAND, KafkaTools
+from harness.tools import KafkaTools
 
 SCRAM_USER = "sharesink"
 SCRAM_PASSWORD = "sharesink-secret"
@@ -75,7 +75,7 @@ class TlsMaterial:
         """Gives TENANT_USERS' `user` its SCRAM-SHA-512 credential on the running broker (an
         AlterUserScramCredentials through the PLAINTEXT listener; idempotent)."""
         tools = self._tools
-        tools.run_tool(CONFIG_COMMAND, "--bootstrap-server", tools.bootstrap, "--alter",
+        tools.run_tool(tools.config_command, "--bootstrap-server", tools.bootstrap, "--alter",
                        "--entity-type", "users", "--entity-name", user, "--add-config",
                        f"SCRAM-SHA-512=[iterations=4096,password={TENANT_USERS[user]}]")
 

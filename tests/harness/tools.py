@@ -4,6 +4,7 @@ features, leaders and replicas, producing and consuming."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -23,6 +25,8 @@ from harness.waits import Budget
 STORAGE_TOOL = "kafka.tools.StorageTool"
 FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
 CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
+# Where ConfigCommand lived before it moved to the tools module (Kafka 4.3 and older).
+CONFIG_COMMAND_BEFORE_4_4 = "kafka.admin.ConfigCommand"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -122,6 +126,17 @@ class KafkaTools:
     @property
     def classpath(self) -> str:
         return str(self.kafka_lib / "*")
+
+    @functools.cached_property
+    def config_command(self) -> str:
+        """ConfigCommand's class in these jars: the tools module's since Kafka 4.4, the core's
+        before (an older release's cluster, SHARESINK_KAFKA_VERSION)."""
+        wanted = CONFIG_COMMAND.replace(".", "/") + ".class"
+        for jar in sorted(self.kafka_lib.glob("kafka-tools-*.jar")):
+            with zipfile.ZipFile(jar) as z:
+                if wanted in z.namelist():
+                    return CONFIG_COMMAND
+        return CONFIG_COMMAND_BEFORE_4_4
 
     def java_cmd(self, main_class: str, args: Sequence[str] = (), *, heap: str = "512m",
                  jvm_opts: Sequence[str] = (), log4j2: Optional[Path] = None,
@@ -307,12 +322,12 @@ class KafkaTools:
         return ",".join(items)
 
     def set_group_config(self, group: str, config: Mapping[str, Any]) -> None:
-        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
                       "--entity-type", "groups", "--entity-name", group,
                       "--add-config", self._config_arg(config))
 
     def delete_group_config(self, group: str, keys: Iterable[str]) -> None:
-        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
                       "--entity-type", "groups", "--entity-name", group,
                       "--delete-config", ",".join(keys))
 
@@ -322,7 +337,7 @@ class KafkaTools:
                 "--entity-name", name]
         if all:
             args.append("--all")
-        out = self.run_tool(CONFIG_COMMAND, *args).stdout
+        out = self.run_tool(self.config_command, *args).stdout
         res = {}
         for line in out.splitlines():
             line = line.strip()
@@ -343,7 +358,7 @@ class KafkaTools:
 
     def set_broker_config(self, config: Mapping[str, Any]) -> None:
         """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""
-        self.run_tool(CONFIG_COMMAND, "--bootstrap-server", self.bootstrap, "--alter",
+        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
                       "--entity-type", "brokers", "--entity-default",
                       "--add-config", self._config_arg(config))
 

@@ -130,6 +130,7 @@ class FakeTools:
 
     bootstrap = "127.0.0.1:1"
     kafka_lib = Path("/nonexistent/lib")
+    config_command = "org.apache.kafka.tools.ConfigCommand"
 
     def __init__(self):
         self.runs: List[tuple] = []
