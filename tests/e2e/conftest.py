@@ -52,6 +52,31 @@ def _move_to_own_lane() -> None:
 _move_to_own_lane()
 
 
+# The modules that take longest (docs/test-profile.md), started first: pytest-xdist hands whole
+# modules to the lanes in the order they are collected, and one long module started last kept a
+# lane busy for minutes after the other had run dry.
+LONGEST_FIRST = (
+    "test_sink_matrix.py",
+    "test_share_14_kip_switch.py",
+    "test_share_13_network_blackhole.py",
+    "test_wiring.py",
+    "test_share_27_alerts.py",
+    "test_share_19_rest_guards.py",
+    "test_share_02_jdbc_outage.py",
+    "test_share_04_poison.py",
+    "test_share_11_empty_precommit_until_roll.py",
+    "test_share_05_slow_task.py",
+    "test_share_12_jdbc_flapping_outage.py",
+    "test_cluster.py",
+    "test_share_30_transactions.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order within
+
+
 def _keep() -> bool:
     return os.environ.get("SHARESINK_KEEP_CLUSTER") == "1"
 
