@@ -104,7 +104,8 @@ def dump(cluster_dir: Path) -> Iterable[Dict[str, Any]]:
     sys.path.insert(0, str(ROOT / "tests"))
     from harness.artifacts import ensure_kafka_lib   # the harness's jars, resolved if missing
 
-    cmd = ["java", "-cp", f"{ensure_kafka_lib()}/*", "org.apache.kafka.tools.DumpLogSegments",
+    # Kafka 4.4's DumpLogSegments, which has the share-state decoder, whatever release wrote them
+    cmd = ["java", "-cp", f"{ensure_kafka_lib('4.4.0')}/*", "org.apache.kafka.tools.DumpLogSegments",
            "--share-group-state-decoder", "--deep-iteration", "--files", ",".join(segments)]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None

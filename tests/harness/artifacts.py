@@ -77,9 +77,10 @@ def _marker_ok(marker: Path, key: str) -> bool:
         return False
 
 
-def ensure_kafka_lib() -> Path:
-    """The directory with every jar of the broker, tools and Connect runtime (resolved once)."""
-    root = cache_dir() / f"kafka-{KAFKA_VERSION}"
+def ensure_kafka_lib(version: str = KAFKA_VERSION) -> Path:
+    """The directory with every jar of the broker, tools and Connect runtime of Kafka `version`
+    (default the harness's, SHARESINK_KAFKA_VERSION), resolved once."""
+    root = cache_dir() / f"kafka-{version}"
     lib = root / "lib"
     marker = root / ".complete"
     key = hashlib.sha256(KAFKA_DEPS_POM.read_bytes()).hexdigest()
@@ -88,18 +89,18 @@ def ensure_kafka_lib() -> Path:
     with _file_lock(cache_dir() / ".lock"):
         if _marker_ok(marker, key) and lib.is_dir():
             return lib
-        _log(f"resolving Kafka {KAFKA_VERSION} jars into {lib} (Maven Central, cached in ~/.m2)")
+        _log(f"resolving Kafka {version} jars into {lib} (Maven Central, cached in ~/.m2)")
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="lib.", dir=root))
         proc = _mvn(["dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
-                     "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"],
+                     "-DincludeScope=runtime", f"-Dkafka.version={version}"],
                     what="resolving Kafka jars")
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise HarnessError(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-4000:]}")
         jars = sorted(p.name for p in tmp.glob("*.jar"))
-        needed = [f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar",
-                  f"connect-runtime-{KAFKA_VERSION}.jar", "log4j-slf4j2-impl-"]
+        needed = [f"kafka_2.13-{version}.jar", f"kafka-tools-{version}.jar",
+                  f"connect-runtime-{version}.jar", "log4j-slf4j2-impl-"]
         missing = [n for n in needed if not any(j.startswith(n) for j in jars)]
         if missing:
             shutil.rmtree(tmp, ignore_errors=True)
