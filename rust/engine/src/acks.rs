@@ -93,6 +93,9 @@ pub(crate) struct PendingAck {
     /// An ACCEPT of gap offsets (transaction markers) folded into the settling range beside them
     /// (see [`AckQueue::hold_gap`]).
     pub folded_gap: bool,
+    /// For a folded gap: when its acquisition lock runs out (wall-clock ms). One that would go
+    /// out after that is dropped rather than sent (`AckQueue::take_at`).
+    pub gap_deadline_ms: i64,
     /// A caller's ack sent again without the gaps that were folded into it, after the broker
     /// refused the request that carried them: its success shows the broker refuses folds.
     pub resent_without_folds: bool,
@@ -112,6 +115,7 @@ impl PendingAck {
             waiter,
             from_caller: true,
             folded_gap: false,
+            gap_deadline_ms: i64::MAX,
             resent_without_folds: false,
         }
     }
@@ -124,14 +128,16 @@ impl PendingAck {
             waiter: None,
             from_caller: false,
             folded_gap: false,
+            gap_deadline_ms: i64::MAX,
             resent_without_folds: false,
         }
     }
 
     /// Gap offsets acknowledged with the ACCEPT of the records beside them.
-    fn folded_gap(first: i64, last: i64) -> Self {
+    fn folded_gap(first: i64, last: i64, deadline_ms: i64) -> Self {
         PendingAck {
             folded_gap: true,
+            gap_deadline_ms: deadline_ms,
             ..PendingAck::from_engine(first, last, AckKind::Accept as i8)
         }
     }
@@ -169,10 +175,9 @@ fn range_len(first: i64, last: i64) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct HeldGap {
     last: i64,
-    /// Wall-clock ms at which its acquisition lock runs out, as far as this member knows.
+    /// Wall-clock ms at which its acquisition lock runs out, as far as this member knows (its
+    /// fetch's lock: a gap is never renewed).
     deadline_ms: i64,
-    /// A renewal of it was queued (beside its records'): its deadline moves on when it goes out.
-    renewed: bool,
 }
 
 /// Gaps held per partition, by first offset.
@@ -209,6 +214,10 @@ pub(crate) struct AcksInFlight {
 /// How long before its lock runs out a held gap is acknowledged as Gap rather than waiting on:
 /// at most this, at most a quarter of the lock.
 const GAP_SETTLE_MARGIN_MS: i64 = 2_000;
+/// A gap (held, or folded into an ACCEPT) this close to the end of its lock is not sent at all:
+/// the broker might get it after the lock ran out, and a gap it refuses fails every other ack
+/// of the partition in that request. Unacknowledged, it is delivered again, alone, as a Gap.
+const GAP_SEND_SLACK_MS: i64 = 1_000;
 
 impl AckQueue {
     pub fn push(&mut self, key: PartitionKey, ack: PendingAck, urgent: bool) {
@@ -218,10 +227,14 @@ impl AckQueue {
                 .settled_by_caller
                 .saturating_add(range_len(ack.first, ack.last));
         }
-        let beside = if ack.first <= ack.last && ack.code != GAP {
-            self.gaps_beside(key, ack.first, ack.last, ack.code)
-        } else {
+        let beside = if ack.first > ack.last {
             Vec::new()
+        } else if ack.code == GAP {
+            // The engine gives these offsets up as a Gap of their own: nothing of them is held.
+            self.unhold(key, ack.first, ack.last);
+            Vec::new()
+        } else {
+            self.gaps_beside(key, ack.first, ack.last, ack.code)
         };
         let queued = self.by_partition.entry(key).or_default();
         queued.push(ack);
@@ -239,13 +252,15 @@ impl AckQueue {
     ///
     /// - ACCEPT: acknowledged as ACCEPT with it (ACKNOWLEDGED and ARCHIVED are both final; the
     ///   marker is no record, so nothing is delivered by it);
-    /// - RELEASE, REJECT: acknowledged as Gap then (a REJECT would hand it to the broker's DLQ);
-    /// - RENEW: renewed with it, and held on.
+    /// - RELEASE, REJECT: acknowledged as Gap then (a REJECT would hand it to the broker's DLQ).
     ///
-    /// A gap its records never settle is acknowledged as Gap shortly before its lock runs out,
-    /// or dropped once it ran out (`take_at`); no record is ever acknowledged earlier for it.
-    /// With `fold` false (the engine setting, or the broker refused folds), it is queued as a
-    /// Gap at once, as before.
+    /// A gap is never renewed (a renewal the broker refuses would leave it held past its lock):
+    /// one its records did not settle goes as a Gap of its own shortly before its fetch's lock
+    /// runs out, ahead of records renewed beside it (their range splits, as without folding),
+    /// and is dropped unsent when that is too late (`take_at`). No record is ever acknowledged
+    /// earlier for a gap. With `fold` false (the engine setting, or the broker refused folds),
+    /// it is queued as a Gap at once, as before. A lost connection releases what the session
+    /// acquired: the gaps held for it are forgotten (`forget_all_gaps`).
     pub fn hold_gap(
         &mut self,
         key: PartitionKey,
@@ -258,24 +273,30 @@ impl AckQueue {
             self.push(key, PendingAck::from_engine(first, last, GAP), false);
             return;
         }
-        let gaps = self.held_gaps.entry(key).or_default();
         // The same offsets acquired again (a redelivery) replace what was held of them.
-        let stale: Vec<i64> = gaps
+        self.unhold(key, first, last);
+        self.held_gaps
+            .entry(key)
+            .or_default()
+            .insert(first, HeldGap { last, deadline_ms });
+    }
+
+    /// Forgets the held gaps of `key` overlapping [first, last].
+    fn unhold(&mut self, key: PartitionKey, first: i64, last: i64) {
+        let Some(gaps) = self.held_gaps.get_mut(&key) else {
+            return;
+        };
+        let overlapping: Vec<i64> = gaps
             .range(..=last)
-            .filter(|(f, g)| **f <= last && g.last >= first)
+            .filter(|(_, g)| g.last >= first)
             .map(|(f, _)| *f)
             .collect();
-        for f in stale {
+        for f in overlapping {
             gaps.remove(&f);
         }
-        gaps.insert(
-            first,
-            HeldGap {
-                last,
-                deadline_ms,
-                renewed: false,
-            },
-        );
+        if gaps.is_empty() {
+            self.held_gaps.remove(&key);
+        }
     }
 
     /// The held gaps of `key` touching or beside [first, last], turned into what goes with an
@@ -303,19 +324,14 @@ impl AckQueue {
             match AckKind::from_code(code) {
                 Some(AckKind::Accept) => {
                     gaps.remove(&f);
-                    out.push(PendingAck::folded_gap(f, gap.last));
+                    out.push(PendingAck::folded_gap(f, gap.last, gap.deadline_ms));
                 }
                 Some(AckKind::Release | AckKind::Reject) => {
                     gaps.remove(&f);
                     out.push(PendingAck::from_engine(f, gap.last, GAP));
                 }
-                Some(AckKind::Renew) => {
-                    if let Some(g) = gaps.get_mut(&f) {
-                        g.renewed = true;
-                    }
-                    out.push(PendingAck::from_engine(f, gap.last, AckKind::Renew as i8));
-                }
-                None => {}
+                // Not renewed: see `hold_gap`.
+                Some(AckKind::Renew) | None => {}
             }
         }
         if gaps.is_empty() {
@@ -330,11 +346,20 @@ impl AckQueue {
         self.held_gaps.remove(key);
     }
 
-    /// Queues every held gap as a Gap (the session closes; they would otherwise be released).
-    pub fn settle_held_gaps(&mut self) {
+    /// Forgets every held gap: the session's connection is gone, and the broker released what
+    /// it acquired (the gaps come back, alone, as Gaps).
+    pub fn forget_all_gaps(&mut self) {
+        self.held_gaps.clear();
+    }
+
+    /// Queues every held gap as a Gap (the session closes, or folding stopped), but those too
+    /// close to the end of their lock at `now_ms`, which are dropped unsent (`GAP_SEND_SLACK_MS`).
+    pub fn settle_held_gaps(&mut self, now_ms: i64) {
         for (key, gaps) in std::mem::take(&mut self.held_gaps) {
             for (first, gap) in gaps {
-                self.push(key, PendingAck::from_engine(first, gap.last, GAP), false);
+                if gap.deadline_ms.saturating_sub(now_ms) > GAP_SEND_SLACK_MS {
+                    self.push(key, PendingAck::from_engine(first, gap.last, GAP), false);
+                }
             }
         }
     }
@@ -350,8 +375,8 @@ impl AckQueue {
     }
 
     /// The broker took the acks of a partition only once the gaps folded into them were left
-    /// out: its gaps go as Gap from now on (the held ones too).
-    pub fn folds_refused(&mut self) {
+    /// out: this leader's gaps go as Gap from now on, for the member's life (the held ones too).
+    pub fn folds_refused(&mut self, now_ms: i64) {
         if !self.folds_refused {
             info!(
                 "the broker refused an acknowledgement that folded transaction markers into \
@@ -360,28 +385,24 @@ impl AckQueue {
             );
         }
         self.folds_refused = true;
-        self.settle_held_gaps();
+        self.settle_held_gaps(now_ms);
     }
 
-    /// [`AckQueue::take`] at wall-clock `now_ms`, for a request about to go out: a held gap's
-    /// renewal queued beside its records moves its deadline on by `lock_ms` (it goes out now);
-    /// one within the margin of its deadline is queued as a Gap, and one past it is dropped (the
-    /// broker may have handed it to another member; acknowledging it would fail the partition's
-    /// other acks in the same request).
+    /// [`AckQueue::take`] at wall-clock `now_ms`, for a request about to go out. A held gap
+    /// within the margin of its lock's end (a quarter of `lock_ms` at most) is queued as a Gap;
+    /// one, held or folded into an ACCEPT, within `GAP_SEND_SLACK_MS` of it or past it is
+    /// dropped unsent: the broker may have handed it to another member, and a gap it refuses
+    /// fails the partition's other acks in the same request.
     pub fn take_at(&mut self, now_ms: i64, lock_ms: i64) -> (Vec<TopicAcks>, AcksInFlight) {
         let margin = GAP_SETTLE_MARGIN_MS.min(lock_ms.max(0) / 4);
         let mut due: Vec<(PartitionKey, i64, i64)> = Vec::new();
         self.held_gaps.retain(|key, gaps| {
             gaps.retain(|first, gap| {
-                if gap.renewed {
-                    gap.renewed = false;
-                    gap.deadline_ms = gap.deadline_ms.max(now_ms.saturating_add(lock_ms));
-                }
-                if now_ms >= gap.deadline_ms {
-                    return false;
-                }
-                if gap.deadline_ms - now_ms <= margin {
-                    due.push((*key, *first, gap.last));
+                let left = gap.deadline_ms.saturating_sub(now_ms);
+                if left <= margin {
+                    if left > GAP_SEND_SLACK_MS {
+                        due.push((*key, *first, gap.last));
+                    }
                     return false;
                 }
                 true
@@ -391,6 +412,12 @@ impl AckQueue {
         for (key, first, last) in due {
             self.push(key, PendingAck::from_engine(first, last, GAP), false);
         }
+        for acks in self.by_partition.values_mut() {
+            acks.retain(|a| {
+                !a.folded_gap || a.gap_deadline_ms.saturating_sub(now_ms) > GAP_SEND_SLACK_MS
+            });
+        }
+        self.by_partition.retain(|_, acks| !acks.is_empty());
         self.take()
     }
 
@@ -660,41 +687,68 @@ impl AcksInFlight {
 
     /// Takes `key`'s acks out to be sent again without the gaps folded into them (those are
     /// dropped: unacknowledged, their locks run out and the broker delivers them again), each
-    /// marked `resent_without_folds`. The partition's acks then resolve from the next answer.
-    pub fn without_folds(&mut self, key: &PartitionKey) -> AcksInFlight {
+    /// marked `resent_without_folds`, and the records of the folded gaps dropped (for the
+    /// metrics: they were counted as sent). The partition's acks then resolve from the next
+    /// answer.
+    pub fn without_folds(&mut self, key: &PartitionKey) -> (AcksInFlight, u64) {
         let mut out = AcksInFlight::default();
-        if let Some(acks) = self.by_partition.remove(key) {
-            let resent: Vec<PendingAck> = acks
-                .into_iter()
-                .filter(|a| !a.folded_gap)
-                .map(|a| PendingAck {
-                    resent_without_folds: true,
-                    ..a
-                })
-                .collect();
-            // What was sent of them, for the metrics to undo (`Metrics::acks_requeued`).
-            for a in &resent {
-                let slot = &mut out.sent[a.code.clamp(0, 4) as usize];
-                *slot = slot.saturating_add(range_len(a.first, a.last));
-            }
-            out.by_partition.insert(*key, resent);
+        let Some(acks) = self.by_partition.remove(key) else {
+            return (out, 0);
+        };
+        let (folded, kept): (Vec<PendingAck>, Vec<PendingAck>) =
+            acks.into_iter().partition(|a| a.folded_gap);
+        let dropped = folded
+            .iter()
+            .map(|a| range_len(a.first, a.last))
+            .fold(0, u64::saturating_add);
+        // What was sent of them, counted as `take` counts it (from the reconciled segments),
+        // for the metrics to undo (`Metrics::acks_requeued`).
+        let (kept, segments, _) = reconcile(kept, *key);
+        for (first, last, code) in segments {
+            let slot = &mut out.sent[code as usize];
+            *slot = slot.saturating_add(range_len(first, last));
         }
-        out
+        let resent = kept
+            .into_iter()
+            .map(|a| PendingAck {
+                resent_without_folds: true,
+                ..a
+            })
+            .collect();
+        out.by_partition.insert(*key, resent);
+        (out, dropped)
     }
 
-    /// Whether any ack still unresolved was resent without its folds (see `without_folds`).
-    pub fn any_resent_without_folds(&self) -> bool {
-        self.by_partition
-            .values()
-            .flatten()
-            .any(|a| a.resent_without_folds)
+    /// These acks without any folded gap (their connection is gone, which released the gaps'
+    /// offsets with the session's other records), and the records of the folded gaps dropped.
+    pub fn without_any_folds(mut self) -> (AcksInFlight, u64) {
+        let mut dropped = 0u64;
+        for acks in self.by_partition.values_mut() {
+            acks.retain(|a| {
+                if a.folded_gap {
+                    dropped = dropped.saturating_add(range_len(a.first, a.last));
+                }
+                !a.folded_gap
+            });
+        }
+        self.by_partition.retain(|_, acks| !acks.is_empty());
+        self.sent[1] = self.sent[1].saturating_sub(dropped);
+        self.folded_gaps = self.folded_gaps.saturating_sub(dropped);
+        (self, dropped)
     }
 
-    /// Whether `key`'s acks include one resent without its folds (see `without_folds`).
-    pub fn resent_without_folds(&self, key: &PartitionKey) -> bool {
-        self.by_partition
-            .get(key)
-            .is_some_and(|acks| acks.iter().any(|a| a.resent_without_folds))
+    /// Whether an answer without error for `key` shows that the broker refuses folds: the acks
+    /// were resent without their folds after a refusal, and carried no new fold (a success of
+    /// a request carrying one shows the opposite).
+    pub fn refusal_confirmed(&self, key: &PartitionKey) -> bool {
+        self.by_partition.get(key).is_some_and(|acks| {
+            acks.iter().any(|a| a.resent_without_folds) && !acks.iter().any(|a| a.folded_gap)
+        })
+    }
+
+    /// [`AcksInFlight::refusal_confirmed`] for any partition still unresolved.
+    pub fn any_refusal_confirmed(&self) -> bool {
+        self.by_partition.keys().any(|k| self.refusal_confirmed(k))
     }
 
     /// Records the caller settled for good (accept, release, reject) in these acks.
@@ -976,24 +1030,75 @@ mod tests {
     }
 
     #[test]
-    fn a_renewal_beside_a_gap_renews_it_and_moves_its_deadline_on() {
+    fn a_renewal_beside_a_gap_leaves_it_and_it_goes_as_a_gap_before_its_lock_ends() {
         let key = (Uuid::from_u128(1), 0);
         let mut q = AckQueue::default();
         q.hold_gap(key, 10, 10, NOW + LOCK, true);
         q.push(key, pending(0, 9, AckKind::Renew as i8), true);
-        let (topics, _) = q.take_at(NOW + LOCK - 5_000, LOCK);
-        assert_eq!(batches(&topics), vec![(0, 10, vec![4])]);
+        let (topics, _) = q.take_at(NOW, LOCK);
         assert_eq!(
-            q.held_gap_offsets(),
-            1,
-            "renewed, still held for its records"
+            batches(&topics),
+            vec![(0, 9, vec![4])],
+            "a gap is never renewed: a refused renewal would leave it held past its lock"
         );
-        // Past its first deadline it is still held: the renewal moved it on.
-        let (topics, _) = q.take_at(NOW + LOCK + 1_000, LOCK);
-        assert!(topics.is_empty());
+        assert_eq!(q.held_gap_offsets(), 1);
+        // Within the margin of its fetch's lock, it goes as a Gap of its own.
+        let (topics, _) = q.take_at(NOW + LOCK - 1_500, LOCK);
+        assert_eq!(batches(&topics), vec![(10, 10, vec![0])]);
         q.push(key, pending(0, 9, 1), false);
-        let (topics, _) = q.take_at(NOW + LOCK + 2_000, LOCK);
-        assert_eq!(batches(&topics), vec![(0, 10, vec![1])]);
+        let (topics, _) = q.take_at(NOW + LOCK - 1_400, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+    }
+
+    #[test]
+    fn a_gap_folded_too_near_the_end_of_its_lock_is_not_sent() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + 800, true);
+        q.push(key, pending(0, 9, 1), false);
+        let (topics, in_flight) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
+        assert_eq!(in_flight.folded_gaps(), 0);
+    }
+
+    #[test]
+    fn a_gap_given_up_as_such_is_no_longer_held() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 12, NOW + LOCK, true);
+        q.push(key, PendingAck::from_engine(10, 12, GAP), false);
+        assert_eq!(q.held_gap_offsets(), 0);
+        q.push(key, pending(0, 9, 1), false);
+        let (topics, _) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1]), (10, 12, vec![0])]);
+    }
+
+    #[test]
+    fn settling_the_held_gaps_skips_those_near_their_end() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.hold_gap(key, 20, 20, NOW + 500, true);
+        q.settle_held_gaps(NOW);
+        let (topics, _) = q.take();
+        assert_eq!(batches(&topics), vec![(10, 10, vec![0])]);
+    }
+
+    #[test]
+    fn a_lost_connection_takes_the_folds_with_it() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.hold_gap(key, 30, 30, NOW + LOCK, true);
+        q.push(key, pending(0, 9, 1), false);
+        let (_, in_flight) = q.take_at(NOW, LOCK);
+        let (resent, dropped) = in_flight.without_any_folds();
+        assert_eq!(dropped, 1);
+        assert_eq!(resent.record_counts(), [0, 10, 0, 0, 0]);
+        q.forget_all_gaps();
+        q.requeue(resent);
+        let (topics, _) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
     }
 
     #[test]
@@ -1023,7 +1128,7 @@ mod tests {
         let (topics, _) = q.take_at(NOW, LOCK);
         assert_eq!(batches(&topics), vec![(10, 10, vec![0])]);
         q.hold_gap(key, 20, 20, NOW + LOCK, true);
-        q.folds_refused();
+        q.folds_refused(NOW);
         let (topics, _) = q.take_at(NOW, LOCK);
         assert_eq!(
             batches(&topics),
@@ -1044,16 +1149,37 @@ mod tests {
         let (_, mut in_flight) = q.take_at(NOW, LOCK);
         assert!(in_flight.may_be_refused_fold(&key, error_codes::INVALID_RECORD_STATE));
         assert!(!in_flight.may_be_refused_fold(&key, error_codes::NOT_LEADER_OR_FOLLOWER));
-        let resent = in_flight.without_folds(&key);
-        assert_eq!(resent.records(), 10);
+        let (resent, dropped) = in_flight.without_folds(&key);
+        assert_eq!((resent.records(), dropped), (10, 1));
+        assert_eq!(resent.record_counts(), [0, 10, 0, 0, 0]);
         q.requeue(resent);
         let (topics, in_flight) = q.take_at(NOW, LOCK);
         assert_eq!(batches(&topics), vec![(0, 9, vec![1])]);
-        assert!(in_flight.resent_without_folds(&key) && in_flight.any_resent_without_folds());
+        assert!(in_flight.refusal_confirmed(&key) && in_flight.any_refusal_confirmed());
         assert!(!in_flight.may_be_refused_fold(&key, error_codes::INVALID_RECORD_STATE));
         let mut in_flight = in_flight;
         in_flight.resolve_partition(&key, (error_codes::NONE, None));
         assert_eq!(rx.try_recv().unwrap().0, error_codes::NONE);
+    }
+
+    #[test]
+    fn a_success_that_carried_a_new_fold_proves_no_refusal() {
+        let key = (Uuid::from_u128(1), 0);
+        let mut q = AckQueue::default();
+        q.hold_gap(key, 10, 10, NOW + LOCK, true);
+        q.push(key, pending(0, 9, 1), false);
+        let (_, mut in_flight) = q.take_at(NOW, LOCK);
+        let (resent, _) = in_flight.without_folds(&key);
+        // Meanwhile the records after the next marker were accepted: their fold rides along.
+        q.hold_gap(key, 20, 20, NOW + LOCK, true);
+        q.push(key, pending(11, 19, 1), false);
+        q.requeue(resent);
+        let (topics, in_flight) = q.take_at(NOW, LOCK);
+        assert_eq!(batches(&topics), vec![(0, 9, vec![1]), (11, 20, vec![1])]);
+        assert!(
+            !in_flight.refusal_confirmed(&key),
+            "the broker took a fold in this very request"
+        );
     }
 
     #[test]

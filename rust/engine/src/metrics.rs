@@ -44,6 +44,9 @@ pub(crate) struct Metrics {
     /// Gap offsets acknowledged with the ACCEPT of the records beside them (counted in
     /// `acked[0]`, not `acked[1]`).
     pub gaps_folded: AtomicU64,
+    /// Gap offsets folded into an ACCEPT that a broker refused (the records' ACCEPT then went
+    /// again without them).
+    pub gap_folds_refused: AtomicU64,
 }
 
 impl Metrics {
@@ -83,6 +86,22 @@ impl Metrics {
             .fetch_add(counts.iter().fold(0, |a, n| a.saturating_add(*n)), Relaxed);
     }
 
+    /// Folded gaps sent and then dropped unapplied (`refused` by the broker, or lost with their
+    /// connection): no longer counted as acknowledged.
+    pub fn folds_dropped(&self, records: u64, refused: bool) {
+        if records == 0 {
+            return;
+        }
+        let undo = |c: &AtomicU64| {
+            let _ = c.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(records)));
+        };
+        undo(&self.acked[0]);
+        undo(&self.gaps_folded);
+        if refused {
+            self.gap_folds_refused.fetch_add(records, Relaxed);
+        }
+    }
+
     pub fn snapshot(&self) -> MetricsSnapshot {
         let avg_ms = |total: &AtomicU64, n: u64| {
             if n == 0 {
@@ -120,6 +139,7 @@ impl Metrics {
             records_released_memory: self.records_released_memory.load(Relaxed),
             heartbeats: self.heartbeats.load(Relaxed),
             gaps_folded: self.gaps_folded.load(Relaxed),
+            gap_folds_refused: self.gap_folds_refused.load(Relaxed),
             memory_bytes: 0,
         }
     }
@@ -178,6 +198,8 @@ pub struct MetricsSnapshot {
     /// Gap offsets (transaction markers) acknowledged with the ACCEPT of the records beside
     /// them, so their acquired range stayed whole (counted in `gap_acked` too).
     pub gaps_folded: u64,
+    /// Gap offsets folded into an ACCEPT that a broker refused; its gaps then go as Gap.
+    pub gap_folds_refused: u64,
     /// Decoded bytes the member holds now: the response being decoded, the buffer, and the
     /// batches polled and not yet dropped.
     pub memory_bytes: u64,

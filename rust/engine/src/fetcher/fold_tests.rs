@@ -217,6 +217,11 @@ async fn a_broker_refusing_the_fold_gets_the_records_without_it_and_gaps_from_th
     let m = r.shared.metrics.snapshot();
     assert_eq!(m.ack_errors, 0, "{m:?}");
     assert_eq!(m.accepted, 3);
+    assert_eq!(
+        (m.gaps_folded, m.gap_folds_refused, m.gap_acked),
+        (0, 1, 0),
+        "the refused fold is not counted as acknowledged: {m:?}"
+    );
 
     // The next transaction: its marker goes as a gap at once, never folded again.
     r.leader

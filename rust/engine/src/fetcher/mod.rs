@@ -5,6 +5,7 @@
 //! a full buffer). Closing sends epoch −1, which releases every record still held.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -217,6 +218,8 @@ pub(crate) async fn run(
                 }
                 debug!(node = me.node_id, error = %e, "share fetcher cannot send");
                 session.reset(true);
+                // The connection is gone with the session's records, the gaps held for it too.
+                me.acks.lock().expect("acks").forget_all_gaps();
                 // A leader that cannot be reached may have lost its partitions to another
                 // broker (killed, restarted): look again rather than at the next metadata age.
                 shared.refresh_metadata.notify_one();
@@ -324,11 +327,14 @@ fn empty_session_may_close(shared: &Shared, me: &Arc<FetcherHandle>, session: &S
 /// Epoch −1: applies the last acks and releases everything else this member holds here.
 async fn close_session(shared: &Shared, me: &FetcherHandle, session: &mut Session) {
     let (topics, in_flight) = {
+        let now_ms = shared.clock.now_ms();
+        let lock_ms = i64::from(shared.lock_timeout_ms.load(Relaxed).max(0));
         let mut q = me.acks.lock().expect("acks");
         // Gaps held for records that will not settle now: settled as Gap before the close
-        // releases them (each would otherwise come back to a member, to be acknowledged then).
-        q.settle_held_gaps();
-        q.take()
+        // releases them (each would otherwise come back to a member, to be acknowledged then),
+        // but those too near the end of their lock, which could fail the close's last acks.
+        q.settle_held_gaps(now_ms);
+        q.take_at(now_ms, lock_ms)
     };
     let conn = match (&session.conn, session.epoch) {
         (Some(conn), epoch) if epoch > 0 && !conn.is_closed() => conn.clone(),

@@ -105,6 +105,16 @@ fn resend(
     cause: &EngineError,
     quiet: bool,
 ) {
+    let acks = if quiet {
+        acks
+    } else {
+        // The connection is gone: the broker released what its session acquired, the gaps held
+        // or folded for it too (they come back, alone, as Gaps). The records' acks go again.
+        me.acks.lock().expect("acks").forget_all_gaps();
+        let (acks, dropped) = acks.without_any_folds();
+        shared.metrics.folds_dropped(dropped, false);
+        acks
+    };
     let (ranges, records) = (acks.len(), acks.records());
     if ranges > 0 {
         if quiet {
@@ -212,8 +222,9 @@ fn session_answered(me: &FetcherHandle, session: &mut Session, generation: u64) 
 /// Acks of `key` refused with `code`: when they carried gaps folded into an ACCEPT and the
 /// refusal may be the fold's, they are queued again without the gaps (which are dropped: their
 /// locks run out and the broker delivers them again) and true is returned, the partition's
-/// waiters resolving from the next answer. When the answer is a success for acks sent again so,
-/// this broker refuses folds: its gaps go as Gap from then on (`AckQueue::folds_refused`).
+/// waiters resolving from the next answer. When the answer is a success for acks sent again so
+/// and carrying no new fold, this broker refuses folds: its gaps go as Gap from then on, for the
+/// member's life (`AckQueue::folds_refused`).
 fn resend_without_folds(
     shared: &Shared,
     me: &FetcherHandle,
@@ -222,17 +233,21 @@ fn resend_without_folds(
     code: i16,
 ) -> bool {
     if code == NONE {
-        if acks.resent_without_folds(key) {
-            me.acks.lock().expect("acks").folds_refused();
+        if acks.refusal_confirmed(key) {
+            me.acks
+                .lock()
+                .expect("acks")
+                .folds_refused(shared.clock.now_ms());
         }
         return false;
     }
     if !acks.may_be_refused_fold(key, code) {
         return false;
     }
-    let resent = acks.without_folds(key);
-    // Counted again when they go out again.
+    let (resent, dropped) = acks.without_folds(key);
+    // Counted again when they go out again; the folds dropped are no longer acknowledged.
     shared.metrics.acks_requeued(&resent);
+    shared.metrics.folds_dropped(dropped, true);
     info!(node = me.node_id, topic_id = %key.0, partition = key.1, code, name = name(code),
           ranges = resent.len(), "acknowledgement with transaction markers folded in refused; sending it again without them");
     me.acks.lock().expect("acks").requeue(resent);
@@ -526,8 +541,11 @@ fn handle_fetch(
         };
     }
     // Partitions with acks but absent from the response had nothing to report: applied.
-    if acks.any_resent_without_folds() {
-        me.acks.lock().expect("acks").folds_refused();
+    if acks.any_refusal_confirmed() {
+        me.acks
+            .lock()
+            .expect("acks")
+            .folds_refused(shared.clock.now_ms());
     }
     acks.resolve_all((NONE, None));
     if asked_records {
@@ -696,8 +714,11 @@ fn handle_acknowledge(
             acks.resolve_partition(&(topic_id, p.partition), (p.error_code, p.error_message));
         }
     }
-    if acks.any_resent_without_folds() {
-        me.acks.lock().expect("acks").folds_refused();
+    if acks.any_refusal_confirmed() {
+        me.acks
+            .lock()
+            .expect("acks")
+            .folds_refused(shared.clock.now_ms());
     }
     acks.resolve_all((NONE, None));
     resync_if_missing(shared, me, session, generation, &missing);

@@ -48,6 +48,8 @@ pub(super) async fn send_next(
             shared.metrics.session_resets.fetch_add(1, Relaxed);
         }
         session.reset(true);
+        // A closed connection released the session's records, the gaps held for them too.
+        me.acks.lock().expect("acks").forget_all_gaps();
         let conn = Connection::connect_with(
             &me.addr,
             &shared.config.client_id,
