@@ -347,7 +347,9 @@ public class ShareSinkConnector extends SourceConnector {
    * consumer.override.isolation.level} or {@code share.consumer.isolation.level}).
    */
   static GroupSettings groupSettings(ShareSinkConfig config, ConnectorClients clients) {
-    return config.groupSettings().withIsolation(clients.consumer().isolationLevel().orElse(null));
+    GroupSettings.Isolation unset =
+        clients.worker().visible() ? null : GroupSettings.Isolation.UNKNOWN;
+    return config.groupSettings().withIsolation(clients.consumer().isolationLevel().orElse(unset));
   }
 
   /**
@@ -425,6 +427,7 @@ public class ShareSinkConnector extends SourceConnector {
     ShareGroupAdmin admin =
         ShareGroupAdmin.create(adminSettings, "connector-share-admin-" + name, START_ADMIN_TIMEOUT);
     GroupSettings groupSettings = groupSettings(config, checked.clients());
+    boolean readCommitted;
     try {
       ShareGroupSetup.Result setup =
           ShareGroupSetup.apply(
@@ -443,6 +446,7 @@ public class ShareSinkConnector extends SourceConnector {
             ShareSinkConfig.TOPICS_REGEX_CONFIG);
       }
       dlqMode = setup.dlqMode();
+      readCommitted = setup.readCommitted();
       derivedCommitMaxRecords = derivedCommitMaxRecords(this.props, setup.recordLocks());
       if (derivedCommitMaxRecords != null) {
         log.info(
@@ -465,17 +469,11 @@ public class ShareSinkConnector extends SourceConnector {
           e);
     }
     // The admin client stays open for the lag gauges and the missing-topic checks.
-    lag =
-        new ShareGroupLag(admin, groupId, groupSettings.readCommitted(), context().pluginMetrics());
+    lag = new ShareGroupLag(admin, groupId, readCommitted, context().pluginMetrics());
     // ---- autoscale (io.sharesink.connect.autoscale): reads through the same admin client
     autoscaler =
         Autoscaler.startIfEnabled(
-                this.props,
-                admin,
-                groupId,
-                groupSettings.readCommitted(),
-                context(),
-                context().pluginMetrics())
+                this.props, admin, groupId, readCommitted, context(), context().pluginMetrics())
             .orElse(null);
     topicWatch =
         TopicWatchThread.startIfMissing(

@@ -109,6 +109,25 @@ class GroupSettingsTest {
   }
 
   @Test
+  void aLevelTheInvisibleWorkerMayAskForLeavesTheGroupsAsItIs() {
+    GroupSettings unknown =
+        settings(null, null, "connect", "", 5000).withIsolation(GroupSettings.Isolation.UNKNOWN);
+    ClusterFacts committed = cluster(2, Map.of("share.isolation.level", "read_committed"));
+    Map<String, String> configs = unknown.groupConfigs("connect", committed);
+    assertFalse(
+        configs.containsKey("share.isolation.level"),
+        "a read_committed the worker may ask for is not removed: " + configs);
+    assertTrue(unknown.problems(committed).isEmpty());
+    assertTrue(GroupSettings.readsCommitted(configs, committed), "the lag follows the group's");
+    assertFalse(
+        GroupSettings.readsCommitted(
+            Map.of(), cluster(2, Map.of("share.isolation.level", "read_uncommitted"))));
+    Map<String, String> removed = new HashMap<>();
+    removed.put("share.isolation.level", null);
+    assertFalse(GroupSettings.readsCommitted(removed, committed), "removed: Kafka's default");
+  }
+
+  @Test
   void anIsolationLevelKafkaDoesNotKnowIsAnErrorOnTheKeyThatSetIt() {
     GroupSettings plain = settings(null, null, "connect", "", 5000);
     Map<String, List<String>> problems =

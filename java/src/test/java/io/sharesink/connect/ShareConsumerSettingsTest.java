@@ -124,6 +124,28 @@ class ShareConsumerSettingsTest {
   }
 
   @Test
+  void anInvisibleWorkerLeavesTheGroupsLevelUnknownUnlessTheConnectorAsks() {
+    Map<String, String> props = ShareSinkConfigTest.validConfig();
+    ShareSinkConfig config = new ShareSinkConfig(props);
+    WorkerDefaults invisible = WorkerDefaults.invisible("no file on the command line");
+    assertEquals(
+        GroupSettings.Isolation.UNKNOWN,
+        ShareSinkConnector.groupSettings(config, ConnectorClients.of(invisible, props))
+            .isolation());
+    assertEquals(
+        null,
+        ShareSinkConnector.groupSettings(config, ConnectorClients.of(WORKER, props)).isolation(),
+        "a visible worker that sets none: nobody asks");
+    props.put("share.consumer.isolation.level", "read_committed");
+    assertEquals(
+        "read_committed",
+        ShareSinkConnector.groupSettings(
+                new ShareSinkConfig(props), ConnectorClients.of(invisible, props))
+            .isolation()
+            .level());
+  }
+
+  @Test
   void pollAndFetchSizesReachTheNativeEnginesProperties() {
     Map<String, String> connector =
         Map.of(

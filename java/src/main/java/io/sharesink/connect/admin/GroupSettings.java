@@ -35,9 +35,24 @@ public record GroupSettings(
   /**
    * An {@code isolation.level} asked for, and the key that asked ({@code
    * consumer.override.isolation.level}, {@code share.consumer.isolation.level}, or {@code worker
-   * consumer.isolation.level} for the worker's setting).
+   * consumer.isolation.level} for the worker's setting); {@link #UNKNOWN} when what the worker asks
+   * cannot be known.
    */
-  public record Isolation(String level, String origin) {}
+  public record Isolation(String level, String origin) {
+
+    /**
+     * The worker's configuration cannot be seen (docs/security.md), so whether its {@code
+     * consumer.isolation.level} asks for one is unknown: the group's level is left as it is
+     * (removing a {@code read_committed} the worker asks for would write aborted records).
+     */
+    public static final Isolation UNKNOWN =
+        new Isolation(null, "the worker's consumer.isolation.level, which cannot be seen");
+
+    /** Whether a level is asked for (false for {@link #UNKNOWN}). */
+    public boolean asked() {
+      return level != null;
+    }
+  }
 
   /** Settings without an isolation level asked for. */
   public GroupSettings(
@@ -140,6 +155,18 @@ public record GroupSettings(
   }
 
   /**
+   * Whether the group reads committed records only once {@code applied} (from {@link
+   * #groupConfigs}) is set on a group whose configs were {@code facts}: what was set, else what the
+   * group had.
+   */
+  public static boolean readsCommitted(Map<String, String> applied, ClusterFacts facts) {
+    if (applied.containsKey(ISOLATION_LEVEL)) {
+      return READ_COMMITTED.equals(applied.get(ISOLATION_LEVEL));
+    }
+    return facts != null && READ_COMMITTED.equals(facts.groupConfigs().get(ISOLATION_LEVEL));
+  }
+
+  /**
    * Who writes the DLQ: {@code broker} or {@code connect}. {@code auto} picks the broker when the
    * cluster has share.version 2, the topic carries the broker's required prefix, and the broker can
    * write to it (it exists with errors.deadletterqueue.group.enable=true, or the broker creates DLQ
@@ -168,14 +195,17 @@ public record GroupSettings(
    * consumer's {@code isolation.level} does: set to the level asked for, and when nobody asks, a
    * {@code read_committed} on the group is removed, so the group reads at Kafka's default ({@code
    * read_uncommitted}) as the classic runtime's consumer would. A group config does not say who set
-   * it; the group is the connector's (its share group, as for the broker DLQ keys).
+   * it; the group is the connector's (its share group, as for the broker DLQ keys). When what the
+   * worker asks cannot be known ({@link Isolation#UNKNOWN}) the group's level is left alone.
    */
   public Map<String, String> groupConfigs(String resolvedDlqMode, ClusterFacts facts) {
     Map<String, String> configs = new LinkedHashMap<>();
     configs.put(AUTO_OFFSET_RESET, autoOffsetReset);
-    if (isolation != null) {
+    if (isolation != null && isolation.asked()) {
       configs.put(ISOLATION_LEVEL, isolation.level());
-    } else if (facts != null && READ_COMMITTED.equals(facts.groupConfigs().get(ISOLATION_LEVEL))) {
+    } else if (isolation == null
+        && facts != null
+        && READ_COMMITTED.equals(facts.groupConfigs().get(ISOLATION_LEVEL))) {
       configs.put(ISOLATION_LEVEL, null);
     }
     if (lockDurationMs != null) {
@@ -215,6 +245,7 @@ public record GroupSettings(
               + " <broker> upgrade --feature share.version=1");
     }
     if (isolation != null
+        && isolation.asked()
         && !READ_COMMITTED.equals(isolation.level())
         && !READ_UNCOMMITTED.equals(isolation.level())) {
       boolean fromWorker = isolation.origin() == null || isolation.origin().startsWith("worker ");

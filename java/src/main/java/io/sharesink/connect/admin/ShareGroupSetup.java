@@ -20,13 +20,15 @@ public final class ShareGroupSetup {
 
   /**
    * What the setup did, for the tasks and for logs; {@code recordLocks} is the record-lock window
-   * (in-flight records per share-partition) the group now runs with.
+   * (in-flight records per share-partition) the group now runs with, {@code readCommitted} whether
+   * it reads committed records only (its lag then counts to the last stable offset).
    */
   public record Result(
       String dlqMode,
       Map<String, String> applied,
       Map<TopicPartition, Long> seeded,
-      long recordLocks) {}
+      long recordLocks,
+      boolean readCommitted) {}
 
   private ShareGroupSetup() {}
 
@@ -76,7 +78,12 @@ public final class ShareGroupSetup {
     if (migrateFrom != null) {
       seeded = migrate(admin, groupId, topics, migrateFrom);
     }
-    return new Result(dlqMode, configs, seeded, settings.effectiveRecordLocks(facts));
+    return new Result(
+        dlqMode,
+        configs,
+        seeded,
+        settings.effectiveRecordLocks(facts),
+        GroupSettings.readsCommitted(configs, facts));
   }
 
   /**
@@ -88,6 +95,15 @@ public final class ShareGroupSetup {
       GroupSettings.Isolation asked,
       ClusterFacts facts,
       Map<String, String> configs) {
+    if (asked == GroupSettings.Isolation.UNKNOWN) {
+      log.warn(
+          "Share group {}: {} left as it is ({}): the worker's configuration cannot be seen, so"
+              + " whether its consumer.isolation.level asks for one is unknown",
+          groupId,
+          GroupSettings.ISOLATION_LEVEL,
+          facts.groupConfigs().getOrDefault(GroupSettings.ISOLATION_LEVEL, "unknown"));
+      return;
+    }
     if (!configs.containsKey(GroupSettings.ISOLATION_LEVEL)) {
       return;
     }
