@@ -12,9 +12,10 @@ every second one aborted, with a plain producer's records written between their 
 
 Each sink must write exactly what its isolation level reads: under `read_committed` every
 committed and plain record and none of an aborted transaction, under `read_uncommitted`
-everything. Half the records are written before the connectors start, half after worker 0
-restarted under them and the classic `read_committed` sink moved to share mode with the KIP's
-flag (its share group then reads at the same level). The share-mode sinks are checked once
+everything. A quarter of the records are written before the connectors start, the rest while
+they read, worker 0 restarting under them once they have begun to, and the classic
+`read_committed` sink moved to share mode with the KIP's flag (its share group then reads at the
+same level). The share-mode sinks are checked once
 stopped (their tasks settled everything they polled), the classic ones once
 each partition's last record (the producer writes one after everything else) is in their file,
 so no record could still be on its way. Beside them, a native-engine sink that does not fold
@@ -179,7 +180,15 @@ def test_each_form_writes_exactly_what_its_isolation_level_reads(cluster: Cluste
                 assert level == (READ_COMMITTED if s.committed_only else "read_uncommitted"), \
                     (s.label, level)
 
-        # Worker 0 restarts under the running sinks.
+        # The second half is written while the sinks read it, and worker 0 restarts under them
+        # once they have begun to: records, held markers and acknowledgements are in flight.
+        second: Dict[str, List[str]] = {}
+        producer = threading.Thread(target=lambda: second.update(produce_transactions(
+            cluster, topic, f"{run}-b", transactions=3 * TRANSACTIONS)), daemon=True)
+        producer.start()
+        probe = next(s for s in sinks if s.label == "flag-rc-native")
+        wait_for("the second half reaching the sinks",
+                 lambda: any(v.startswith(f"{run}-b-") for v in probe.written()), timeout=180)
         cluster.stop_worker(0)
         cluster.start_worker(0, plugin_archive=default_plugin_archive())
         for s in sinks:
@@ -193,9 +202,9 @@ def test_each_form_writes_exactly_what_its_isolation_level_reads(cluster: Cluste
         wait_for("the migrated sink's share group reads committed records",
                  lambda: cluster.describe_configs("groups", group_of(migrated.name)).get(
                      "share.isolation.level") == READ_COMMITTED, timeout=60)
-        # The rest is written under the restarted (and migrated) sinks.
-        more = produce_transactions(cluster, topic, f"{run}-b")
-        for fate, values in more.items():
+        producer.join(300)
+        assert second, "the second half's producer did not finish"
+        for fate, values in second.items():
             fates[fate] += values
         wait_written(worker, sinks, fates)
 
