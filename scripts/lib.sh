@@ -57,6 +57,21 @@ link_cargo_cache() {
   if [[ -L "$ROOT/rust/target" ]]; then
     CARGO_TARGET_DIR="$(readlink -f "$ROOT/rust/target")"
     export CARGO_TARGET_DIR
+    claim_cargo_cache
+  fi
+}
+
+# cargo judges the workspace's own crates fresh by their sources' times, and a target dir is
+# relocatable: artifacts another checkout built are taken as this one's when its sources are
+# older (an engine test binary then ran another checkout's tests/java files, and could run its
+# code). When the cache was last built from another checkout, this one's Rust sources are
+# touched, so the workspace's crates (never the dependencies) are built again from them.
+claim_cargo_cache() {
+  local marker="$CARGO_TARGET_DIR/.sharesink-checkout"
+  if [[ "$(cat "$marker" 2>/dev/null)" != "$ROOT" ]]; then
+    git -C "$ROOT" ls-files -z -- rust Cargo.toml Cargo.lock .cargo 2>/dev/null |
+      (cd "$ROOT" && xargs -0 -r touch --no-create)
+    printf '%s\n' "$ROOT" >"$marker"
   fi
 }
 
