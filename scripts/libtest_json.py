@@ -40,6 +40,11 @@ def report(lines: IO[str], name: str, out: IO[str], times: Optional[IO[str]]) ->
         out.flush()
     for event in failed:
         out.write(f"\n---- {event.get('name')} ----\n{event.get('stdout', '')}\n")
+    if failed:
+        # Just above the summary, so that the tail of a log CI shows names each failure.
+        out.write(f"\n{name}: failed tests\n")
+        for event in failed:
+            out.write(f"  {event.get('name')}: {panic_message(event.get('stdout', ''))}\n")
     if summary is None:
         out.write(f"{name}: ended without its summary (crashed?)\n")
         return 1
@@ -47,6 +52,21 @@ def report(lines: IO[str], name: str, out: IO[str], times: Optional[IO[str]]) ->
               f"{summary.get('failed')} failed; {summary.get('ignored')} ignored; finished in "
               f"{summary.get('exec_time', 0):.1f} s\n")
     return 0 if summary["event"] == "ok" and not failed else 1
+
+
+def panic_message(stdout: str, limit: int = 400) -> str:
+    """The panic's location and message from a failed test's output, without its backtrace."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if "panicked at" in line:
+            message = []
+            for follow in lines[i + 1:i + 6]:
+                if follow.startswith(("stack backtrace:", "note: ")):
+                    break
+                message.append(follow.strip())
+            text = " ".join([line.split("panicked at", 1)[1].strip()] + message)
+            return text[:limit]
+    return (lines[-1] if lines else "(no output)")[:limit]
 
 
 def main(argv: List[str]) -> int:

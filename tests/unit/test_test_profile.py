@@ -58,7 +58,8 @@ def test_libtest_events_become_cargo_lines_and_times():
         {"type": "test", "name": "a::quick", "event": "ok", "exec_time": 0.25},
         "printed by a test with --nocapture",
         {"type": "test", "name": "a::slow", "event": "failed", "exec_time": 12.0,
-         "stdout": "thread panicked at 'boom'"},
+         "stdout": "thread 'a::slow' panicked at tests/a.rs:9:5:\nassertion `left == right` "
+                   "failed\n  left: 19\n right: 20\nstack backtrace:\n   0: frames"},
         {"type": "suite", "event": "failed", "passed": 1, "failed": 1, "ignored": 0,
          "exec_time": 12.3},
     ]
@@ -69,8 +70,14 @@ def test_libtest_events_become_cargo_lines_and_times():
     text = out.getvalue()
     assert "test a::quick ... ok (0.2 s)" in text or "test a::quick ... ok (0.3 s)" in text
     assert "printed by a test with --nocapture" in text
-    assert "---- a::slow ----\nthread panicked at 'boom'" in text
+    assert "---- a::slow ----\nthread 'a::slow' panicked at tests/a.rs:9:5:" in text
     assert "broker: failed. 1 passed; 1 failed" in text
+    # The failures are named, with their message and without the backtrace, just above the
+    # summary: the part of a log CI shows.
+    tail = text[text.index("broker: failed tests"):]
+    assert ("  a::slow: tests/a.rs:9:5: assertion `left == right` failed left: 19 right: 20\n"
+            in tail), tail
+    assert "frames" not in tail
     recorded = [json.loads(line) for line in times.getvalue().splitlines()]
     assert [(r["test"], r["seconds"], r["outcome"]) for r in recorded] == [
         ("a::quick", 0.25, "ok"), ("a::slow", 12.0, "failed")]
