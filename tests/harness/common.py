@@ -24,6 +24,31 @@ class HarnessError(RuntimeError):
     """A cluster component could not be set up; the message points at the log to read."""
 
 
+class ClassArchiveAtExit:
+    """A class-data archive a JVM writes when it exits (-XX:ArchiveClassesAtExit) under a name of
+    its own, made the archive only when the JVM exited cleanly: a JVM killed while writing it
+    leaves a part, never the archive (harness/tools.py)."""
+
+    def __init__(self, writing: Path, archive: Path):
+        self.writing, self.archive = Path(writing), Path(archive)
+
+    def keep(self) -> bool:
+        if not self.writing.is_file():
+            return False
+        os.replace(self.writing, self.archive)  # whole, or not at all
+        return True
+
+    def discard(self) -> None:
+        self.writing.unlink(missing_ok=True)
+
+    def to_json(self) -> Dict[str, str]:
+        return {"writing": str(self.writing), "archive": str(self.archive)}
+
+    @classmethod
+    def from_json(cls, d: Optional[Mapping[str, str]]) -> Optional["ClassArchiveAtExit"]:
+        return cls(Path(d["writing"]), Path(d["archive"])) if d else None
+
+
 # --------------------------------------------------------------------------------------------
 # small helpers
 

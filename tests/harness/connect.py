@@ -406,11 +406,13 @@ class ConnectWorkers:
         _write_atomic(log4j2, WORKER_LOG4J2)
         log = self.logs_dir / f"{name}.log"
         heap = os.environ.get("SHARESINK_WORKER_HEAP", "1g")
+        archive_opts, archive_at_exit = self._tools.class_archive_opts("worker", classpath)
         cmd = self._tools.java_cmd(CONNECT_DISTRIBUTED, [props], heap=heap, log4j2=log4j2, jvm_opts=[
             "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + list(jvm_opts),
-            classpath=classpath)
-        self._procs.spawn(name, cmd, log, env=dict(os.environ, **env) if env else None)
+            f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"]
+            + archive_opts + list(jvm_opts), classpath=classpath)
+        self._procs.spawn(name, cmd, log, env=dict(os.environ, **env) if env else None,
+                          class_archive=archive_at_exit)
         rest = self.rest(index, rest_headers)
 
         def ready():

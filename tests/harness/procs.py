@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence
 
-from harness.common import HarnessError, _log, _port_open, _tail, _write_atomic
+from harness.common import ClassArchiveAtExit, HarnessError, _log, _port_open, _tail, _write_atomic
 from harness.waits import QUIET_S, ProcessProgress, wait_progressing
 
 # The bound of a stop that keeps making progress (wall seconds) before SIGKILL.
@@ -55,11 +55,13 @@ class Processes:
     def _pidfile(self, name: str) -> Path:
         return self.pids_dir / f"{name}.pid"
 
-    def _record(self, name: str, proc: subprocess.Popen, stop_signal: int) -> None:
+    def _record(self, name: str, proc: subprocess.Popen, stop_signal: int,
+                class_archive: Optional[ClassArchiveAtExit] = None) -> None:
         self._popen[name] = proc
         _write_atomic(self._pidfile(name), json.dumps({
             "pid": proc.pid, "start": _proc_start_time(proc.pid), "name": name,
             "stop_signal": int(stop_signal), "state_dir": str(self.state_dir),
+            "class_archive": class_archive.to_json() if class_archive else None,
         }))
 
     def started_here(self, name: str) -> bool:
@@ -127,15 +129,22 @@ class Processes:
         STOP_BOUND_S and three times that."""
         info = self.recorded(name) or {}
         sig = signal.SIGKILL if kill else signal.Signals(info.get("stop_signal", signal.SIGTERM))
+        archive = ClassArchiveAtExit.from_json(info.get("class_archive"))
+        clean = not kill
         pid = self._signal(name, sig)
         if pid is not None:
             quiet = 10 if kill else timeout
             if not self._wait_gone(name, quiet, max(STOP_BOUND_S, 3 * quiet)):
                 _log(f"{name} (pid {pid}) did not stop after {sig.name} (silent for {quiet}s, or "
                      "still running at the bound); SIGKILL")
+                clean = False
                 self._signal(name, signal.SIGKILL)
                 if not self._wait_gone(name, 10, STOP_BOUND_S):
                     raise HarnessError(f"{name} (pid {pid}) survives SIGKILL")
+        if archive is not None:
+            # The class archive it wrote at exit, once it stopped cleanly (else a part of one).
+            if not (clean and archive.keep()):
+                archive.discard()
         p = self._popen.pop(name, None)
         if p is not None:
             with contextlib.suppress(Exception):
@@ -153,7 +162,9 @@ class Processes:
             self.stop(n, timeout=timeout)
 
     def spawn(self, name: str, cmd: Sequence[str], log: Path, stop_signal: int = signal.SIGTERM,
-               env: Optional[Mapping[str, str]] = None, **popen_kw) -> subprocess.Popen:
+               env: Optional[Mapping[str, str]] = None,
+               class_archive: Optional[ClassArchiveAtExit] = None,
+               **popen_kw) -> subprocess.Popen:
         if self.is_running(name):
             raise HarnessError(f"{name} is already running (pid file {self._pidfile(name)})")
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +177,7 @@ class Processes:
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     env=dict(env) if env is not None else None,
                                     cwd=str(self.state_dir), **popen_kw)
-        self._record(name, proc, stop_signal)
+        self._record(name, proc, stop_signal, class_archive)
         return proc
 
     def current_log(self, name: str) -> str:

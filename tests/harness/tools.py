@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from harness.artifacts import cache_dir, ensure_kafka_lib
-from harness.common import HarnessError, _java, _write_atomic
+from harness.common import ClassArchiveAtExit, HarnessError, _java, _write_atomic
 from harness.waits import Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -159,33 +159,44 @@ class KafkaTools:
         return p
 
     @functools.cached_property
-    def _class_archive(self) -> Optional[Path]:
-        """Where the tools' class-data archive (AppCDS) for this JVM and these jars is kept, or
-        None when SHARESINK_TOOLS_CDS=off. A tool JVM mostly loads classes: with the archive it
-        took half the CPU and a third of the wall time on the loaded machine (TopicCommand
-        --list under the three-broker stage: 0.8 against 1.6 s of CPU, 2.8-5.4 against 8.7-10.4 s),
-        and the e2e tests run hundreds of them."""
-        if os.environ.get("SHARESINK_TOOLS_CDS") == "off":
-            return None
+    def _java_identity(self) -> str:
         java = _java()
         version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-        jars = sorted(p.name for p in self.kafka_lib.glob("*.jar"))
-        key = hashlib.sha256("\n".join([java, version, str(self.kafka_lib)] + jars).encode())
-        return cache_dir() / "cds" / f"kafka-tools-{key.hexdigest()[:20]}.jsa"
+        return f"{java}\n{version}"
 
-    def _class_archive_opts(self) -> Tuple[List[str], Optional[Path]]:
+    def class_archive(self, role: str, classpath: Sequence[Path] = ()) -> Optional[Path]:
+        """Where the class-data archive (AppCDS) of one kind of JVM on Kafka's class path is kept
+        (`role`: tools, broker, worker; each loads its own classes), for this JVM, these jars and
+        the jars of `classpath`'s dirs; None when SHARESINK_CDS (or SHARESINK_TOOLS_CDS) is off.
+        A JVM that starts mostly loads classes: with the archive a tool took half the CPU and a
+        third of the wall time on the loaded machine (TopicCommand --list under the three-broker
+        stage: 0.8 against 1.6 s of CPU, 2.8-5.4 against 8.7-10.4 s), a Connect worker 7 against
+        10 s of CPU and of wall time to its REST API; the tests start hundreds of tools and dozens
+        of workers and brokers."""
+        if "off" in (os.environ.get("SHARESINK_CDS"), os.environ.get("SHARESINK_TOOLS_CDS")):
+            return None
+        jars = sorted(p.name for p in self.kafka_lib.glob("*.jar"))
+        extra = [f"{d}:{','.join(sorted(p.name for p in Path(d).glob('*.jar')))}"
+                 for d in classpath]
+        key = hashlib.sha256("\n".join([self._java_identity, role, str(self.kafka_lib)]
+                                        + jars + extra).encode())
+        return cache_dir() / "cds" / f"kafka-{role}-{key.hexdigest()[:20]}.jsa"
+
+    def class_archive_opts(self, role: str, classpath: Sequence[Path] = ()
+                           ) -> Tuple[List[str], Optional[ClassArchiveAtExit]]:
         """The JVM options that use the archive (its logging off: an archive the JVM cannot map
-        is ignored), or that write it at exit when there is none yet: (options, the file being
-        written, to move into place once the tool exited cleanly). Only a speed-up: a JVM
-        without it runs the same."""
-        archive = self._class_archive
+        is ignored), or that write it at exit when there is none yet: (options, the archive being
+        written, to be kept once the JVM exited cleanly). Only a speed-up: a JVM without it runs
+        the same."""
+        archive = self.class_archive(role, classpath)
         if archive is None:
             return [], None
         if archive.is_file():
             return [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"], None
         archive.parent.mkdir(parents=True, exist_ok=True)
         writing = archive.parent / f".{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        return [f"-XX:ArchiveClassesAtExit={writing}", "-Xlog:cds*=off"], writing
+        return ([f"-XX:ArchiveClassesAtExit={writing}", "-Xlog:cds*=off"],
+                ClassArchiveAtExit(writing, archive))
 
     def run_tool(self, main_class: str, *args: Any, check: bool = True, timeout: float = 120,
                  input: Optional[str] = None, stdin=None, heap: str = "512m",
@@ -193,7 +204,7 @@ class KafkaTools:
                  ) -> subprocess.CompletedProcess:
         """Run a Kafka tool class on the Kafka classpath; text output (stdout, stderr)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        archive_opts, writing = self._class_archive_opts()
+        archive_opts, at_exit = self.class_archive_opts("tools")
         cmd = self.java_cmd(main_class, [str(a) for a in args], heap=heap,
                             jvm_opts=list(jvm_opts) + archive_opts)
         # A tool that retries until a broker answers (ProducerPerformance retries for ever) waits
@@ -206,9 +217,8 @@ class KafkaTools:
         kept = False
         try:
             out, err = communicate_watching(proc, input, timeout, gone, BROKERS_GONE_S)
-            if writing is not None and proc.returncode == 0 and writing.is_file():
-                os.replace(writing, self._class_archive)  # whole, or not at all
-                kept = True
+            if at_exit is not None and proc.returncode == 0:
+                kept = at_exit.keep()
         except subprocess.TimeoutExpired as e:
             raise HarnessError(f"{main_class} timed out after {timeout}s: {shlex.join(cmd)}\n"
                                f"stdout: {(e.stdout or '')[-2000:]}\nstderr: {(e.stderr or '')[-2000:]}"
@@ -218,8 +228,8 @@ class KafkaTools:
                                f"{BROKERS_GONE_S:.0f}s (their logs: {self.state_dir / 'logs'}): "
                                f"{shlex.join(cmd)}\nstderr: {e.stderr[-2000:]}") from None
         finally:
-            if writing is not None and not kept:
-                writing.unlink(missing_ok=True)  # a failed or stopped tool's archive: none
+            if at_exit is not None and not kept:
+                at_exit.discard()  # a failed or stopped tool's archive: none
         proc = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         if check and proc.returncode != 0:
             raise HarnessError(f"{main_class} exited {proc.returncode}: {' '.join(map(str, args))}\n"

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Dict, List, Set
 
@@ -19,7 +20,7 @@ from harness.backends import OFF_MARIADB, MatrixBackends
 from harness.broker import (MAX_BROKERS, OFF_BROKER, OFF_MULTI_BROKERS, OFF_PROXY_CONTROL,
                             BrokerLayout, KafkaBrokers)
 from harness.cluster import Cluster
-from harness.common import HARNESS_DIR, HarnessError, _port_open
+from harness.common import HARNESS_DIR, ClassArchiveAtExit, HarnessError, _port_open
 from harness.connect import OFF_WORKERS, ConnectWorkers
 from harness.postgres import OFF_POSTGRES, PostgresServer
 from harness.procs import Processes
@@ -172,6 +173,43 @@ def test_processes_record_and_stop_what_they_start(tmp_path):
         procs.stop("sleeper", timeout=10)
     assert not procs.is_running("sleeper")
     assert not (tmp_path / "pids" / "sleeper.pid").exists()
+
+
+# Writes its "class archive" when SIGTERM ends it, as a JVM with -XX:ArchiveClassesAtExit does.
+_WRITES_AT_EXIT = """
+import signal, sys, time
+def bye(*_):
+    open(sys.argv[1], "w").write("archive")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+if sys.argv[3] == "kill":
+    open(sys.argv[1], "w").write("a part")
+open(sys.argv[2], "w").write("ready")
+time.sleep(60)
+"""
+
+
+def test_a_class_archive_written_at_exit_is_kept_only_after_a_clean_stop(tmp_path):
+    procs = Processes(tmp_path, tmp_path / "logs", tmp_path / "pids")
+    archive = tmp_path / "cds" / "kafka-worker-x.jsa"
+    archive.parent.mkdir()
+    for how in ("stop", "kill"):
+        at_exit = ClassArchiveAtExit(archive.parent / f".{archive.name}.{how}", archive)
+        ready = tmp_path / f"{how}.ready"
+        procs.spawn(how, [sys.executable, "-c", _WRITES_AT_EXIT, str(at_exit.writing), str(ready),
+                          how], tmp_path / "logs" / f"{how}.log", class_archive=at_exit)
+        # Another object on the state dir stops it: the archive travels in the pid file.
+        other = Processes(tmp_path, tmp_path / "logs", tmp_path / "pids")
+        deadline = time.monotonic() + 10
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        other.stop(how, timeout=10, kill=how == "kill")
+        assert not at_exit.writing.exists()
+        if how == "stop":
+            assert archive.read_text() == "archive"
+            archive.unlink()
+        else:
+            assert not archive.exists(), "a killed JVM's part of an archive was kept"
 
 
 def test_broker_layout_ports_names_bootstraps():
