@@ -349,7 +349,8 @@ class KafkaBrokers:
             archive_opts, archive_at_exit = self._tools.class_archive_opts("broker")
             cmd = self._tools.java_cmd(BROKER_MAIN, [props_files[i]], heap=heap, log4j2=log4j2, jvm_opts=[
                 f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + archive_opts)
+                f"-Dkafka.logs.dir={self.logs_dir}", f"-Dsharesink.cluster={name}"] + archive_opts
+                + os.environ.get("SHARESINK_BROKER_JVM_OPTS", "").split())
             procs.spawn(name, cmd, log, class_archive=archive_at_exit)
             waits.append((i, name, log, start_offset))
         for i, name, log, start_offset in waits:
