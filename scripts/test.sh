@@ -35,9 +35,7 @@ TOTAL_BUDGET=2700
 # lanes, pytest-xdist workers with a cluster each (broker, workers, PostgreSQL: a test that
 # restarts one disturbs only its lane; tests/e2e/conftest.py), whole modules at a time. The tests
 # judged against the machine's load (marked `alone`) then run by themselves, on lane 0's cluster.
-# Three lanes since the brokers and workers start from class-data archives and the brokers
-# compile with C1 alone: the stage kept 78% of the two cores busy with two lanes before that.
-E2E_LANES="${SHARESINK_E2E_LANES:-3}"
+E2E_LANES="${SHARESINK_E2E_LANES:-2}"
 
 declare -A STAGE_DOC=(
   [rust]="Rust: format, lint (clippy -D warnings), unit tests"
