@@ -13,7 +13,8 @@ from typing import Dict, List
 import pytest
 
 from harness.cluster import Cluster, Rest, RestError
-from helpers import FILE_SINK, FILE_SOURCE, JDBC_SINK, record_figures, uniq
+from helpers import (FILE_SINK, FILE_SOURCE, JDBC_SINK, SHARE_SINK, flag_config, record_figures,
+                     uniq)
 
 PLUGIN = "ShareSinkConnector"
 
@@ -146,6 +147,31 @@ def test_malformed_or_unresolvable_bootstrap_is_an_error_on_the_key_set(cluster:
         assert set(errs) == {key}, f"{value}: expected an error on {key} only: {errs}"
         msg = " ".join(errs[key])
         assert msg.startswith(f"{key}={value}") and expected in msg, msg
+
+
+def test_settings_only_a_source_connector_has_are_refused_and_no_topic_is_created(
+        cluster: Cluster, worker: Rest):
+    # Before: the runtime, which takes a share-mode connector for a source connector, accepted
+    # offsets.storage.topic in either form and created that topic as the worker's admin principal.
+    for form in ("explicit", "KIP"):
+        name = uniq("validate-src-")
+        offsets = f"{name}-offsets"
+        cfg = (_base(cluster) if form == "explicit" else
+               flag_config(name, name, FILE_SINK, 1, file=str(cluster.state_dir / f"{name}.out")))
+        cfg.update({"name": name, "connector.class": SHARE_SINK if form == "explicit" else FILE_SINK,
+                    "offsets.storage.topic": offsets, "exactly.once.support": "requested"})
+        errors = Rest.validation_errors(worker.validate(cfg["connector.class"], cfg))
+        print(f"\n{form} validate -> {errors}")
+        assert set(errors) == {"offsets.storage.topic", "exactly.once.support"}, errors
+        assert "offsets.storage.topic is a source connector setting" in \
+            " ".join(errors["offsets.storage.topic"]), errors
+        with pytest.raises(RestError) as refused:
+            worker.put_connector(name, cfg)
+        text = str(refused.value.body)
+        print(f"{form} create -> HTTP {refused.value.status}: {text[:300]}")
+        assert refused.value.status == 400 and "offsets.storage.topic" in text, text
+        assert name not in worker.connectors()
+        assert offsets not in cluster.list_topics(), f"{offsets} was created"
 
 
 def test_legacy_connector_errors_are_reported(cluster: Cluster, worker: Rest, postgres):

@@ -154,6 +154,11 @@ public class ShareSinkConnector extends SourceConnector {
                           + ")"));
     }
 
+    // Settings the runtime would act on only because it takes a share-mode connector for a source
+    // connector (an offsets topic it creates and reads whole): a sink has none of them.
+    SourceOnlyKeys.problems(connectorConfigs)
+        .forEach((key, message) -> value(values, key).addErrorMessage(message));
+
     // Exactly one of topics and topics.regex, as the sink runtime requires; a malformed pattern
     // is already reported on topics.regex by its ConfigDef validator.
     if (!hasErrors(values)) {

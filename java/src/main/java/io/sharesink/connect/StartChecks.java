@@ -6,16 +6,18 @@ import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
  * The checks the connector's and each task's start both make, in this order, before anything
- * connects: the legacy sink's class loads; this worker's override policy allows every client
- * setting the connector adds ({@link ConnectorClients#ensureAllowed}, as the worker asks before it
- * builds a connector's or a task's clients, however the connector got validated); every file the
- * clients' settings name is a regular file within the bound, and a PEM key store one Kafka's client
- * takes ({@link ClientFiles}: a file may have changed since validation, and a client reading {@code
- * /dev/zero} or a FIFO would fill the worker's memory or never return); for the connector, the
- * configuration is not one the order check refuses ({@link ShareOrdering#ensureRunnable}:
- * validation refuses it, but a config may have been stored before the check existed); and the
- * bootstrap servers are well-formed and known to this worker's DNS ({@link
- * ConnectorClients#ensureConnectable}: it may differ from the one that validated).
+ * connects: no setting of a source connector's is set ({@link SourceOnlyKeys}: validation refuses
+ * them, but a config may have been stored before the check existed); the legacy sink's class loads;
+ * this worker's override policy allows every client setting the connector adds ({@link
+ * ConnectorClients#ensureAllowed}, as the worker asks before it builds a connector's or a task's
+ * clients, however the connector got validated); every file the clients' settings name is a regular
+ * file within the bound, and a PEM key store one Kafka's client takes ({@link ClientFiles}: a file
+ * may have changed since validation, and a client reading {@code /dev/zero} or a FIFO would fill
+ * the worker's memory or never return); for the connector, the configuration is not one the order
+ * check refuses ({@link ShareOrdering#ensureRunnable}: validation refuses it, but a config may have
+ * been stored before the check existed); and the bootstrap servers are well-formed and known to
+ * this worker's DNS ({@link ConnectorClients#ensureConnectable}: it may differ from the one that
+ * validated).
  *
  * @param legacyClass the legacy sink connector's class
  * @param clients the connector's client settings, resolved for this worker
@@ -36,6 +38,7 @@ record StartChecks(Class<? extends SinkConnector> legacyClass, ConnectorClients 
       WorkerDefaults worker,
       BootstrapServers.HostResolver resolver,
       Order order) {
+    SourceOnlyKeys.ensureAbsent(props);
     Class<? extends SinkConnector> legacyClass =
         LegacyPlugins.loadSinkConnectorClass(
             ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG, config.sinkConnectorClass());

@@ -17,6 +17,7 @@ import java.util.Set;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceConnector;
 import org.apache.kafka.connect.source.SourceConnectorContext;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
@@ -261,6 +262,41 @@ class ShareSinkConnectorTest {
         .filter(v -> !v.errorMessages().isEmpty())
         .forEach(v -> errors.put(v.name(), v.errorMessages()));
     return errors;
+  }
+
+  @Test
+  void settingsOnlyASourceConnectorHasAreRefusedAtValidationAndStartNamingTheKey() {
+    // Before: the runtime, which takes a share-mode connector for a source connector, created
+    // the topic offsets.storage.topic named (and read it whole at every task start).
+    for (String key :
+        List.of(
+            "offsets.storage.topic",
+            "exactly.once.support",
+            "transaction.boundary",
+            "transaction.boundary.interval.ms",
+            "topic.creation.groups",
+            "topic.creation.default.partitions")) {
+      Map<String, String> props = ShareSinkConfigTest.validConfig();
+      props.remove(ShareSinkConfig.BOOTSTRAP_SERVERS_CONFIG);
+      props.put(key, "1");
+      Map<String, List<String>> errors =
+          errors(onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).validate(props));
+      assertEquals(Set.of(key), errors.keySet(), key);
+      String message = String.join(" ", errors.get(key));
+      assertTrue(message.contains(key + " is a source connector setting"), message);
+
+      // A config stored before the check: the connector's start refuses it, and so does a
+      // task's, before anything else.
+      ConnectException atStart =
+          assertThrows(
+              ConnectException.class,
+              () -> onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).start(props));
+      assertTrue(atStart.getMessage().contains(key + ": "), atStart.getMessage());
+      ConnectException atTask =
+          assertThrows(ConnectException.class, () -> SourceOnlyKeys.ensureAbsent(props));
+      assertEquals(atStart.getMessage(), atTask.getMessage());
+    }
+    assertTrue(SourceOnlyKeys.problems(ShareSinkConfigTest.validConfig()).isEmpty());
   }
 
   @Test
