@@ -85,7 +85,8 @@ def compression_bomb(records: int, value_len: int) -> bytes:
 
 def plain_batch(records: Sequence[Tuple[Optional[bytes], bytes]]) -> bytes:
     """Honest records for once: (key or None, value) pairs as one uncompressed batch, for a test
-    that produces small batches at a steady pace without a JVM per call (test_sink_matrix.py)."""
+    that produces small batches at a steady pace without a JVM per call (test_sink_matrix.py,
+    the three-broker scenarios' live stream in tests/e2e_cluster/faults.py)."""
     body = bytearray()
     for i, (key, value) in enumerate(records):
         rec = (b"\x00" + varint(0) + varint(i)

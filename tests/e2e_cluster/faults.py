@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 from harness.cluster import Cluster
+from hostile_records import plain_batch, produce_batch
 from helpers import (FILE_SINK, STRING_CONVERTER, Progress, Sampler, assert_no_failed_task,
                      connector_trace, count_figures, delete_connector, file_line_count, file_lines,
-                     group_of, produce_values, record_figures, share_config, share_group_offsets,
+                     group_of, record_figures, share_config, share_group_offsets,
                      start_connector, uniq)
 
 PARTITIONS = 6
@@ -18,9 +19,45 @@ TASKS = 6
 CHUNK = 4_000
 
 
+# One chunk every CHUNK_INTERVAL_S at most: about the pace the console producer's JVM per chunk
+# kept on this machine, so the brokers and the sink see the load they saw before.
+CHUNK_INTERVAL_S = 4.0
+
+
+class PartitionProducer:
+    """Raw Produce requests (acks=all, hostile_records.produce_batch) of plain batches straight to
+    each partition's leader, no JVM per chunk (a console producer per chunk was a tenth of the
+    stage's CPU). The leader is found by asking the brokers in turn: one that does not lead the
+    partition answers NOT_LEADER_OR_FOLLOWER, one that is down refuses the connection."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        self.brokers = [b.strip() for b in bootstrap.split(",") if b.strip()]
+        self.topic, self.partitions = topic, partitions
+        self._leader = {p: 0 for p in range(partitions)}
+
+    def send(self, records: List[Tuple[bytes, bytes]]) -> None:
+        """Every record in the log (or an exception): record i goes to partition i % partitions."""
+        for p in range(self.partitions):
+            batch = records[p::self.partitions]
+            if batch:
+                self._send(p, plain_batch(batch))
+
+    def _send(self, partition: int, batch: bytes) -> None:
+        errors = []
+        for attempt in range(len(self.brokers)):
+            i = (self._leader[partition] + attempt) % len(self.brokers)
+            try:
+                produce_batch(self.brokers[i], self.topic, partition, batch)
+                self._leader[partition] = i
+                return
+            except (OSError, RuntimeError) as e:
+                errors.append(f"{self.brokers[i]}: {e}")
+        raise RuntimeError(f"no broker took the batch for {self.topic}-{partition}: {errors}")
+
+
 class LiveProducer(threading.Thread):
-    """Produces chunks of unique values until stopped (each chunk through the console producer
-    with acks=all, so a chunk that returns is in the log)."""
+    """Produces chunks of unique values until stopped (each chunk with acks=all, so a chunk that
+    returns is in the log), a chunk every CHUNK_INTERVAL_S at most."""
 
     def __init__(self, cluster: Cluster, topic: str, prefix: str):
         super().__init__(daemon=True, name="live-producer")
@@ -28,18 +65,20 @@ class LiveProducer(threading.Thread):
         self.values: List[str] = []
         self.failed: List[str] = []
         self._halt = threading.Event()
+        self._producer = PartitionProducer(cluster.bootstrap, topic, PARTITIONS)
 
     def run(self):
         n = 0
         while not self._halt.is_set():
+            started = time.monotonic()
             chunk = [f"{self.prefix}-v{i:08d}" for i in range(n, n + CHUNK)]
-            keys = [f"k{i}" for i in range(n, n + CHUNK)]
-            # A chunk the producer gave up on during a fault may be in the log in part: it is
-            # sent again until one run succeeds (a value twice in the log is fine: the sink is
-            # checked for distinct values), so every value counted is in the log.
+            records = [(f"k{i}".encode(), v.encode()) for i, v in zip(range(n, n + CHUNK), chunk)]
+            # A chunk given up on during a fault may be in the log in part: it is sent again
+            # until one run succeeds (a value twice in the log is fine: the sink is checked for
+            # distinct values), so every value counted is in the log.
             for _ in range(10):
                 try:
-                    produce_values(self.cluster, self.topic, chunk, keys=keys)
+                    self._producer.send(records)
                     break
                 except Exception as e:  # noqa: BLE001 - refused during a fault: again
                     self.failed.append(str(e)[:200])
@@ -48,6 +87,7 @@ class LiveProducer(threading.Thread):
                 raise RuntimeError(f"chunk {n} could not be produced: {self.failed[-1]}")
             self.values.extend(chunk)
             n += CHUNK
+            self._halt.wait(max(0.0, CHUNK_INTERVAL_S - (time.monotonic() - started)))
 
     def stop(self) -> List[str]:
         self._halt.set()
