@@ -292,8 +292,18 @@ class ShareSinkConnectorTest {
               ConnectException.class,
               () -> onWorker(Map.of("bootstrap.servers", "127.0.0.1:1")).start(props));
       assertTrue(atStart.getMessage().contains(key + ": "), atStart.getMessage());
+      // The checks a task's start makes (the connector's without the order check).
       ConnectException atTask =
-          assertThrows(ConnectException.class, () -> SourceOnlyKeys.ensureAbsent(props));
+          assertThrows(
+              ConnectException.class,
+              () ->
+                  StartChecks.run(
+                      new ShareSinkConfig(props),
+                      props,
+                      props.get("name"),
+                      new WorkerDefaults(null, Map.of("bootstrap.servers", "127.0.0.1:1")),
+                      host -> {},
+                      StartChecks.Order.SKIP));
       assertEquals(atStart.getMessage(), atTask.getMessage());
     }
     assertTrue(SourceOnlyKeys.problems(ShareSinkConfigTest.validConfig()).isEmpty());
