@@ -80,6 +80,31 @@ def test_produce_fails_when_a_record_is_not_sent(cluster: Cluster):
         cluster.produce(topic, ["small", "x" * 2000], producer_props={"max.request.size": 1000})
 
 
+def test_produce_refused_by_the_broker_raises(cluster: Cluster):
+    """The wire producer (harness/kafka_wire.py) raises on a batch the broker refuses, here one
+    over the topic's max.message.bytes (MESSAGE_TOO_LARGE), instead of counting it produced."""
+    topic = _name("harness-too-large")
+    cluster.create_topic(topic, partitions=1, config={"max.message.bytes": 1000})
+    with pytest.raises(HarnessError, match="error code 10"):
+        cluster.produce(topic, ["x" * 2000])
+    assert cluster.end_offsets(topic) == {0: 0}
+
+
+def test_keys_land_where_kafkas_producer_puts_them(cluster: Cluster):
+    """The same keyed records through Kafka's console producer (any producer_props take that
+    path) and through the wire land on the same partitions: tests that rely on one key staying
+    in one partition see what a Kafka producer does."""
+    keys = [f"key-{i}" for i in range(200)]
+    counts = []
+    for props in ({"linger.ms": 5}, None):
+        topic = _name("harness-keys")
+        cluster.create_topic(topic, partitions=4)
+        cluster.produce(topic, [f"v-{k}" for k in keys], keys=keys, producer_props=props)
+        counts.append(cluster.end_offsets(topic))
+    assert counts[0] == counts[1], counts
+    assert sum(counts[1].values()) == 200 and len(counts[1]) == 4, counts
+
+
 def test_worker_loads_filestream_sink_from_own_plugin_dir(cluster: Cluster, worker):
     plugins = {p["class"]: p for p in worker.plugins()}
     assert "org.apache.kafka.connect.file.FileStreamSinkConnector" in plugins, plugins

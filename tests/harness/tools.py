@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from harness.artifacts import cache_dir, ensure_kafka_lib
 from harness.common import ClassArchiveAtExit, HarnessError, _java, _write_atomic
+from harness.kafka_wire import KafkaWire
 from harness.waits import Budget
 
 # Main classes of Kafka 4.4.0 (checked with `unzip -l` on the resolved jars).
@@ -343,22 +344,18 @@ class KafkaTools:
             res[parts["Feature"]] = parts if full else val
         return res
 
+    # Topics and end offsets through the wire (harness/kafka_wire.py): TopicCommand's JVM per
+    # call was most of the e2e stage's tool CPU.
     def create_topic(self, name: str, partitions: int = 1,
                      config: Optional[Mapping[str, Any]] = None) -> None:
-        args = ["--bootstrap-server", self.bootstrap, "--create", "--if-not-exists",
-                "--topic", name, "--partitions", partitions, "--replication-factor",
-                self.replication]
-        for k, v in (config or {}).items():
-            args += ["--config", f"{k}={v}"]
-        self.run_tool(TOPIC_COMMAND, *args)
+        """Creates `name` unless it exists (`kafka-topics --create --if-not-exists`)."""
+        KafkaWire(self.bootstrap).create_topic(name, partitions, self.replication, config)
 
     def delete_topic(self, name: str) -> None:
-        self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--delete",
-                      "--if-exists", "--topic", name)
+        KafkaWire(self.bootstrap).delete_topic(name)
 
     def list_topics(self) -> List[str]:
-        out = self.run_tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--list").stdout
-        return [l.strip() for l in out.splitlines() if l.strip()]
+        return KafkaWire(self.bootstrap).list_topics()
 
     @staticmethod
     def _config_arg(cfg: Mapping[str, Any]) -> str:
@@ -418,10 +415,11 @@ class KafkaTools:
                 timeout: float = 600) -> int:
         """Produce records; returns how many.
 
-        `values` as a list of strings: exactly those records, in order, through the console
-        producer (no newlines in keys, values or headers; None = null value/key). `values` as
-        an int N: N generated records of `record_size` bytes, through the producer perf tool
-        (1e6 records take seconds)."""
+        `values` as a list of strings: exactly those records, in order (None = null value/key),
+        through the wire (`_produce_wire`), or with `producer_props` through the console
+        producer (then no newlines in keys, values or headers). `values` as an int N: N
+        generated records of `record_size` bytes, through the producer perf tool (1e6 records
+        take seconds)."""
         # retries: the console producer's own default is 3 (100 ms apart), which gives up on a
         # batch while a leader moves; the client's default retries until delivery.timeout.ms.
         props = {"acks": "all", "linger.ms": 5, "batch.size": 262144,
@@ -441,6 +439,8 @@ class KafkaTools:
             raise ValueError("keys and values differ in length")
         if hs is not None and len(hs) != len(vals):
             raise ValueError("headers and values differ in length")
+        if not producer_props:
+            return self._produce_wire(topic, vals, ks, hs, timeout)
         ksep, hdelim, hsep, hksep, null = "\x1f", "\x1e", "\x1d", "\x1c", "\x1a"
 
         def s(x, what):
@@ -491,16 +491,26 @@ class KafkaTools:
             os.unlink(path)
         return len(vals)
 
+    def _produce_wire(self, topic: str, vals: List[Union[str, bytes, None]],
+                      ks: Optional[List[Union[str, bytes, None]]],
+                      hs: Optional[List[Optional[Mapping[str, str]]]], timeout: float) -> int:
+        """The records through the wire (harness/kafka_wire.py): what the console producer
+        writes for them (UTF-8 strings, keys partitioned by Kafka's murmur2, idempotent,
+        acks=all), without a JVM per call."""
+
+        def b(x):
+            return None if x is None else x if isinstance(x, bytes) else str(x).encode()
+
+        records = []
+        for i, v in enumerate(vals):
+            h = (hs[i] or {}) if hs is not None else {}
+            records.append((b(ks[i]) if ks is not None else None, b(v),
+                            [(b(hk), b(hv)) for hk, hv in h.items()]))
+        return KafkaWire(self.bootstrap, timeout=timeout).producer().send(topic, records)
+
     def end_offsets(self, topic: str) -> Dict[int, int]:
-        """{partition: log end offset} of `topic` (GetOffsetShell --time latest)."""
-        out = self.run_tool(GET_OFFSET_SHELL, "--bootstrap-server", self.bootstrap,
-                            "--topic", topic, "--time", "latest").stdout
-        res: Dict[int, int] = {}
-        for line in out.splitlines():
-            parts = line.strip().rsplit(":", 2)
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                res[int(parts[1])] = int(parts[2])
-        return res
+        """{partition: log end offset (high watermark)} of `topic`."""
+        return KafkaWire(self.bootstrap).end_offsets(topic)
 
     def consume(self, topic: str, max_messages: int, timeout_ms: int = 30000,
                 from_beginning: bool = True, print_key: bool = False,
