@@ -47,8 +47,13 @@ class FakeBroker(threading.Thread):
                 if error == 0:
                     self.took.append((partition, batch))
                 name = topic.encode()
-                response = (struct.pack(">ii", 7, 1) + struct.pack(">h", len(name)) + name
-                            + struct.pack(">iihq", 1, partition, error, 0 if error else 42))
+                # A Produce v8 response to this request's correlation id: one topic, one
+                # partition (error, base offset, log append time, log start offset, no record
+                # errors, no message), then the throttle time.
+                (correlation,) = struct.unpack_from(">i", body, 4)
+                response = (struct.pack(">ii", correlation, 1) + struct.pack(">h", len(name))
+                            + name + struct.pack(">iihq", 1, partition, error, 0 if error else 42)
+                            + struct.pack(">qqih", -1, 0, 0, -1) + struct.pack(">i", 0))
                 conn.sendall(struct.pack(">i", len(response)) + response)
 
     def close(self):
