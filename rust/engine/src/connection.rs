@@ -35,8 +35,16 @@ use crate::security::{self, Security};
 type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
 type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// Largest response frame accepted; the broker caps fetches at about 55 MiB.
+/// Largest frame [`read_frame`] accepts (a request a test's fake broker reads). Responses have
+/// a bound of their own, per request, checked before their body is read.
+#[cfg(test)]
 const MAX_FRAME_BYTES: usize = 512 * 1024 * 1024;
+
+/// Largest response to a request other than a ShareFetch: the engine's Metadata names the
+/// member's own topics only (a few dozen bytes a partition, so this is several hundred thousand
+/// partitions); heartbeats, acknowledgements, coordinator lookups and SASL answers are far
+/// smaller. A broker the connector names cannot make the worker hold more for one answer.
+pub const RESPONSE_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// TCP keepalive on broker sockets: an idle connection (a control or coordinator connection
 /// between requests) whose peer vanished is noticed by the kernel after about
@@ -51,6 +59,8 @@ type Reply = oneshot::Sender<Result<Bytes, EngineError>>;
 struct Waiting {
     api_key: ApiKey,
     response_header_version: i16,
+    /// The largest response taken; a longer frame closes the connection unread.
+    max_response: usize,
     deadline: Instant,
     /// The request's own timeout, for the error message.
     timeout: Duration,
@@ -314,6 +324,20 @@ impl Connection {
         body: &[u8],
         broker_wait: Duration,
     ) -> Result<ResponseFuture, EngineError> {
+        self.send_raw_bounded(api_key, version, body, broker_wait, RESPONSE_MAX_BYTES)
+    }
+
+    /// [`Connection::send_raw_waiting`] whose response may be up to `max_response` bytes (a
+    /// ShareFetch's: what its records may take). A longer response closes the connection as
+    /// soon as its length arrives, before any of it is read.
+    pub fn send_raw_bounded(
+        &self,
+        api_key: ApiKey,
+        version: i16,
+        body: &[u8],
+        broker_wait: Duration,
+        max_response: usize,
+    ) -> Result<ResponseFuture, EngineError> {
         let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
             .with_request_api_key(api_key as i16)
@@ -342,6 +366,7 @@ impl Connection {
                 Waiting {
                     api_key,
                     response_header_version: api_key.response_header_version(version),
+                    max_response,
                     deadline,
                     timeout,
                     reply,
@@ -441,8 +466,9 @@ async fn write_loop(
 /// the data actually received, so a lying length field cannot reserve much.
 pub(crate) const FRAME_PREALLOCATION: usize = 8 * 1024 * 1024;
 
-/// Reads one length-prefixed frame (without its length). `Ok(None)`: the stream ended cleanly
-/// before a new frame.
+/// Reads one length-prefixed frame (without its length), as a test's fake broker reads a
+/// request. `Ok(None)`: the stream ended cleanly before a new frame.
+#[cfg(test)]
 pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     socket: &mut R,
 ) -> Result<Option<BytesMut>, String> {
@@ -456,6 +482,16 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     }
     let length = length as usize;
     let mut frame = BytesMut::with_capacity(length.min(FRAME_PREALLOCATION));
+    read_rest(socket, &mut frame, length).await?;
+    Ok(Some(frame))
+}
+
+/// Reads a frame's bytes into `frame` until it holds `length` of them.
+async fn read_rest<R: AsyncRead + Unpin>(
+    socket: &mut R,
+    frame: &mut BytesMut,
+    length: usize,
+) -> Result<(), String> {
     while frame.len() < length {
         let missing = length - frame.len();
         if frame.len() == frame.capacity() {
@@ -464,7 +500,7 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
         }
         let n = (&mut *socket)
             .take(missing as u64)
-            .read_buf(&mut frame)
+            .read_buf(&mut *frame)
             .await
             .map_err(|e| format!("read failed: {e}"))?;
         if n == 0 {
@@ -474,6 +510,41 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
             ));
         }
     }
+    Ok(())
+}
+
+/// Reads one response frame (without its length), its correlation id first: `bound` gives the
+/// largest response the request with that id takes (and the request's name), and a longer frame
+/// is an error before any more of it is read or reserved. `Ok(None)`: the stream ended cleanly
+/// before a new frame.
+pub(crate) async fn read_response<R: AsyncRead + Unpin>(
+    socket: &mut R,
+    bound: impl Fn(i32) -> (usize, Option<ApiKey>),
+) -> Result<Option<BytesMut>, String> {
+    let length = match socket.read_i32().await {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(format!("read failed: {e}")),
+    };
+    if length < 4 {
+        return Err(format!("bad frame length {length}"));
+    }
+    let length = length as usize;
+    let correlation_id = socket
+        .read_i32()
+        .await
+        .map_err(|e| format!("read failed inside a frame: {e}"))?;
+    let (max, api_key) = bound(correlation_id);
+    if length > max {
+        return Err(format!(
+            "a response of {length} bytes to {} (correlation id {correlation_id}) is over its \
+             bound of {max} bytes",
+            api_key.map_or_else(|| "no waiting request".to_string(), |k| format!("{k:?}"))
+        ));
+    }
+    let mut frame = BytesMut::with_capacity(length.min(FRAME_PREALLOCATION));
+    frame.put_i32(correlation_id);
+    read_rest(socket, &mut frame, length).await?;
     Ok(Some(frame))
 }
 
@@ -497,13 +568,19 @@ async fn read_loop(socket: ReadHalf, wire: Arc<Wire>) {
         let frame = tokio::select! {
             // Closed elsewhere (a timeout, the owner): a half-read frame does not matter then.
             _ = shut.wait_for(|s| *s) => return,
-            frame = read_frame(&mut socket) => match frame {
+            frame = read_response(&mut socket, |correlation_id| {
+                let pending = wire.pending.lock().expect("pending table");
+                pending.waiting.get(&correlation_id).map_or(
+                    (RESPONSE_MAX_BYTES, None),
+                    |w| (w.max_response, Some(w.api_key)),
+                )
+            }) => match frame {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break "closed by broker".to_string(),
                 Err(reason) => break reason,
             },
         };
-        // read_frame guarantees at least the 4 bytes of the correlation id.
+        // read_response guarantees at least the 4 bytes of the correlation id.
         let correlation_id = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         let waiting = wire
             .pending
@@ -654,6 +731,69 @@ mod tests {
         tokio::time::sleep(timeout * 2).await;
         assert!(!conn.is_closed());
         conn.request_raw(ApiKey::Metadata, 12, b"x").await.unwrap();
+    }
+
+    /// A broker that answers each request with a frame whose length field says `claimed` bytes
+    /// but sends only the correlation id and `sent` bytes of it, then holds the socket open.
+    async fn lying_broker(claimed: i32, sent: usize) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut held = Vec::new();
+            while let Ok(Some(frame)) = read_frame(&mut socket).await {
+                let mut out = BytesMut::new();
+                out.put_i32(claimed);
+                out.put_slice(&frame[4..8]); // the request's correlation id
+                out.put_bytes(0, sent);
+                socket.write_all(&out).await.unwrap();
+                held.push(frame);
+            }
+            // Never closes on its own: a reader waiting for the rest would wait for good.
+            std::future::pending::<()>().await;
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_response_over_its_bound_closes_the_connection_before_it_is_read() {
+        let addr = lying_broker(256 * 1024 * 1024, 1000).await;
+        let conn = Connection::connect(&addr, "t", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let fetch = conn
+            .send_raw_bounded(ApiKey::ShareFetch, 1, b"x", Duration::ZERO, 1024 * 1024)
+            .unwrap();
+        // Refused on its length: well before the request's own 60 s deadline, and without
+        // waiting for the 256 MiB the broker claims.
+        let err = tokio::time::timeout(Duration::from_secs(10), fetch)
+            .await
+            .expect("the oversized response was waited for")
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, EngineError::ConnectionLost { .. })
+                && text.contains("268435456 bytes to ShareFetch")
+                && text.contains("over its bound of 1048576 bytes"),
+            "{text}"
+        );
+        assert!(conn.is_closed());
+    }
+
+    #[tokio::test]
+    async fn every_other_response_has_the_default_bound() {
+        let addr = lying_broker(RESPONSE_MAX_BYTES as i32 + 1, 0).await;
+        let conn = Connection::connect(&addr, "t", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let err = tokio::time::timeout(
+            Duration::from_secs(10),
+            conn.request_raw(ApiKey::Metadata, 12, b"x"),
+        )
+        .await
+        .expect("the oversized response was waited for")
+        .unwrap_err();
+        assert!(err.to_string().contains("to Metadata"), "{err}");
     }
 
     #[tokio::test]

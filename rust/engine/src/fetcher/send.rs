@@ -456,6 +456,25 @@ fn send(
     Ok(in_flight)
 }
 
+/// The largest batch a broker takes by default (`message.max.bytes`).
+const BROKER_DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024 + 12;
+
+/// Room in a ShareFetch response beyond its records: per-partition headers, acquired-record
+/// ranges, leader hints and node endpoints.
+const SHARE_FETCH_RESPONSE_OVERHEAD: usize = 4 * 1024 * 1024;
+
+/// The largest ShareFetch response taken. A response holds at most `fetch.max.bytes` of records
+/// (its MaxBytes is never more), except that a partition's first batch comes whole even when
+/// larger: a batch up to the broker's default `message.max.bytes` is always taken, a larger one
+/// only within `fetch.max.bytes` (so a topic whose `max.message.bytes` exceeds both needs
+/// `fetch.max.bytes` raised to it). A broker cannot make the member hold more for one answer.
+pub(crate) fn share_fetch_response_bound(fetch_max_bytes: i32) -> usize {
+    usize::try_from(fetch_max_bytes)
+        .unwrap_or(0)
+        .max(BROKER_DEFAULT_MAX_MESSAGE_BYTES)
+        .saturating_add(SHARE_FETCH_RESPONSE_OVERHEAD)
+}
+
 fn send_body(
     shared: &Shared,
     conn: &Connection,
@@ -470,7 +489,11 @@ fn send_body(
         RequestKind::Acknowledge => (ApiKey::ShareAcknowledge, shared.share_acknowledge_version),
     };
     shared.metrics.acks_sent(&acks);
-    let response = conn.send_raw_waiting(api, version, &body, broker_wait)?;
+    let max_response = match kind {
+        RequestKind::Fetch => share_fetch_response_bound(shared.config.fetch_max_bytes),
+        RequestKind::Acknowledge => crate::connection::RESPONSE_MAX_BYTES,
+    };
+    let response = conn.send_raw_bounded(api, version, &body, broker_wait, max_response)?;
     Ok(InFlight {
         kind,
         response,
@@ -498,6 +521,15 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::time::Duration;
+
+    #[test]
+    fn a_share_fetch_takes_its_records_and_a_default_sized_first_batch() {
+        let overhead = 4 * 1024 * 1024;
+        assert_eq!(share_fetch_response_bound(50 << 20), (50 << 20) + overhead);
+        // fetch.max.bytes under a default batch: that batch still fits.
+        assert_eq!(share_fetch_response_bound(1), 1024 * 1024 + 12 + overhead);
+        assert_eq!(share_fetch_response_bound(-1), 1024 * 1024 + 12 + overhead);
+    }
 
     fn config(extra: &[(&str, &str)]) -> crate::config::ConsumerConfig {
         let props: HashMap<String, String> =
