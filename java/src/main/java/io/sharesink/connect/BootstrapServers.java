@@ -14,6 +14,11 @@ import java.util.regex.Pattern;
  * same value later, from inside a task, with an error that names {@code bootstrap.servers}, not the
  * setting the operator wrote. A host that resolves but does not answer is not a problem here: the
  * cluster may be down for now.
+ *
+ * <p>At most {@link #MAX_LOOKUPS} distinct hosts are looked up: the check runs in the worker's REST
+ * thread (validation) and a connector's start, where a classic sink connector's config costs no
+ * lookup at all, and each lookup may wait seconds on DNS. The rest of a longer list is checked for
+ * its syntax only; Kafka's client looks every host up when the task builds it.
  */
 final class BootstrapServers {
 
@@ -29,6 +34,9 @@ final class BootstrapServers {
   private static final Pattern HOST_NAME = Pattern.compile("[A-Za-z0-9_]([A-Za-z0-9._-]*)");
 
   private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?");
+
+  /** Distinct hosts looked up per value, at most: more than a bootstrap list needs. */
+  static final int MAX_LOOKUPS = 8;
 
   private BootstrapServers() {}
 
@@ -46,11 +54,12 @@ final class BootstrapServers {
       return syntax;
     }
     List<String> unknown = new ArrayList<>();
-    for (Address address : addresses) {
+    for (String host :
+        addresses.stream().map(Address::host).distinct().limit(MAX_LOOKUPS).toList()) {
       try {
-        resolver.resolve(address.host());
+        resolver.resolve(host);
       } catch (UnknownHostException | SecurityException e) {
-        unknown.add(address.host());
+        unknown.add(host);
       }
     }
     if (!unknown.isEmpty()) {

@@ -72,6 +72,25 @@ class BootstrapServersTest {
     assertEquals(List.of(), untouched.asked);
   }
 
+  @Test
+  void aLongListCostsAFewLookupsNotOneAHost() {
+    // Validation runs in the worker's REST thread: a value naming a thousand hosts (or one host a
+    // thousand times) must not hold it for a thousand DNS lookups.
+    StringBuilder hosts = new StringBuilder("a:9092,a:9093");
+    for (int i = 0; i < 1000; i++) {
+      hosts.append(",h").append(i).append(".example.com:9092");
+    }
+    FakeDns dns = new FakeDns("a");
+    Optional<String> problem = BootstrapServers.problem(hosts.toString(), dns);
+    assertEquals(BootstrapServers.MAX_LOOKUPS, dns.asked.size());
+    assertEquals("a", dns.asked.get(0));
+    assertEquals(1, dns.asked.stream().filter("a"::equals).count());
+    assertTrue(problem.isPresent() && problem.get().contains("h0.example.com"), problem.toString());
+
+    // The syntax of every entry is still checked.
+    assertProblem(hosts + ",x:y", "'x:y': port 'y' is not a number");
+  }
+
   private static void assertProblem(String value, String expected) {
     Optional<String> problem = problem(value);
     assertTrue(problem.isPresent(), value + " is refused");
