@@ -1,9 +1,10 @@
 """Kafka's wire protocol for the harness's everyday calls, standard library only: create and
-delete topics, list them, read end offsets, and produce records (idempotent, acks=all, keys
-partitioned as Kafka's producer does). Each call used to start a JVM of Kafka's tools (a
-ConsoleProducer or TopicCommand costs 2-3 CPU seconds to start, a sixth of the e2e stage's CPU);
-the tools stay for everything else. Only non-flexible request versions are used (no tagged
-fields), each within what Kafka 4.2-4.4 brokers accept, against a PLAINTEXT listener.
+delete topics, list them, read end offsets, set and describe configs, and produce records
+(idempotent, acks=all, keys partitioned as Kafka's producer does). Each call used to start a
+JVM of Kafka's tools (a ConsoleProducer, TopicCommand or ConfigCommand costs 2-3 CPU seconds to
+start, a sixth of the e2e stage's CPU); the tools stay for everything else. Only non-flexible
+request versions are used (no tagged fields), each within what Kafka 4.2-4.4 brokers accept,
+against a PLAINTEXT listener.
 
 The record batches (magic v2) are built here too, for honest records and, by
 tests/e2e/hostile_records.py, for the batches no honest producer writes."""
@@ -26,6 +27,12 @@ METADATA, METADATA_V = 3, 8
 CREATE_TOPICS, CREATE_TOPICS_V = 19, 4
 DELETE_TOPICS, DELETE_TOPICS_V = 20, 3
 INIT_PRODUCER_ID, INIT_PRODUCER_ID_V = 22, 1
+DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_V = 32, 1
+INCREMENTAL_ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS_V = 44, 0
+
+# Config resource types, by ConfigCommand's --entity-type.
+RESOURCE_TYPES = {"topics": 2, "brokers": 4, "groups": 32}
+SET, DELETE = 0, 1
 
 # Error codes the calls act on.
 NONE = 0
@@ -430,6 +437,59 @@ class KafkaWire:
                         out[index] = offset
             return out
         return self._until(f"end offsets of {topic}", attempt, self.timeout)
+
+    def _config_connection(self, entity_type: str, name: str) -> Connection:
+        """A specific broker's configs are that broker's to answer; the rest any broker's."""
+        if entity_type == "brokers" and name:
+            return Connection(self.metadata([]).brokers[int(name)], self.timeout)
+        return self._any()
+
+    def describe_configs(self, entity_type: str, name: str) -> Dict[str, Optional[str]]:
+        """Every config of a topic, broker or group, defaults included, as {key: value} (None:
+        no value, or a sensitive one not shown)."""
+        body = _array([_i8(RESOURCE_TYPES[entity_type]) + _string(name) + _i32(-1)]) + _i8(0)
+        with self._config_connection(entity_type, name) as conn:
+            r = conn.request(DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_V, body)
+        r.i32()  # throttle
+
+        def config():
+            key, value = r.string(), r.string()
+            r.i8()  # read only
+            r.i8()  # source
+            r.i8()  # sensitive
+            r.array(lambda: (r.string(), r.string(), r.i8()))  # synonyms
+            return key, value
+
+        def result():
+            error, message = r.i16(), r.string()
+            r.i8()
+            r.string()
+            return error, message, dict(r.array(config))
+
+        ((error, message, configs),) = r.array(result)
+        if error != NONE:
+            raise KafkaWireError(f"describing {entity_type} {name!r}: error code {error}: "
+                                 f"{message}", error)
+        return configs
+
+    def alter_configs(self, entity_type: str, name: str,
+                      set_: Optional[Mapping[str, object]] = None,
+                      delete: Iterable[str] = ()) -> None:
+        """Sets and deletes configs of a topic, broker (name "": every broker's default) or
+        group, as `kafka-configs --alter --add-config/--delete-config` (IncrementalAlterConfigs)."""
+        def text(v):
+            return str(v).lower() if isinstance(v, bool) else str(v)
+
+        configs = ([_string(k) + _i8(SET) + _string(text(v)) for k, v in (set_ or {}).items()]
+                   + [_string(k) + _i8(DELETE) + _string(None) for k in delete])
+        body = _array([_i8(RESOURCE_TYPES[entity_type]) + _string(name) + _array(configs)]) + _i8(0)
+        with self._config_connection(entity_type, name) as conn:
+            r = conn.request(INCREMENTAL_ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS_V, body)
+        r.i32()  # throttle
+        ((error, message),) = r.array(lambda: (r.i16(), r.string(), r.i8(), r.string())[:2])
+        if error != NONE:
+            raise KafkaWireError(f"altering {entity_type} {name!r}: error code {error}: "
+                                 f"{message}", error)
 
     def producer(self) -> "IdempotentProducer":
         return IdempotentProducer(self)

@@ -357,42 +357,20 @@ class KafkaTools:
     def list_topics(self) -> List[str]:
         return KafkaWire(self.bootstrap).list_topics()
 
-    @staticmethod
-    def _config_arg(cfg: Mapping[str, Any]) -> str:
-        items = []
-        for k, v in cfg.items():
-            v = str(v).lower() if isinstance(v, bool) else str(v)
-            if "," in v and not v.startswith("["):
-                v = f"[{v}]"
-            items.append(f"{k}={v}")
-        return ",".join(items)
-
+    # Group and broker configs through the wire (harness/kafka_wire.py), as ConfigCommand sets
+    # and describes them, without its JVM.
     def set_group_config(self, group: str, config: Mapping[str, Any]) -> None:
-        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
-                      "--entity-type", "groups", "--entity-name", group,
-                      "--add-config", self._config_arg(config))
+        KafkaWire(self.bootstrap).alter_configs("groups", group, set_=config)
 
     def delete_group_config(self, group: str, keys: Iterable[str]) -> None:
-        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
-                      "--entity-type", "groups", "--entity-name", group,
-                      "--delete-config", ",".join(keys))
+        KafkaWire(self.bootstrap).alter_configs("groups", group, delete=list(keys))
 
-    def describe_configs(self, entity_type: str, name: str, all: bool = True) -> Dict[str, str]:
-        """Effective configs of a group/topic/broker as {key: value}."""
-        args = ["--bootstrap-server", self.bootstrap, "--describe", "--entity-type", entity_type,
-                "--entity-name", name]
-        if all:
-            args.append("--all")
-        out = self.run_tool(self.config_command, *args).stdout
-        res = {}
-        for line in out.splitlines():
-            line = line.strip()
-            if "=" not in line or line.startswith(("All configs", "Dynamic configs")):
-                continue
-            kv = line.split(" sensitive=")[0]
-            k, _, v = kv.partition("=")
-            res[k] = v
-        return res
+    def describe_configs(self, entity_type: str, name: str) -> Dict[str, str]:
+        """Every config of a group, topic or broker, defaults included, as {key: value} (a
+        value without one, or sensitive, as "null", as ConfigCommand --describe --all shows
+        it)."""
+        return {k: "null" if v is None else v
+                for k, v in KafkaWire(self.bootstrap).describe_configs(entity_type, name).items()}
 
     def allow_group_prefix(self, principal: str, prefix: str) -> None:
         """An ACL (broker with authorizer=True): `principal` (e.g. User:tenant-a) may do every
@@ -404,9 +382,7 @@ class KafkaTools:
 
     def set_broker_config(self, config: Mapping[str, Any]) -> None:
         """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""
-        self.run_tool(self.config_command, "--bootstrap-server", self.bootstrap, "--alter",
-                      "--entity-type", "brokers", "--entity-default",
-                      "--add-config", self._config_arg(config))
+        KafkaWire(self.bootstrap).alter_configs("brokers", "", set_=config)
 
     def produce(self, topic: str, values: Union[int, Iterable[Union[str, bytes, None]]],
                 keys: Optional[Iterable[Union[str, bytes, None]]] = None,
