@@ -536,16 +536,40 @@ pub(crate) async fn read_response<R: AsyncRead + Unpin>(
         .map_err(|e| format!("read failed inside a frame: {e}"))?;
     let (max, api_key) = bound(correlation_id);
     if length > max {
-        return Err(format!(
+        let reason = format!(
             "a response of {length} bytes to {} (correlation id {correlation_id}) is over its \
              bound of {max} bytes",
             api_key.map_or_else(|| "no waiting request".to_string(), |k| format!("{k:?}"))
-        ));
+        );
+        if oversized_warning_due() {
+            warn!(
+                "{reason}: closing the connection unread (a ShareFetch may return \
+                 fetch.max.bytes of records: a topic whose batches are larger needs \
+                 fetch.max.bytes raised to its max.message.bytes); further such responses \
+                 are logged at DEBUG for a minute"
+            );
+        } else {
+            debug!("{reason}: closing the connection unread");
+        }
+        return Err(reason);
     }
     let mut frame = BytesMut::with_capacity(length.min(FRAME_PREALLOCATION));
     frame.put_i32(correlation_id);
     read_rest(socket, &mut frame, length).await?;
     Ok(Some(frame))
+}
+
+/// Whether an oversized response is worth a WARN now: one a minute, for the whole process (a
+/// member reconnects and fetches again every half second, and would meet the same batch).
+fn oversized_warning_due() -> bool {
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    let mut last = LAST.lock().expect("oversized warning time");
+    let now = Instant::now();
+    if last.is_some_and(|at| now.duration_since(at) < Duration::from_secs(60)) {
+        return false;
+    }
+    *last = Some(now);
+    true
 }
 
 /// Splits a response frame into its correlation id and the body after the response header.
