@@ -18,7 +18,11 @@ principal could change either group: a connector that acted as the worker would 
 - tenant A's connector (consumer.override.* and admin.override.* with A's credentials on the
   SASL_SSL listener) naming B's share group fails at start with a trace naming the group and the
   authorization failure, and B's group configs are unchanged;
-- the same connector on A's own group runs, sets that group's configs and delivers records.
+- the same connector on A's own group runs, sets that group's configs and delivers records;
+- a connector whose share consumer is tenant A (its admin client a super user's) on
+  `topics.regex` matching A's topic and B's (B's topics visible to B alone) subscribes to A's
+  only, as a classic consumer's pattern does, runs and delivers A's records: the pattern is
+  matched against the topics A's principal may see, never the admin client's.
 
 The broker is restarted without the authorizer at the end of the module.
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster import Cluster, Rest, RestError
-from harness.tls import TENANT_USERS
+from harness.tls import SCRAM_USER, TENANT_USERS
 from harness.tools import CONFIG_COMMAND
 from helpers import (FILE_SINK, SHARE_SINK, STRING_CONVERTER, connector_trace, delete_connector,
                      file_lines, produce_values, start_connector, uniq, wait_for)
@@ -122,3 +126,35 @@ def test_a_tenant_cannot_change_another_tenants_share_group(tenants: Cluster, wo
         assert set(file_lines(out)) == set(values)
     finally:
         delete_connector(worker, own)
+
+
+def test_a_topic_pattern_sees_only_what_the_consumer_may_see(tenants: Cluster, worker: Rest,
+                                                              tmp_path):
+    c = tenants
+    tag = uniq("")
+    c.allow_topic_prefix("User:tenant-b", "tenant-b-")
+    mine, theirs = f"tenant-a-rx-{tag}", f"tenant-b-rx-{tag}"
+    c.create_topic(mine)
+    c.create_topic(theirs)
+    produce_values(c, theirs, [f"b{i}" for i in range(20)])
+    name = uniq("acl-regex-")
+    out = tmp_path / "regex.txt"
+    cfg = _tenant_config(c, name, mine, out, f"tenant-a-{tag}", "tenant-a")
+    del cfg["topics"]
+    cfg["topics.regex"] = f"tenant-[ab]-rx-{tag}"
+    # The admin client is the harness's super user on the same listener: it sees both topics.
+    cfg.update({f"admin.override.{k}": v
+                for k, v in c.sasl_ssl_client_config("SCRAM-SHA-512", user=SCRAM_USER).items()})
+    try:
+        start_connector(worker, name, cfg, tasks=1)
+        values = [f"a{i}" for i in range(20)]
+        produce_values(c, mine, values)
+        wait_for("20 records in tenant A's file", lambda: len(set(file_lines(out))) >= 20,
+                 timeout=90, on_timeout=lambda: connector_trace(worker, name))
+        assert set(file_lines(out)) == set(values)
+        st = worker.connector_status(name)
+        assert [t["state"] for t in st["tasks"]] == ["RUNNING"], st
+        assert theirs not in c.current_log("worker-0"), \
+            "the worker's log names a topic tenant A cannot see"
+    finally:
+        delete_connector(worker, name)

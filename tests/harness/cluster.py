@@ -208,6 +208,7 @@ class Cluster:
         self.describe_configs = costs.timed(costs.TOOLS, self.tools.describe_configs)
         self.set_broker_config = costs.timed(costs.TOOLS, self.tools.set_broker_config)
         self.allow_group_prefix = costs.timed(costs.TOOLS, self.tools.allow_group_prefix)
+        self.allow_topic_prefix = costs.timed(costs.TOOLS, self.tools.allow_topic_prefix)
         self.describe_topic = costs.timed(costs.TOOLS, self.tools.describe_topic)
         self.leaders = costs.timed(costs.TOOLS, self.tools.leaders)
         self.broker_index = self.tools.broker_index

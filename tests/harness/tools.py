@@ -380,6 +380,14 @@ class KafkaTools:
                       "--allow-principal", principal, "--operation", "All",
                       "--group", prefix, "--resource-pattern-type", "prefixed")
 
+    def allow_topic_prefix(self, principal: str, prefix: str) -> None:
+        """An ACL (broker with authorizer=True): `principal` may do every operation on the topics
+        whose name starts with `prefix`; from then on nobody else may (but super users), not even
+        see them."""
+        self.run_tool(ACL_COMMAND, "--bootstrap-server", self.bootstrap, "--add",
+                      "--allow-principal", principal, "--operation", "All",
+                      "--topic", prefix, "--resource-pattern-type", "prefixed")
+
     def set_broker_config(self, config: Mapping[str, Any]) -> None:
         """Dynamic cluster-wide broker config (e.g. errors.deadletterqueue.*)."""
         KafkaWire(self.bootstrap).alter_configs("brokers", "", set_=config)

@@ -61,8 +61,9 @@ public class ShareSinkConfig extends AbstractConfig {
   public static final String TOPICS_REGEX_DEFAULT = "";
   private static final String TOPICS_REGEX_DOC =
       "A Java regular expression: the share group consumes every topic whose whole name matches it."
-          + " Share groups subscribe by name, so each task lists the cluster's topics and"
-          + " re-checks every metadata.max.age.ms (share.consumer.metadata.max.age.ms, default"
+          + " Share groups subscribe by name, so each task lists the topics its share"
+          + " consumer may see (with the consumer's servers and credentials, as a classic"
+          + " consumer's pattern subscription sees them) and re-checks every metadata.max.age.ms (share.consumer.metadata.max.age.ms, default"
           + " 300000): a new matching topic is consumed, a deleted one dropped, within that bound."
           + " Internal topics (names starting with '__'), the worker's config, offset and status"
           + " topics and the connector's DLQ topic never match. While nothing matches, a task"

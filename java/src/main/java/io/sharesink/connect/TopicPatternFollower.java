@@ -64,9 +64,7 @@ final class TopicPatternFollower {
       excluded.add(config.dlqTopic());
     }
     long checkIntervalMs = ShareConsumerSettings.metadataMaxAgeMs(clients.consumer().settings());
-    Map<String, Object> settings = new HashMap<>(clients.admin());
-    settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
-    Admin admin = Admin.create(settings);
+    Admin admin = Admin.create(listingSettings(clients.consumer().settings(), taskName));
     return new TopicPatternSubscription(
         pattern,
         excluded,
@@ -74,6 +72,26 @@ final class TopicPatternFollower {
         time,
         checkIntervalMs,
         taskName);
+  }
+
+  /**
+   * The settings of the admin client that lists the topics for the pattern: the share consumer's
+   * own servers and credentials (the keys an admin client knows of them), so the pattern matches
+   * exactly the topics the consumer's principal may describe, as a classic consumer's pattern
+   * subscription does. Never the connector's admin principal: it may see topics the consumer cannot
+   * read, whose names the task would then subscribe to (the broker refuses the whole subscription)
+   * and log.
+   */
+  static Map<String, Object> listingSettings(Map<String, Object> consumer, String taskName) {
+    Map<String, Object> settings = new HashMap<>();
+    consumer.forEach(
+        (key, value) -> {
+          if (AdminClientConfig.configNames().contains(key)) {
+            settings.put(key, value);
+          }
+        });
+    settings.put(AdminClientConfig.CLIENT_ID_CONFIG, "connector-share-topics-" + taskName);
+    return settings;
   }
 
   /**

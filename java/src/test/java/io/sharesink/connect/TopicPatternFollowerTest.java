@@ -1,12 +1,14 @@
 package io.sharesink.connect;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sharesink.connect.topics.TopicLister;
 import io.sharesink.connect.topics.TopicPatternSubscription;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Pattern;
@@ -89,5 +91,31 @@ class TopicPatternFollowerTest {
   void closingAFailingListerLogsRatherThanThrows() {
     listerFailsToClose = true;
     assertDoesNotThrow(follower::close);
+  }
+
+  @Test
+  void topicsAreListedAsTheShareConsumerNotAsTheAdminClient() {
+    // The consumer's identity (servers, credentials) lists the topics: a classic consumer's
+    // pattern sees what its principal may describe, and the admin principal may see more.
+    Map<String, Object> consumer =
+        Map.of(
+            "bootstrap.servers", "broker:9093",
+            "security.protocol", "SASL_SSL",
+            "sasl.mechanism", "SCRAM-SHA-512",
+            "sasl.jaas.config", "ScramLoginModule required username=\"tenant-a\";",
+            "ssl.truststore.location", "/etc/trust.p12",
+            "group.id", "tenant-a-group",
+            "isolation.level", "read_committed",
+            "client.id", "connector-consumer-c-0");
+    Map<String, Object> listing = TopicPatternFollower.listingSettings(consumer, "c-0");
+    assertEquals(
+        Map.of(
+            "bootstrap.servers", "broker:9093",
+            "security.protocol", "SASL_SSL",
+            "sasl.mechanism", "SCRAM-SHA-512",
+            "sasl.jaas.config", "ScramLoginModule required username=\"tenant-a\";",
+            "ssl.truststore.location", "/etc/trust.p12",
+            "client.id", "connector-share-topics-c-0"),
+        listing);
   }
 }
