@@ -210,6 +210,32 @@ impl StoredRecord {
     fn payload_len(&self) -> usize {
         self.key.map_or(0, |s| s.len as usize) + self.value.map_or(0, |s| s.len as usize)
     }
+
+    /// What keeping this record costs: its key, value and headers, and the structs that
+    /// describe them (a record of a few bytes takes about a hundred here).
+    fn held_len(&self, data: &RecordData) -> usize {
+        let (first, count) = (self.headers.0 as usize, self.headers.1 as usize);
+        let headers: usize = data
+            .headers
+            .get(first..first + count)
+            .unwrap_or_default()
+            .iter()
+            .map(|h| {
+                std::mem::size_of::<StoredHeader>()
+                    + h.key.len as usize
+                    + h.value.map_or(0, |v| v.len as usize)
+            })
+            .sum();
+        std::mem::size_of::<StoredRecord>() + self.payload_len() + headers
+    }
+}
+
+/// What a batch's records amount to, computed once when the batch is complete.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    payload_bytes: usize,
+    held_bytes: usize,
+    lock_deadline_ms: Option<i64>,
 }
 
 /// Records from one fetch response (one leader; possibly several partitions).
@@ -223,7 +249,7 @@ pub struct Batch {
     pub(crate) id: u64,
     /// (payload bytes, earliest lock deadline), computed once when the batch is complete: the
     /// buffer and `poll` ask for both, and the polling thread should not walk every record.
-    totals: Option<(usize, Option<i64>)>,
+    totals: Option<Totals>,
 }
 
 impl Batch {
@@ -275,17 +301,30 @@ impl Batch {
         self.data.memory.bytes()
     }
 
+    /// Key and value bytes of the records.
     pub fn payload_bytes(&self) -> usize {
         match self.totals {
-            Some((bytes, _)) => bytes,
+            Some(t) => t.payload_bytes,
             None => self.records.iter().map(StoredRecord::payload_len).sum(),
+        }
+    }
+
+    /// What keeping the records costs: keys, values, headers and the structs that describe
+    /// them (what the delivery buffer's byte cap counts).
+    pub fn held_bytes(&self) -> usize {
+        match self.totals {
+            Some(t) => t.held_bytes,
+            None => {
+                let data = &*self.data;
+                self.records.iter().map(|r| r.held_len(data)).sum()
+            }
         }
     }
 
     /// The earliest lock deadline of the batch's records (ms since the epoch).
     pub fn lock_deadline_ms(&self) -> Option<i64> {
         match self.totals {
-            Some((_, deadline)) => deadline,
+            Some(t) => t.lock_deadline_ms,
             None => self.records.iter().map(|r| r.lock_deadline_ms).min(),
         }
     }
@@ -293,7 +332,11 @@ impl Batch {
     /// Records are complete: computes the totals once, on the fetcher's thread.
     pub(crate) fn seal(&mut self) {
         self.totals = None;
-        self.totals = Some((self.payload_bytes(), self.lock_deadline_ms()));
+        self.totals = Some(Totals {
+            payload_bytes: self.payload_bytes(),
+            held_bytes: self.held_bytes(),
+            lock_deadline_ms: self.lock_deadline_ms(),
+        });
     }
 
     /// Splits the batch at `at`: `self` keeps the first `at` records, the rest is returned with
@@ -402,4 +445,36 @@ fn in_range(data: &RecordData, r: &StoredRecord, range: &Ack) -> bool {
     r.partition == range.partition
         && (range.first_offset..=range.last_offset).contains(&r.offset)
         && *data.topics[r.topic as usize] == *range.topic
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn held_bytes_count_headers_and_the_structs_not_only_keys_and_values() {
+        let mut batch = Batch::for_test("t", 0, [(0, &b"vv"[..])], 1_000);
+        let plain = batch.held_bytes();
+        assert_eq!(plain, size_of::<StoredRecord>() + 2);
+        let (records, data) = batch.parts_mut();
+        let header = StoredHeader {
+            key: Span {
+                start: 0,
+                len: 1_000,
+            },
+            value: Some(Span {
+                start: 0,
+                len: 1_000,
+            }),
+        };
+        data.headers.extend(std::iter::repeat_n(header, 100));
+        records[0].headers = (0, 100);
+        batch.seal();
+        assert_eq!(batch.payload_bytes(), 2, "headers are not payload");
+        assert_eq!(
+            batch.held_bytes(),
+            plain + 100 * (size_of::<StoredHeader>() + 2_000)
+        );
+    }
 }

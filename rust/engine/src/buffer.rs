@@ -126,7 +126,7 @@ impl DeliveryBuffer {
         self.dry_seen.store(self.dry.load(SeqCst), SeqCst);
         batch.id = self.next_id.fetch_add(1, SeqCst);
         self.records.fetch_add(batch.len(), SeqCst);
-        self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
+        self.bytes.fetch_add(batch.held_bytes(), SeqCst);
         self.queue.lock().expect("buffer").push_back(batch);
         self.ready.notify_one();
     }
@@ -135,7 +135,7 @@ impl DeliveryBuffer {
     /// could not take), so it is handed out next and kept alive like any buffered batch.
     pub fn push_front(&self, batch: Batch) {
         self.records.fetch_add(batch.len(), SeqCst);
-        self.bytes.fetch_add(batch.payload_bytes(), SeqCst);
+        self.bytes.fetch_add(batch.held_bytes(), SeqCst);
         self.queue.lock().expect("buffer").push_front(batch);
         self.ready.notify_one();
     }
@@ -143,7 +143,7 @@ impl DeliveryBuffer {
     pub fn try_take(&self) -> Option<Batch> {
         let batch = self.queue.lock().expect("buffer").pop_front()?;
         self.records.fetch_sub(batch.len(), SeqCst);
-        self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
+        self.bytes.fetch_sub(batch.held_bytes(), SeqCst);
         self.space.send_modify(|n| *n += 1);
         Some(batch)
     }
@@ -157,7 +157,7 @@ impl DeliveryBuffer {
             for batch in q.drain(..) {
                 if which(&batch) {
                     self.records.fetch_sub(batch.len(), SeqCst);
-                    self.bytes.fetch_sub(batch.payload_bytes(), SeqCst);
+                    self.bytes.fetch_sub(batch.held_bytes(), SeqCst);
                     out.push(batch);
                 } else {
                     kept.push_back(batch);
@@ -192,13 +192,13 @@ impl DeliveryBuffer {
         let mut q = self.queue.lock().expect("buffer");
         let at = q.iter().position(|b| b.id == id)?;
         let batch = &mut q[at];
-        let (records, bytes) = (batch.len(), batch.payload_bytes());
+        let (records, bytes) = (batch.len(), batch.held_bytes());
         let out = f(batch);
         // `f` only removes records or moves deadlines on.
         self.records
             .fetch_sub(records.saturating_sub(batch.len()), SeqCst);
         self.bytes
-            .fetch_sub(bytes.saturating_sub(batch.payload_bytes()), SeqCst);
+            .fetch_sub(bytes.saturating_sub(batch.held_bytes()), SeqCst);
         if batch.is_empty() {
             q.remove(at);
             drop(q);
