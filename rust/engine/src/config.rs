@@ -16,6 +16,16 @@ const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 /// The engine setting of `ConsumerConfig::fold_gaps`.
 pub const FOLD_GAPS_KEY: &str = "share.gaps.fold";
 
+/// The default `fetch.max.bytes`: smaller than Kafka's 50 MiB because each member reserves that
+/// much of the worker's memory (a 1 GiB heap's default pool of 512 MiB reserves for 64 members;
+/// at 50 MiB, ten). A fetch seldom carries more: the broker answers with at most about
+/// `max.poll.records` records (500).
+pub const DEFAULT_FETCH_MAX_BYTES: i32 = 8 * 1024 * 1024;
+
+/// The longest `share.buffer.hold.max.ms`: one day, as the Java driver's
+/// `share.task.stuck.timeout.ms` that sets it.
+pub const BUFFER_HOLD_MAX_MS_MAX: u64 = 24 * 60 * 60 * 1000;
+
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {
     /// "host:port" entries from `bootstrap.servers`.
@@ -26,6 +36,8 @@ pub struct ConsumerConfig {
     pub client_rack: Option<String>,
     /// ShareFetch MaxRecords and BatchSize (`max.poll.records`).
     pub max_poll_records: i32,
+    /// ShareFetch MaxBytes (`fetch.max.bytes`, default [`DEFAULT_FETCH_MAX_BYTES`], not Kafka's
+    /// 50 MiB): also the room the member reserves in the worker's memory (see `memory`).
     pub fetch_max_bytes: i32,
     pub fetch_min_bytes: i32,
     pub fetch_max_wait: Duration,
@@ -161,7 +173,13 @@ impl ConsumerConfig {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         let max_poll_records = parse_num(props, "max.poll.records", 500, 1, i32::MAX)?;
-        let fetch_max_bytes = parse_num(props, "fetch.max.bytes", 50 * 1024 * 1024, 1, i32::MAX)?;
+        let fetch_max_bytes = parse_num(
+            props,
+            "fetch.max.bytes",
+            DEFAULT_FETCH_MAX_BYTES,
+            1,
+            i32::MAX,
+        )?;
         let fetch_min_bytes = parse_num(props, "fetch.min.bytes", 1, 0, i32::MAX)?;
         let fetch_max_wait_ms: u64 =
             parse_num(props, "fetch.max.wait.ms", 500, 0, i32::MAX as u64)?;
@@ -230,7 +248,7 @@ impl ConsumerConfig {
             "share.buffer.hold.max.ms",
             900_000,
             0,
-            i64::MAX as u64,
+            BUFFER_HOLD_MAX_MS_MAX,
         )?;
         if props.contains_key(RETIRED_LOCK_FRACTION) {
             warn!(
@@ -286,14 +304,14 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(c.max_poll_records, 500);
-        assert_eq!(c.fetch_max_bytes, 50 * 1024 * 1024);
+        assert_eq!(c.fetch_max_bytes, 8 * 1024 * 1024);
         assert_eq!(c.fetch_min_bytes, 1);
         assert_eq!(c.fetch_max_wait, Duration::from_millis(500));
         assert_eq!(c.fetch_max_wait_held, Duration::from_millis(50));
         assert_eq!(c.fetch_wait_initial, Duration::from_millis(5));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
-        assert_eq!(c.max_memory_bytes, 200 * 1024 * 1024);
+        assert_eq!(c.max_memory_bytes, 32 * 1024 * 1024);
         assert_eq!(c.buffer_hold_max, Duration::from_secs(900));
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));
@@ -319,7 +337,8 @@ mod tests {
             ("request.timeout.ms", "0"),
             ("share.buffer.hold.max.ms", "-1"),
             ("share.buffer.hold.max.ms", "soon"),
-            ("share.memory.max.bytes", "1000"), // below 1 MiB
+            ("share.buffer.hold.max.ms", "86400001"), // beyond a day
+            ("share.memory.max.bytes", "1000"),       // below 1 MiB
             ("share.memory.max.bytes", "-1"),
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism

@@ -19,7 +19,7 @@ use crate::cluster::Cluster;
 use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::membership::{self, Assignment, Subscription};
-use crate::memory::MemoryPool;
+use crate::memory::{MemberMemory, MemoryPool};
 use crate::metrics::MetricsSnapshot;
 use crate::probe::api_versions;
 use crate::protocol::error_codes;
@@ -92,15 +92,21 @@ impl ShareConsumer {
                 "record_limit needs ShareFetch v2, which the broker does not offer",
             ));
         }
+        let memory = MemberMemory::reserve(
+            config.max_memory_bytes,
+            config.fetch_max_bytes as usize,
+            pool,
+        )
+        .map_err(|refused| EngineError::config("fetch.max.bytes", refused.to_string()))?;
         let member_id = membership::new_member_id();
         info!(%member_id, group = %config.group_id, ?topics, share_fetch_version, share_acknowledge_version, "starting share consumer");
-        let shared = Arc::new(Shared::new(
+        let shared = Arc::new(Shared::with_memory(
             config,
             member_id,
             cluster,
             share_fetch_version,
             share_acknowledge_version,
-            pool,
+            memory,
         ));
         let (assignment_tx, assignment) = watch::channel(Arc::new(Assignment::new()));
         let closing_rx = shared.lifecycle.closing.subscribe();

@@ -24,7 +24,9 @@ use crate::config::ConsumerConfig;
 use crate::error::EngineError;
 use crate::fetcher_handle::FetcherHandle;
 use crate::lifecycle::Lifecycle;
-use crate::memory::{MemberMemory, MemoryPool};
+use crate::memory::MemberMemory;
+#[cfg(test)]
+use crate::memory::MemoryPool;
 use crate::metrics::Metrics;
 
 pub(crate) struct Shared {
@@ -64,6 +66,8 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// A member's state in tests: its memory reserved in `pool`, which must have room for it.
+    #[cfg(test)]
     pub fn new(
         config: ConsumerConfig,
         member_id: String,
@@ -72,8 +76,31 @@ impl Shared {
         share_acknowledge_version: i16,
         pool: Arc<MemoryPool>,
     ) -> Self {
+        let memory = MemberMemory::reserve(
+            config.max_memory_bytes,
+            config.fetch_max_bytes as usize,
+            pool,
+        )
+        .expect("room in the test's memory pool");
+        Shared::with_memory(
+            config,
+            member_id,
+            cluster,
+            share_fetch_version,
+            share_acknowledge_version,
+            memory,
+        )
+    }
+
+    pub fn with_memory(
+        config: ConsumerConfig,
+        member_id: String,
+        cluster: Cluster,
+        share_fetch_version: i16,
+        share_acknowledge_version: i16,
+        memory: Arc<MemberMemory>,
+    ) -> Self {
         let buffer = DeliveryBuffer::new(config.max_buffered_records, config.max_buffered_bytes);
-        let memory = MemberMemory::new(config.max_memory_bytes, pool);
         Shared {
             config,
             member_id,

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::fake_broker::{FakeLeader, Seen};
 use super::run;
 use crate::acks::AckKind;
+use crate::config;
 use crate::error::{EngineError, ErrorKind};
 use crate::fetcher_handle::FetcherHandle;
 use crate::memory::{MemberMemory, MemoryCharge, MemoryPool};
@@ -26,11 +27,18 @@ const MIB: usize = 1024 * 1024;
 
 /// A member of `pool` bounded by `memory_max` bytes, speaking v1 to the fake leader.
 fn shared(pool: Arc<MemoryPool>, memory_max: usize) -> Arc<Shared> {
+    shared_fetching(pool, memory_max, config::DEFAULT_FETCH_MAX_BYTES as usize)
+}
+
+/// The same, reserving `fetch_max` bytes of `pool` for a fetch.
+fn shared_fetching(pool: Arc<MemoryPool>, memory_max: usize, fetch_max: usize) -> Arc<Shared> {
     let memory_max = memory_max.to_string();
+    let fetch_max = fetch_max.to_string();
     let props = [
         ("bootstrap.servers", "127.0.0.1:9"),
         ("group.id", "g"),
         ("fetch.max.wait.ms", "50"),
+        ("fetch.max.bytes", fetch_max.as_str()),
         ("request.timeout.ms", "5000"),
         ("share.memory.max.bytes", memory_max.as_str()),
     ]
@@ -207,14 +215,15 @@ async fn a_header_flood_fails_the_member_though_its_bytes_are_few() {
     hostile_batch_fails_the_member(flood).await;
 }
 
-/// The worker's bound across members: a batch within this member's allowance that does not fit
-/// beside what the worker's other members hold is released (not a failure: the input is not at
-/// fault), and no fetch asks for records until they let go.
+/// The worker's bound across members: a batch within this member's allowance but beyond its
+/// reservation that does not fit beside what the worker's other members hold is released (not
+/// a failure: the input is not at fault), and no fetch asks for records until that much fits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_that_does_not_fit_beside_other_members_is_released_and_fetching_waits() {
-    // 64 MiB for the worker: each member at most 16 MiB, 8 MiB per batch.
+    // 64 MiB for the worker: each member at most 16 MiB, 8 MiB per batch; this one reserves
+    // 1 MiB for a fetch.
     let pool = MemoryPool::new(64 * MIB);
-    let shared = shared(pool.clone(), 1 << 30);
+    let shared = shared_fetching(pool.clone(), 1 << 30, MIB);
     let mut r = start(shared.clone(), Vec::new()).await;
     r.leader.next(WITHIN).await.expect("no opening fetch");
     // The next fetch is answered with 6 MiB of zeros, late: meanwhile the other members of the
@@ -251,7 +260,8 @@ async fn a_batch_that_does_not_fit_beside_other_members_is_released_and_fetching
     assert_eq!(shared.metrics.snapshot().records_released_memory, 1);
     assert_eq!(shared.buffer.len_records(), 0);
     assert_eq!(pool.used(), 60 * MIB, "nothing of the response is held");
-    // While the others hold more than half the worker's bound, nothing is fetched.
+    // While the others hold what the response needed, nothing is fetched, though this member
+    // holds nothing: it would only fetch records to release.
     let (quiet, asked) = r
         .leader
         .until(Duration::from_secs(1), asks_for_records)

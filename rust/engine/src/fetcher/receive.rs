@@ -292,7 +292,7 @@ struct Stopped {
 }
 
 /// How long a member waits before fetching again after a response did not fit in memory (on
-/// top of waiting until it, and the worker, hold less than half their bound): the records it
+/// top of waiting until the worker has room for what the response needed): the records it
 /// released go back to the share group, and fetching them again at once would only cost them
 /// further delivery attempts.
 pub(super) const MEMORY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -525,6 +525,9 @@ fn handle_fetch(
             }
         }
     });
+    if stopped.is_none() {
+        shared.memory.fetched_whole();
+    }
     if let Some(stopped) = stopped {
         match memory_ran_short(shared, session, stopped, released_for_memory) {
             Some(error) => {
@@ -620,8 +623,8 @@ fn release_all(
 /// A response did not fit: what decoding stopped on. A record batch that could never fit
 /// (beyond its allowance) is the input's fault: the error to fail the member with. Otherwise
 /// memory was held meanwhile (by this member or the worker's others): the rest of the response
-/// was released, and this member pauses its fetching ([`MEMORY_PAUSE`], then until it and the
-/// worker hold less than half their bounds).
+/// was released, and this member pauses its fetching ([`MEMORY_PAUSE`], then until the worker
+/// has room for as much as this response needed: `MemberMemory::has_room`).
 fn memory_ran_short(
     shared: &Shared,
     session: &mut Session,

@@ -283,13 +283,13 @@ fn fetch_request(
             session.empty_fetches,
             session.caught_up,
         );
-        // A response may take no more than one record batch's memory allowance: it then
-        // fits in the half of the member's bound that is free when a fetch goes out.
-        let allowance = i32::try_from(shared.memory.batch_allowance().0).unwrap_or(i32::MAX);
+        // A response asks for no more than the member's reservation (fetch.max.bytes, at
+        // most one record batch's memory allowance): a fetch goes out only when that fits.
+        let reserved = i32::try_from(shared.memory.reservation()).unwrap_or(i32::MAX);
         (
             wait.max_wait.as_millis() as i32,
             wait.min_bytes,
-            c.fetch_max_bytes.min(allowance),
+            c.fetch_max_bytes.min(reserved),
             c.max_poll_records,
         )
     } else {

@@ -263,8 +263,13 @@ public class ShareSinkConfig extends AbstractConfig {
           + " share.delivery.count.limit deliveries. At most a quarter of the worker's bound (the"
           + " JVM property sharesink.engine.memory.max.bytes, default half the worker's heap)"
           + " applies. Default: 4 x the larger of share.consumer.fetch.max.bytes and"
-          + " share.consumer.share.buffer.max.bytes (200 MiB with Kafka's defaults). An override,"
-          + " as share.consumer.bootstrap.servers.";
+          + " share.consumer.share.buffer.max.bytes (32 MiB with the native engine's defaults:"
+          + " fetch.max.bytes is 8 MiB there, not Kafka's 50 MiB). Each task also reserves room"
+          + " for one fetch of its own in the worker's bound (fetch.max.bytes, at most half of"
+          + " this bound and an eighth of the worker's), which no other task can take: a task"
+          + " whose put stalls fills at most its own bound, never another task's reservation. A"
+          + " task the worker cannot reserve that room for fails at start, naming the bounds. An"
+          + " override, as share.consumer.bootstrap.servers.";
   private static final String MEMORY_MAX_BYTES_DISPLAY = "Memory bound of a task's consumer";
 
   /**
