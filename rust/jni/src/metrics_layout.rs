@@ -31,6 +31,8 @@
 //!   20   ack_conflicts
 //!   21   corrupt_batches
 //!   22   fetches_empty
+//!   23   memory_bytes
+//!   24   records_released_memory
 //! ```
 
 use sharesink_engine::MetricsSnapshot;
@@ -58,9 +60,11 @@ pub(crate) const ACKS_RESENT: usize = 19;
 pub(crate) const ACK_CONFLICTS: usize = 20;
 pub(crate) const CORRUPT_BATCHES: usize = 21;
 pub(crate) const FETCHES_EMPTY: usize = 22;
+pub(crate) const MEMORY_BYTES: usize = 23;
+pub(crate) const RECORDS_RELEASED_MEMORY: usize = 24;
 
 /// Values written; Java's array must be at least this long.
-pub(crate) const FIELDS: usize = 23;
+pub(crate) const FIELDS: usize = 25;
 
 /// The array `metrics` writes for `m`.
 pub(crate) fn write(m: &MetricsSnapshot) -> [i64; FIELDS] {
@@ -89,6 +93,8 @@ pub(crate) fn write(m: &MetricsSnapshot) -> [i64; FIELDS] {
     out[ACK_CONFLICTS] = n(m.ack_conflicts);
     out[CORRUPT_BATCHES] = n(m.corrupt_batches);
     out[FETCHES_EMPTY] = n(m.fetches_empty);
+    out[MEMORY_BYTES] = n(m.memory_bytes);
+    out[RECORDS_RELEASED_MEMORY] = n(m.records_released_memory);
     out
 }
 
@@ -120,6 +126,8 @@ pub(crate) fn self_test_snapshot() -> MetricsSnapshot {
         ack_conflicts: 120,
         corrupt_batches: 121,
         fetches_empty: 122,
+        memory_bytes: 123,
+        records_released_memory: 124,
         // Not in the layout (yet): read by the engine's own tests.
         ..MetricsSnapshot::default()
     }

@@ -34,6 +34,10 @@ package io.sharesink.engine;
  * @param corruptBatches record batches that could not be read (their records were released)
  * @param emptyFetches fetch requests that asked for records and brought none (a window full of
  *     locked records, an idle topic)
+ * @param memoryBytes decoded bytes of records the member holds now (the native engine's count
+ *     against share.memory.max.bytes; 0 where the engine does not count)
+ * @param recordsReleasedForMemory acquired records released undecoded because the member's or the
+ *     worker's memory was held (each costs a delivery attempt)
  */
 public record EngineMetrics(
     long recordsFetched,
@@ -58,4 +62,6 @@ public record EngineMetrics(
     long acksResent,
     long ackConflicts,
     long corruptBatches,
-    long emptyFetches) {}
+    long emptyFetches,
+    long memoryBytes,
+    long recordsReleasedForMemory) {}

@@ -22,6 +22,8 @@ package io.sharesink.engine;
  *    9   fetch latency avg ms (bits)   20   ack conflicts
  *   10   ack requests                  21   corrupt batches
  *                                      22   empty fetches
+ *                                      23   memory bytes
+ *                                      24   records released for memory
  * </pre>
  */
 final class MetricsLayout {
@@ -51,9 +53,11 @@ final class MetricsLayout {
   static final int ACK_CONFLICTS = 20;
   static final int CORRUPT_BATCHES = 21;
   static final int FETCHES_EMPTY = 22;
+  static final int MEMORY_BYTES = 23;
+  static final int RECORDS_RELEASED_MEMORY = 24;
 
   /** Values the native side writes; the array passed to it must be at least this long. */
-  static final int FIELDS = 23;
+  static final int FIELDS = 25;
 
   /** The snapshot in {@code m}, written by the native side. */
   static EngineMetrics read(long[] m) {
@@ -80,6 +84,8 @@ final class MetricsLayout {
         m[ACKS_RESENT],
         m[ACK_CONFLICTS],
         m[CORRUPT_BATCHES],
-        m[FETCHES_EMPTY]);
+        m[FETCHES_EMPTY],
+        m[MEMORY_BYTES],
+        m[RECORDS_RELEASED_MEMORY]);
   }
 }

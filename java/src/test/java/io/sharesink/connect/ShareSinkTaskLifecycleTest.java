@@ -115,7 +115,8 @@ class ShareSinkTaskLifecycleTest {
 
     @Override
     public EngineMetrics metrics() {
-      return new EngineMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+      return new EngineMetrics(
+          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     @Override

@@ -48,6 +48,8 @@ class MetricsLayoutTest {
     assertEquals(120, m.ackConflicts());
     assertEquals(121, m.corruptBatches());
     assertEquals(122, m.emptyFetches());
+    assertEquals(123, m.memoryBytes());
+    assertEquals(124, m.recordsReleasedForMemory());
   }
 
   @Test

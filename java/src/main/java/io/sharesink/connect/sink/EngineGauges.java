@@ -46,6 +46,9 @@ final class EngineGauges {
     values.put("share-engine-ack-time-ms-total", m -> m.ackLatencyAvgMs() * m.ackRequests());
     values.put("share-engine-ack-errors-total", EngineMetrics::ackErrors);
     values.put("share-engine-records-buffered", EngineMetrics::recordsBuffered);
+    values.put("share-engine-memory-bytes", EngineMetrics::memoryBytes);
+    values.put(
+        "share-engine-records-released-memory-total", EngineMetrics::recordsReleasedForMemory);
     values.put("share-engine-session-resets-total", EngineMetrics::sessionResets);
     values.put("share-engine-rejoins-total", EngineMetrics::rejoins);
     Map<String, Supplier<Number>> gauges = new LinkedHashMap<>();

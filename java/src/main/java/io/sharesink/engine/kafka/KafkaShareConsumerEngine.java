@@ -613,6 +613,8 @@ public final class KafkaShareConsumerEngine implements ShareConsumerEngine {
         0,
         0,
         0,
+        0,
+        0,
         0);
   }
 

@@ -407,7 +407,31 @@ final class InMemoryShareGroup implements ShareConsumerEngine {
       synchronized (InMemoryShareGroup.this) {
         ensureOpen(); // as the native engine: a closed one refuses
         return new EngineMetrics(
-            recordsHandedOut, 0, 0, 0, 0, 0, 0, polls, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            recordsHandedOut,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            polls,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0);
       }
     }
 
