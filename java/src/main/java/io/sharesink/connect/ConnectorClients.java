@@ -1,5 +1,6 @@
 package io.sharesink.connect;
 
+import io.sharesink.connect.sink.SinkDriverConfig;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -129,6 +130,17 @@ final class ConnectorClients {
       out.add(
           new Override(
               ShareSinkConfig.GROUP_ID_CONFIG, ClientType.CONSUMER, "group.id", groupId.trim()));
+    }
+    String stuckTimeout = props.get(SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG);
+    if (stuckTimeout != null) {
+      // It sets how long the share consumer holds fetched records unpolled: a consumer
+      // setting, asked of the policy as the one it acts as.
+      out.add(
+          new Override(
+              SinkDriverConfig.TASK_STUCK_TIMEOUT_MS_CONFIG,
+              ClientType.CONSUMER,
+              ShareEngineOpener.BUFFER_HOLD_MAX_MS,
+              stuckTimeout.trim()));
     }
     collect(out, PRODUCER_OVERRIDE_PREFIX, ClientType.PRODUCER);
     collect(out, ADMIN_OVERRIDE_PREFIX, ClientType.ADMIN);

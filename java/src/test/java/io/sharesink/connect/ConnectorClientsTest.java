@@ -142,6 +142,7 @@ class ConnectorClientsTest {
     m.put("consumer.override.metric.reporters", "com.example.Reporter");
     m.put("consumer.override.sasl.login.class", "com.example.Login");
     m.put("share.group.id", "someone-elses-group");
+    m.put("share.task.stuck.timeout.ms", "86400000"); // acts as the consumer's record hold
     m.put("producer.override.bootstrap.servers", "attacker:9092");
     m.put("producer.override.sasl.client.callback.handler.class", "com.example.Handler");
     m.put("admin.override.bootstrap.servers", "attacker:9092");

@@ -105,6 +105,13 @@ public final class SinkDriverConfig extends AbstractConfig {
 
   public static final String TASK_STUCK_TIMEOUT_MS_CONFIG = "share.task.stuck.timeout.ms";
   public static final long TASK_STUCK_TIMEOUT_MS_DEFAULT = 15 * 60_000;
+
+  /**
+   * One day: the records a stuck task holds (and the native engine's buffer behind it) are held no
+   * longer, whatever a connector asks.
+   */
+  public static final long TASK_STUCK_TIMEOUT_MS_MAX = 24 * 60 * 60_000L;
+
   private static final String TASK_STUCK_TIMEOUT_MS_DOC =
       "How long the records a task holds stay renewed while the task makes no progress: "
           + "while one call into the legacy task (put, preCommit/flush, open, close, "
@@ -118,7 +125,12 @@ public final class SinkDriverConfig extends AbstractConfig {
           + "delivery attempt), and a stuck task no longer holds them. The default (15 "
           + "minutes) rides out a 10-minute outage without a single redelivery. The same "
           + "bound fails a task whose preCommit keeps returning empty maps while records "
-          + "wait and none is put (see share.commit.empty.precommit).";
+          + "wait and none is put (see share.commit.empty.precommit). At most one day "
+          + "(86400000). It also sets how long the share consumer holds fetched records the "
+          + "task has not polled (share.buffer.hold.max.ms), so the worker's "
+          + "connector.client.config.override.policy is asked about it as that consumer "
+          + "setting: policies None and Principal refuse it, as they refuse every consumer "
+          + "override but the principal.";
   private static final String TASK_STUCK_TIMEOUT_MS_DISPLAY = "Stuck task timeout (ms)";
 
   public static final String TASK_RESTART_MAX_ATTEMPTS_CONFIG = "share.task.restart.max.attempts";
@@ -281,7 +293,7 @@ public final class SinkDriverConfig extends AbstractConfig {
               TASK_STUCK_TIMEOUT_MS_CONFIG,
               Type.LONG,
               TASK_STUCK_TIMEOUT_MS_DEFAULT,
-              ConfigDef.Range.atLeast(1_000),
+              ConfigDef.Range.between(1_000, TASK_STUCK_TIMEOUT_MS_MAX),
               Importance.MEDIUM,
               TASK_STUCK_TIMEOUT_MS_DOC,
               SHARE_GROUP,
