@@ -16,10 +16,11 @@ import re
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
@@ -590,3 +591,26 @@ def consume_with_headers(cluster: Cluster, topic: str, max_messages: int,
                 headers[k] = hv
         out.append((headers, v))
     return out
+
+
+# ---- Prometheus series, as the JMX exporter's agent serves them (ops/prometheus/jmx-exporter.yaml)
+
+_SAMPLE = re.compile(r"^((?:sharesink|kafka_connect_sink_task)_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
+
+
+def scrape(port: int) -> Dict[str, List[Tuple[Dict[str, str], float]]]:
+    """sharesink series of the agent's /metrics: name -> [(labels, value)]."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    series: Dict[str, List[Tuple[Dict[str, str], float]]] = defaultdict(list)
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            series[m.group(1)].append((labels, float(m.group(3))))
+    return series
+
+
+def total(series, name: str, connector: str) -> float:
+    """The sum of `name` over the tasks of `connector`."""
+    return sum(v for labels, v in series.get(name, []) if labels.get("connector") == connector)

@@ -21,40 +21,17 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
-from collections import defaultdict
-from typing import Dict, List, Tuple
 
 from harness.cluster import REPO_ROOT, Cluster, default_plugin_archive, ensure_jmx_exporter
 from helpers import (FILE_SINK, STRING_CONVERTER, connector_trace, delete_connector, file_lines,
-                     produce_values, share_config, start_connector, stop_worker_if_running, uniq,
-                     wait_for)
+                     produce_values, scrape, share_config, start_connector,
+                     stop_worker_if_running, total, uniq, wait_for)
 
 WORKER = 1
 METRICS_PORT_OFFSET = 86
 N = 600
 RULES = REPO_ROOT / "ops" / "prometheus" / "jmx-exporter.yaml"
 DASHBOARD = REPO_ROOT / "ops" / "grafana" / "sharesink-dashboard.json"
-SAMPLE = re.compile(r"^((?:sharesink|kafka_connect_sink_task)_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
-
-
-def scrape(port: int) -> Dict[str, List[Tuple[Dict[str, str], float]]]:
-    """sharesink series of the agent's /metrics: name -> [(labels, value)]."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    series: Dict[str, List[Tuple[Dict[str, str], float]]] = defaultdict(list)
-    for line in text.splitlines():
-        m = SAMPLE.match(line)
-        if m:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-            series[m.group(1)].append((labels, float(m.group(3))))
-    return series
-
-
-def total(series, name: str, connector: str) -> float:
-    return sum(v for labels, v in series.get(name, []) if labels.get("connector") == connector)
-
-
 def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: Cluster):
     port = cluster.port_base + METRICS_PORT_OFFSET
     agent = ensure_jmx_exporter()
