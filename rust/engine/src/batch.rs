@@ -289,6 +289,18 @@ impl Batch {
         }
     }
 
+    /// An empty batch whose data is paid for by `charge` (the response's bytes, charged while
+    /// they were read), to which its records are charged too.
+    pub(crate) fn with_charge(charge: MemoryCharge) -> Batch {
+        Batch {
+            data: Arc::new(RecordData {
+                memory: charge,
+                ..RecordData::default()
+            }),
+            ..Batch::default()
+        }
+    }
+
     /// The records and their data, to be filled by the fetcher. The data is not shared yet: a
     /// batch is split only once complete.
     pub(crate) fn parts_mut(&mut self) -> (&mut Vec<StoredRecord>, &mut RecordData) {

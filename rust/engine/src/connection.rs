@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use tracing::{debug, trace, warn, Instrument};
 
 use crate::error::EngineError;
+use crate::memory::{MemberMemory, MemoryCharge};
 use crate::protocol::{response_schema, wire};
 use crate::security::{self, Security};
 
@@ -54,13 +55,15 @@ const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_RETRIES: u32 = 6;
 
-type Reply = oneshot::Sender<Result<Bytes, EngineError>>;
+type Reply = oneshot::Sender<Result<(Bytes, MemoryCharge), EngineError>>;
 
 struct Waiting {
     api_key: ApiKey,
     response_header_version: i16,
     /// The largest response taken; a longer frame closes the connection unread.
     max_response: usize,
+    /// The member whose memory the response's bytes are charged to while they are read.
+    charge_to: Option<Arc<MemberMemory>>,
     deadline: Instant,
     /// The request's own timeout, for the error message.
     timeout: Duration,
@@ -324,19 +327,29 @@ impl Connection {
         body: &[u8],
         broker_wait: Duration,
     ) -> Result<ResponseFuture, EngineError> {
-        self.send_raw_bounded(api_key, version, body, broker_wait, RESPONSE_MAX_BYTES)
+        self.send_raw_bounded(
+            api_key,
+            version,
+            body,
+            broker_wait,
+            RESPONSE_MAX_BYTES,
+            None,
+        )
     }
 
     /// [`Connection::send_raw_waiting`] whose response may be up to `max_response` bytes (a
     /// ShareFetch's: what its records may take). A longer response closes the connection as
-    /// soon as its length arrives, before any of it is read.
-    pub fn send_raw_bounded(
+    /// soon as its length arrives, before any of it is read. With `charge_to`, the response's
+    /// bytes are charged to that member's memory once its length is known, before they are
+    /// read ([`ResponseFuture::charged`] hands the charge over with the body).
+    pub(crate) fn send_raw_bounded(
         &self,
         api_key: ApiKey,
         version: i16,
         body: &[u8],
         broker_wait: Duration,
         max_response: usize,
+        charge_to: Option<Arc<MemberMemory>>,
     ) -> Result<ResponseFuture, EngineError> {
         let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
@@ -367,6 +380,7 @@ impl Connection {
                     api_key,
                     response_header_version: api_key.response_header_version(version),
                     max_response,
+                    charge_to,
                     deadline,
                     timeout,
                     reply,
@@ -513,14 +527,36 @@ async fn read_rest<R: AsyncRead + Unpin>(
     Ok(())
 }
 
+/// What a response frame may be, by the request waiting for it.
+pub(crate) struct FrameBound {
+    /// The largest frame taken.
+    pub max: usize,
+    /// The request's name, for messages (none: no request waits for it).
+    pub api_key: Option<ApiKey>,
+    /// The member whose memory the frame is charged to while it is read.
+    pub charge_to: Option<Arc<MemberMemory>>,
+}
+
+impl FrameBound {
+    /// The bound of a frame no member pays for.
+    pub fn uncharged(max: usize, api_key: Option<ApiKey>) -> FrameBound {
+        FrameBound {
+            max,
+            api_key,
+            charge_to: None,
+        }
+    }
+}
+
 /// Reads one response frame (without its length), its correlation id first: `bound` gives the
 /// largest response the request with that id takes (and the request's name), and a longer frame
-/// is an error before any more of it is read or reserved. `Ok(None)`: the stream ended cleanly
-/// before a new frame.
+/// is an error before any more of it is read or reserved. A frame within its bound is charged
+/// to the bound's member (if any) before the rest of it is read: the returned charge holds its
+/// bytes. `Ok(None)`: the stream ended cleanly before a new frame.
 pub(crate) async fn read_response<R: AsyncRead + Unpin>(
     socket: &mut R,
-    bound: impl Fn(i32) -> (usize, Option<ApiKey>),
-) -> Result<Option<BytesMut>, String> {
+    bound: impl Fn(i32) -> FrameBound,
+) -> Result<Option<(BytesMut, MemoryCharge)>, String> {
     let length = match socket.read_i32().await {
         Ok(n) => n,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -534,7 +570,11 @@ pub(crate) async fn read_response<R: AsyncRead + Unpin>(
         .read_i32()
         .await
         .map_err(|e| format!("read failed inside a frame: {e}"))?;
-    let (max, api_key) = bound(correlation_id);
+    let FrameBound {
+        max,
+        api_key,
+        charge_to,
+    } = bound(correlation_id);
     if length > max {
         let reason = format!(
             "a response of {length} bytes to {} (correlation id {correlation_id}) is over its \
@@ -553,10 +593,14 @@ pub(crate) async fn read_response<R: AsyncRead + Unpin>(
         }
         return Err(reason);
     }
+    let charge = match charge_to {
+        Some(member) => MemoryCharge::for_frame(member, length),
+        None => MemoryCharge::default(),
+    };
     let mut frame = BytesMut::with_capacity(length.min(FRAME_PREALLOCATION));
     frame.put_i32(correlation_id);
     read_rest(socket, &mut frame, length).await?;
-    Ok(Some(frame))
+    Ok(Some((frame, charge)))
 }
 
 /// Whether an oversized response is worth a WARN now: one a minute, for the whole process (a
@@ -595,16 +639,21 @@ async fn read_loop(socket: ReadHalf, wire: Arc<Wire>) {
             frame = read_response(&mut socket, |correlation_id| {
                 let pending = wire.pending.lock().expect("pending table");
                 pending.waiting.get(&correlation_id).map_or(
-                    (RESPONSE_MAX_BYTES, None),
-                    |w| (w.max_response, Some(w.api_key)),
+                    FrameBound::uncharged(RESPONSE_MAX_BYTES, None),
+                    |w| FrameBound {
+                        max: w.max_response,
+                        api_key: Some(w.api_key),
+                        charge_to: w.charge_to.clone(),
+                    },
                 )
             }) => match frame {
-                Ok(Some(frame)) => frame,
+                Ok(Some(frame_and_charge)) => frame_and_charge,
                 Ok(None) => break "closed by broker".to_string(),
                 Err(reason) => break reason,
             },
         };
         // read_response guarantees at least the 4 bytes of the correlation id.
+        let (frame, charge) = frame;
         let correlation_id = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         let waiting = wire
             .pending
@@ -617,17 +666,39 @@ async fn read_loop(socket: ReadHalf, wire: Arc<Wire>) {
             trace!(addr = %wire.addr, correlation_id, "response without a waiting caller");
             continue;
         };
-        let result = split_response(frame, waiting.response_header_version).map(|(_, body)| body);
+        let result =
+            split_response(frame, waiting.response_header_version).map(|(_, body)| (body, charge));
         let _ = waiting.reply.send(result);
     };
     debug!(addr = %wire.addr, %reason, "connection ended");
     wire.close(&reason, None);
 }
 
-/// The response to a request queued by [`Connection::send_raw`].
+/// The response to a request queued by [`Connection::send_raw`]: its body.
 pub struct ResponseFuture {
     addr: String,
-    response: oneshot::Receiver<Result<Bytes, EngineError>>,
+    response: oneshot::Receiver<Result<(Bytes, MemoryCharge), EngineError>>,
+}
+
+impl ResponseFuture {
+    /// The response with what its bytes were charged to the member named when it was sent.
+    pub(crate) fn charged(self) -> ChargedResponseFuture {
+        ChargedResponseFuture(self)
+    }
+
+    fn poll_charged(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(Bytes, MemoryCharge), EngineError>> {
+        std::future::Future::poll(std::pin::Pin::new(&mut self.response), cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(EngineError::ConnectionLost {
+                    addr: self.addr.clone(),
+                    reason: "connection dropped".into(),
+                })
+            })
+        })
+    }
 }
 
 impl std::future::Future for ResponseFuture {
@@ -637,14 +708,22 @@ impl std::future::Future for ResponseFuture {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.response).poll(cx).map(|r| {
-            r.unwrap_or_else(|_| {
-                Err(EngineError::ConnectionLost {
-                    addr: self.addr.clone(),
-                    reason: "connection dropped".into(),
-                })
-            })
-        })
+        // A charge nobody asked for holds nothing; dropping it gives nothing back.
+        self.poll_charged(cx).map(|r| r.map(|(body, _)| body))
+    }
+}
+
+/// [`ResponseFuture::charged`]: the body and the charge that holds its bytes.
+pub(crate) struct ChargedResponseFuture(ResponseFuture);
+
+impl std::future::Future for ChargedResponseFuture {
+    type Output = Result<(Bytes, MemoryCharge), EngineError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.0.poll_charged(cx)
     }
 }
 
@@ -780,13 +859,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_frame_is_charged_to_its_member_before_its_bytes_arrive() {
+        use crate::memory::MemoryPool;
+        let pool = MemoryPool::new(64 << 20);
+        let member = MemberMemory::new(16 << 20, pool.clone());
+        let (mut broker, mut client) = tokio::io::duplex(64 * 1024);
+        let length = 4 + (1 << 20);
+        broker.write_i32(length as i32).await.unwrap();
+        broker.write_i32(7).await.unwrap();
+        broker.write_all(&[0u8; 1000]).await.unwrap();
+        let charged = member.clone();
+        let bound = move |correlation_id| FrameBound {
+            max: 2 << 20,
+            api_key: Some(ApiKey::ShareFetch),
+            charge_to: (correlation_id == 7).then(|| charged.clone()),
+        };
+        let reading = tokio::spawn(async move {
+            let read = read_response(&mut client, bound).await;
+            (read, client)
+        });
+        // A thousand bytes of the megabyte are there: the whole frame is charged already.
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while member.used() != length {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the frame was not charged while it was read");
+        assert_eq!(pool.used(), length);
+        broker
+            .write_all(&vec![0u8; (1 << 20) - 1000])
+            .await
+            .unwrap();
+        let (read, _client) = reading.await.unwrap();
+        let (frame, charge) = read.unwrap().expect("a frame");
+        assert_eq!((frame.len(), charge.bytes()), (length, length));
+        drop(frame);
+        drop(charge);
+        assert_eq!((member.used(), pool.used()), (0, 0));
+    }
+
+    #[tokio::test]
     async fn a_response_over_its_bound_closes_the_connection_before_it_is_read() {
         let addr = lying_broker(256 * 1024 * 1024, 1000).await;
         let conn = Connection::connect(&addr, "t", Duration::from_secs(60))
             .await
             .unwrap();
         let fetch = conn
-            .send_raw_bounded(ApiKey::ShareFetch, 1, b"x", Duration::ZERO, 1024 * 1024)
+            .send_raw_bounded(
+                ApiKey::ShareFetch,
+                1,
+                b"x",
+                Duration::ZERO,
+                1024 * 1024,
+                None,
+            )
             .unwrap();
         // Refused on its length: well before the request's own 60 s deadline, and without
         // waiting for the 256 MiB the broker claims.

@@ -405,6 +405,19 @@ impl MemberMemory {
         Ok(())
     }
 
+    /// Takes `n` bytes whatever the bounds say ([`MemoryCharge::for_frame`]).
+    fn take_forced(&self, n: usize) {
+        let mut held = self.held.lock().expect("member memory");
+        let after = held.saturating_add(n);
+        let shared = self.beyond(after) - self.beyond(*held);
+        if shared > 0 {
+            self.pool.shares.lock().expect("memory shares").shared_used += shared;
+        }
+        self.pool.used.fetch_add(n, SeqCst);
+        *held = after;
+        self.used.store(after, SeqCst);
+    }
+
     fn give_back(&self, n: usize) {
         let mut held = self.held.lock().expect("member memory");
         let before = *held;
@@ -465,6 +478,27 @@ impl MemoryCharge {
             bytes: 0,
             batch_bytes: 0,
         }
+    }
+
+    /// A response frame of `n` bytes about to be read for `member`: charged before it is
+    /// allocated, within the bounds when they have room, else counted all the same (the frame
+    /// is within the bound of its request, and a fetch went out only with room for its
+    /// reservation; reading it is how the connection stays in step): decoding then finds the
+    /// member and the worker full and releases the records.
+    pub fn for_frame(member: Arc<MemberMemory>, n: usize) -> MemoryCharge {
+        if member.try_take(n).is_err() {
+            member.take_forced(n);
+        }
+        MemoryCharge {
+            member: Some(member),
+            bytes: n,
+            batch_bytes: 0,
+        }
+    }
+
+    /// Whether this charge pays for anything (a frame read for a member).
+    pub fn is_charged(&self) -> bool {
+        self.member.is_some()
     }
 
     /// A record batch starts: what follows counts against its allowance.
@@ -760,6 +794,38 @@ mod tests {
             "the one without records; the others hold half their bound"
         );
         drop(taken);
+    }
+
+    #[test]
+    fn a_frame_read_while_the_worker_is_full_is_counted_and_decoding_finds_no_room() {
+        let pool = MemoryPool::new(64 * MIB);
+        let hog = MemberMemory::reserve(1 << 40, 8 * MIB, pool.clone()).unwrap();
+        let member = MemberMemory::reserve(1 << 40, 8 * MIB, pool.clone()).unwrap();
+        let mut held = MemoryCharge::new(hog.clone());
+        for _ in 0..16 {
+            held.start_batch();
+            held.charge(MIB).unwrap();
+        }
+        let mut other = MemoryCharge::new(member.clone());
+        for _ in 0..6 {
+            other.start_batch();
+            other.charge(MIB).unwrap();
+        }
+        // 16 + 6 of 64 MiB held; 40 MiB shared, 8 of it taken. A frame of 12 MiB for `member`
+        // passes its reservation by 10 MiB: it fits, charged as any take.
+        let frame = MemoryCharge::for_frame(member.clone(), 12 * MIB);
+        assert_eq!((member.used(), pool.used()), (18 * MIB, 34 * MIB));
+        drop(frame);
+        // The same frame when the member is at its bound: counted all the same, and what the
+        // decoding charges next is refused, so its records are released.
+        let mut frame = MemoryCharge::for_frame(member.clone(), 12 * MIB);
+        let more = MemoryCharge::for_frame(member.clone(), 2 * MIB);
+        assert_eq!(member.used(), 20 * MIB, "over its 16 MiB bound");
+        frame.start_batch();
+        assert!(matches!(frame.charge(1), Err(Shortfall::Member { .. })));
+        drop((frame, more, other, held));
+        assert_eq!((member.used(), hog.used(), pool.used()), (0, 0, 0));
+        assert_eq!(pool.shared_free(), 48 * MIB);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tracing::{debug, info};
 
 use crate::acks::{AcksInFlight, PartitionKey};
-use crate::connection::{Connection, ResponseFuture};
+use crate::connection::{ChargedResponseFuture, Connection};
 use crate::fetcher_handle::FetcherHandle;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
@@ -51,7 +51,7 @@ enum RequestKind {
 
 struct InFlight {
     kind: RequestKind,
-    response: ResponseFuture,
+    response: ChargedResponseFuture,
     acks: AcksInFlight,
     /// Session generation the request belongs to; a stale session error must not reset a
     /// newer session.

@@ -14,7 +14,7 @@ use crate::acks::{AckKind, AcksInFlight, PartitionKey, PendingAck, GAP};
 use crate::batch::{Batch, StoredRecord};
 use crate::error::EngineError;
 use crate::fetcher_handle::FetcherHandle;
-use crate::memory::Shortfall;
+use crate::memory::{MemoryCharge, Shortfall};
 use crate::protocol::bounded_decode::decode_share_fetch_response;
 use crate::protocol::error_codes::*;
 use crate::protocol::share_requests::ShareAcknowledgeResponse;
@@ -35,7 +35,7 @@ pub(super) fn handle_response(
     session: &mut Session,
     watch: &mut StallWatch,
     done: InFlight,
-    result: Result<bytes::Bytes, EngineError>,
+    result: Result<(bytes::Bytes, MemoryCharge), EngineError>,
 ) -> Result<(), EngineError> {
     let InFlight {
         kind,
@@ -47,7 +47,7 @@ pub(super) fn handle_response(
         held,
         ..
     } = done;
-    let body = match result {
+    let (body, frame) = match result {
         Ok(b) => b,
         Err(e) => {
             // The connection is gone (lost, or closed because a request on it timed out), and
@@ -82,6 +82,7 @@ pub(super) fn handle_response(
                     asked_records,
                     held,
                     body_len,
+                    frame,
                 },
                 response,
             )
@@ -282,6 +283,9 @@ struct FetchSent {
     held: u64,
     /// The response's size: its records point into it.
     body_len: usize,
+    /// What the response's bytes were charged while it was read (nothing when the connection
+    /// did not charge them).
+    frame: MemoryCharge,
 }
 
 /// Where decoding stopped because memory ran short: the partition and the offset of the batch
@@ -331,6 +335,7 @@ fn handle_fetch(
         asked_records,
         held,
         body_len,
+        frame,
     } = sent;
     let carried_acks = acks.len() > 0;
     if response.error_code != NONE {
@@ -356,18 +361,23 @@ fn handle_fetch(
         .lock_timeout_ms
         .store(response.acquisition_lock_timeout_ms, Relaxed);
     // Everything the response's records keep alive is charged to the member, before it is
-    // allocated (see `memory`): the response itself first.
-    let mut batch = Batch::charged_to(shared.memory.clone());
-    let mut stopped = batch
-        .parts_mut()
-        .1
-        .memory
-        .charge_held(body_len)
-        .err()
-        .map(|shortfall| Stopped {
-            at: None,
-            shortfall,
-        });
+    // allocated (see `memory`): the response itself first, as it was read.
+    let (mut batch, mut stopped) = if frame.is_charged() {
+        (Batch::with_charge(frame), None)
+    } else {
+        let mut batch = Batch::charged_to(shared.memory.clone());
+        let stopped = batch
+            .parts_mut()
+            .1
+            .memory
+            .charge_held(body_len)
+            .err()
+            .map(|shortfall| Stopped {
+                at: None,
+                shortfall,
+            });
+        (batch, stopped)
+    };
     // One allocation for the whole response: growing the vector record by record copied every
     // record several times (a fifth of the engine's CPU at 100-byte records). Bounded by the
     // response's bytes; without the memory for it, the vector grows as records come (charged).

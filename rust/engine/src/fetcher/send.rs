@@ -493,7 +493,11 @@ fn send_body(
         RequestKind::Fetch => share_fetch_response_bound(shared.config.fetch_max_bytes),
         RequestKind::Acknowledge => crate::connection::RESPONSE_MAX_BYTES,
     };
-    let response = conn.send_raw_bounded(api, version, &body, broker_wait, max_response)?;
+    // A fetch's response is charged to the member while it is read (see `memory`).
+    let charge_to = matches!(kind, RequestKind::Fetch).then(|| shared.memory.clone());
+    let response = conn
+        .send_raw_bounded(api, version, &body, broker_wait, max_response, charge_to)?
+        .charged();
     Ok(InFlight {
         kind,
         response,

@@ -5,7 +5,7 @@ use bytes::BufMut;
 use proptest::prelude::*;
 
 use super::{bound, with_allocation_limit};
-use crate::connection::{read_response, split_response, FRAME_PREALLOCATION};
+use crate::connection::{read_response, split_response, FrameBound, FRAME_PREALLOCATION};
 
 /// The bound the responses here get: larger than any test frame's honest length, so what caps a
 /// reservation is FRAME_PREALLOCATION, not the bound.
@@ -20,7 +20,9 @@ fn read_all_frames(stream: &[u8]) -> usize {
     runtime.block_on(async {
         let mut reader = stream;
         let mut frames = 0;
-        while let Ok(Some(frame)) = read_response(&mut reader, |_| (BOUND, None)).await {
+        while let Ok(Some((frame, _))) =
+            read_response(&mut reader, |_| FrameBound::uncharged(BOUND, None)).await
+        {
             frames += 1;
             let _ = split_response(frame, 1);
         }
