@@ -522,6 +522,20 @@ impl MemoryCharge {
         Ok(())
     }
 
+    /// Counts `n` bytes against the current batch's allowance without taking them (they are
+    /// taken as the vector they go into grows: [`reserve_one`]).
+    fn count_in_batch(&mut self, n: usize) -> Result<(), Shortfall> {
+        let (allowance, bound) = match &self.member {
+            Some(member) => member.batch_allowance(),
+            None => (MAX_DECOMPRESSED_BATCH_BYTES, Bound::Decompressed),
+        };
+        if self.batch_bytes.saturating_add(n) > allowance {
+            return Err(Shortfall::Batch { allowance, bound });
+        }
+        self.batch_bytes += n;
+        Ok(())
+    }
+
     /// What the current record batch may still take before its allowance is spent.
     pub fn batch_left(&self) -> usize {
         let allowance = match &self.member {
@@ -577,13 +591,17 @@ impl Drop for MemoryCharge {
 }
 
 /// Grows `v` so that one more element fits, charging the capacity it adds first (doubling, as
-/// `Vec` does, but never allocating what was not charged).
+/// `Vec` does, but never allocating what was not charged). The vector holds the elements of
+/// every batch of a response: its growth is charged to the member and the worker, and only the
+/// element itself counts against the current batch's allowance, so a doubling during a small
+/// batch never makes that batch look like one that can never fit.
 pub(crate) fn reserve_one<T>(v: &mut Vec<T>, charge: &mut MemoryCharge) -> Result<(), Shortfall> {
+    charge.count_in_batch(std::mem::size_of::<T>())?;
     if v.len() < v.capacity() {
         return Ok(());
     }
     let more = v.capacity().max(16);
-    charge.charge(more.saturating_mul(std::mem::size_of::<T>()))?;
+    charge.charge_held(more.saturating_mul(std::mem::size_of::<T>()))?;
     v.reserve_exact(more);
     Ok(())
 }
@@ -903,12 +921,40 @@ mod tests {
             v.push(i);
         }
         assert!(refused.unwrap().is_poison(), "512 KiB allowance");
+        assert_eq!(v.len(), 512 * 1024 / 8, "the elements one batch may add");
         assert!(
             v.capacity() * 8 <= c.bytes(),
             "{} > {}",
             v.capacity() * 8,
             c.bytes()
         );
-        assert!(c.bytes() <= 512 * 1024);
+        assert!(c.bytes() <= m.limit());
+    }
+
+    #[test]
+    fn a_vector_doubling_during_a_small_batch_is_not_that_batchs_fault() {
+        let pool = MemoryPool::new(1 << 30);
+        let m = MemberMemory::new(4 * MIB, pool); // a batch may take 2 MiB, the member 4
+        let mut c = MemoryCharge::new(m.clone());
+        let mut v: Vec<u64> = Vec::new();
+        let push_batch = |v: &mut Vec<u64>, c: &mut MemoryCharge, n: usize, own: usize| {
+            c.start_batch();
+            c.charge(own).unwrap(); // what the batch holds of its own (decompressed, say)
+            for i in 0..n {
+                reserve_one(v, c).unwrap_or_else(|e| panic!("{e:?} at {} elements", v.len()));
+                v.push(i as u64);
+            }
+        };
+        // Batches of 1,000 elements fill the vector to 131,072 (1 MiB of capacity).
+        for _ in 0..131 {
+            push_batch(&mut v, &mut c, 1_000, 0);
+        }
+        push_batch(&mut v, &mut c, 72, 0);
+        assert_eq!((v.len(), v.capacity()), (131_072, 131_072));
+        // A batch of 1.5 MiB of its own and one element: the vector doubles by 1 MiB during
+        // it, 2.5 MiB against its 2 MiB allowance if that doubling were the batch's.
+        push_batch(&mut v, &mut c, 1, 3 * MIB / 2);
+        assert_eq!(v.capacity(), 262_144);
+        assert_eq!(c.bytes(), 2 * MIB + 3 * MIB / 2);
     }
 }
