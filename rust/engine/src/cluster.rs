@@ -40,6 +40,8 @@ pub struct Cluster {
     security: Security,
     client_id: String,
     timeout: Duration,
+    /// The largest response the control connection takes (`share.response.max.bytes`).
+    response_max_bytes: usize,
     control: Mutex<Option<Arc<Connection>>>,
 }
 
@@ -55,8 +57,16 @@ impl Cluster {
             security,
             client_id,
             timeout,
+            response_max_bytes: crate::connection::RESPONSE_MAX_BYTES,
             control: Mutex::new(None),
         }
+    }
+
+    /// Bounds the control connection's responses (Metadata, coordinator lookups) at `bytes`
+    /// (`share.response.max.bytes`).
+    pub fn with_response_max_bytes(mut self, bytes: usize) -> Self {
+        self.response_max_bytes = bytes;
+        self
     }
 
     /// The control connection, reopened if it was lost.
@@ -74,6 +84,7 @@ impl Cluster {
             )
             .await?,
         );
+        conn.set_response_max_bytes(self.response_max_bytes);
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -94,6 +94,10 @@ pub struct ConsumerConfig {
     /// (`task.shutdown.graceful.timeout.ms`, 5 s) so a task stops in time when a broker does
     /// not answer.
     pub close_timeout: Duration,
+    /// The largest response taken to a request other than a ShareFetch (engine setting
+    /// `share.response.max.bytes`, default 16 MiB: Metadata for a member's own topics of
+    /// several hundred thousand partitions); a longer one closes the connection unread.
+    pub response_max_bytes: usize,
     /// How long a partition of a share session may deliver nothing, while this member wants
     /// records, before the fetcher asks its leader whether records wait in it; if so the
     /// session is rebuilt (engine setting `share.partition.stall.ms`, default 15000; see
@@ -196,6 +200,13 @@ impl ConsumerConfig {
             parse_num(props, "request.timeout.ms", 30_000, 1, i32::MAX as u64)?;
         let close_timeout_ms: u64 =
             parse_num(props, "share.close.timeout.ms", 3_000, 0, i32::MAX as u64)?;
+        let response_max_bytes = parse_num(
+            props,
+            "share.response.max.bytes",
+            crate::connection::RESPONSE_MAX_BYTES,
+            1 << 20,
+            1 << 30,
+        )?;
         let partition_stall_ms: u64 = parse_num(
             props,
             "share.partition.stall.ms",
@@ -278,6 +289,7 @@ impl ConsumerConfig {
             max_memory_bytes,
             buffer_hold_max: Duration::from_millis(buffer_hold_max_ms),
             close_timeout: Duration::from_millis(close_timeout_ms),
+            response_max_bytes,
             partition_stall: Duration::from_millis(partition_stall_ms),
             security,
         })
@@ -316,6 +328,7 @@ mod tests {
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));
         assert_eq!(c.close_timeout, Duration::from_secs(3));
+        assert_eq!(c.response_max_bytes, 16 << 20);
         assert_eq!(c.partition_stall, Duration::from_secs(15));
     }
 
@@ -340,6 +353,7 @@ mod tests {
             ("share.buffer.hold.max.ms", "86400001"), // beyond a day
             ("share.memory.max.bytes", "1000"),       // below 1 MiB
             ("share.memory.max.bytes", "-1"),
+            ("share.response.max.bytes", "1000"), // below 1 MiB
             ("share.acquire.mode", "greedy"),
             ("security.protocol", "SASL_SSL"), // without sasl.mechanism
         ] {

@@ -14,7 +14,7 @@
 //! `NetworkClient` does (`handleTimedOutRequests`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -127,6 +127,9 @@ pub struct Connection {
     frames: mpsc::UnboundedSender<Bytes>,
     wire: Arc<Wire>,
     request_timeout: Duration,
+    /// The largest response to a request sent without a bound of its own
+    /// ([`Connection::set_response_max_bytes`]).
+    response_max: AtomicUsize,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
     watchdog: JoinHandle<()>,
@@ -248,6 +251,7 @@ impl Connection {
             frames,
             wire,
             request_timeout,
+            response_max: AtomicUsize::new(RESPONSE_MAX_BYTES),
             reader,
             writer,
             watchdog,
@@ -327,14 +331,15 @@ impl Connection {
         body: &[u8],
         broker_wait: Duration,
     ) -> Result<ResponseFuture, EngineError> {
-        self.send_raw_bounded(
-            api_key,
-            version,
-            body,
-            broker_wait,
-            RESPONSE_MAX_BYTES,
-            None,
-        )
+        let max_response = self.response_max.load(Ordering::Relaxed);
+        self.send_raw_bounded(api_key, version, body, broker_wait, max_response, None)
+    }
+
+    /// Bounds the responses to requests sent without a bound of their own (Metadata, the
+    /// group's requests, SASL) at `bytes`: `share.response.max.bytes`, for clusters whose
+    /// metadata for a member's topics is larger than [`RESPONSE_MAX_BYTES`].
+    pub fn set_response_max_bytes(&self, bytes: usize) {
+        self.response_max.store(bytes, Ordering::Relaxed);
     }
 
     /// [`Connection::send_raw_waiting`] whose response may be up to `max_response` bytes (a
@@ -929,6 +934,28 @@ mod tests {
             "{text}"
         );
         assert!(conn.is_closed());
+    }
+
+    #[tokio::test]
+    async fn a_larger_response_bound_takes_a_larger_response() {
+        let length = RESPONSE_MAX_BYTES + (4 << 20);
+        let addr = lying_broker(length as i32, length - 4).await;
+        let conn = Connection::connect(&addr, "t", Duration::from_secs(60))
+            .await
+            .unwrap();
+        conn.set_response_max_bytes(32 << 20);
+        let body = tokio::time::timeout(
+            Duration::from_secs(30),
+            conn.request_raw(ApiKey::Metadata, 12, b"x"),
+        )
+        .await
+        .expect("the response was read")
+        .expect("within share.response.max.bytes");
+        assert_eq!(
+            body.len(),
+            length - 5,
+            "less the correlation id and the tag byte"
+        );
     }
 
     #[tokio::test]

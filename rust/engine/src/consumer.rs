@@ -59,7 +59,8 @@ impl ShareConsumer {
             config.client_id.clone(),
             config.request_timeout,
             config.security.clone(),
-        );
+        )
+        .with_response_max_bytes(config.response_max_bytes);
         let control = cluster.control().await?;
         let report = tokio::time::timeout(config.request_timeout, api_versions(&control))
             .await

@@ -55,6 +55,7 @@ public final class NativeEngineSettings {
           "share.memory.max.bytes",
           "share.buffer.max.lock.fraction", // retired: the engine warns about it itself
           "share.close.timeout.ms",
+          "share.response.max.bytes",
           "share.partition.stall.ms");
 
   private NativeEngineSettings() {}
