@@ -43,8 +43,8 @@ from hostile_records import compression_bomb, header_flood, produce_batch
 CALM_RECORDS = 10_000_000
 PHASE_S = 8
 MIB = 1 << 20
-# The worker's native bound for this test: a member may hold a quarter (64 MiB), at most its own
-# bound (32 MiB by default), one batch half of that (16 MiB).
+# The worker's native bound for this test: a member may hold a quarter (64 MiB), as its own
+# default bound (64 MiB), one batch half of that (32 MiB).
 WORKER_BOUND = 256 * MIB
 
 
@@ -143,8 +143,8 @@ def test_hostile_records_fail_only_their_own_connector(cluster: Cluster, bounded
             assert "do not fit in this member's memory" in trace, trace[:3000]
             assert re.search(rf"records of {re.escape(hostile)}-[01] from offset \d+", trace), \
                 trace[:3000]
-            # 16 MiB a batch: half the member's default bound (32 MiB), which the error names.
-            assert ("16.0 MiB (half of this member's bound share.memory.max.bytes)"
+            # 32 MiB a batch: half the member's default bound (64 MiB), which the error names.
+            assert ("32.0 MiB (half of this member's bound share.memory.max.bytes)"
                     in trace), trace[:3000]
         assert calm_states == {0: "RUNNING"}, connector_trace(worker, calm)
         assert not fenced, "\n".join(fenced[:10])

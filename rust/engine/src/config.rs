@@ -17,10 +17,16 @@ const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 pub const FOLD_GAPS_KEY: &str = "share.gaps.fold";
 
 /// The default `fetch.max.bytes`: smaller than Kafka's 50 MiB because each member reserves that
-/// much of the worker's memory (a 1 GiB heap's default pool of 512 MiB reserves for 64 members;
+/// much of the worker's memory (a 1 GiB heap's default pool of 512 MiB reserves for 256 members;
 /// at 50 MiB, ten). A fetch seldom carries more: the broker answers with at most about
-/// `max.poll.records` records (500).
-pub const DEFAULT_FETCH_MAX_BYTES: i32 = 8 * 1024 * 1024;
+/// `max.poll.records` records (500), and always with a partition's first batch whole. The
+/// benchmark's fast sink ran at 0.97 of its rate with 1 MiB against 50 MiB, its broker at 0.94
+/// of the CPU (docs/benchmarks/RESULTS.md, (d)).
+pub const DEFAULT_FETCH_MAX_BYTES: i32 = 2 * 1024 * 1024;
+
+/// The smallest default `share.memory.max.bytes`: a bound, not a reservation, so one record
+/// batch may decompress to half of it (32 MiB) whatever the fetch size.
+pub const MIN_DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest `share.buffer.hold.max.ms`: one day, as the Java driver's
 /// `share.task.stuck.timeout.ms` that sets it.
@@ -78,8 +84,9 @@ pub struct ConsumerConfig {
     pub max_buffered_bytes: usize,
     /// Upper bound on the decoded bytes this member holds: the response being decoded, the
     /// buffer, and what `poll` handed out and the caller still holds (`share.memory.max.bytes`,
-    /// default 4 × the larger of `fetch.max.bytes` and `share.buffer.max.bytes`, at least
-    /// 1 MiB; at most a quarter of the worker's bound applies; see `memory`).
+    /// default 4 × the larger of `fetch.max.bytes` and `share.buffer.max.bytes`, and at least
+    /// [`MIN_DEFAULT_MEMORY_BYTES`]; set, at least 1 MiB; at most a quarter of the worker's bound
+    /// applies; see `memory`).
     pub max_memory_bytes: usize,
     /// How long batches may wait in the buffer while the caller does not poll
     /// (`share.buffer.hold.max.ms`, default 900000 = the Java driver's
@@ -250,7 +257,9 @@ impl ConsumerConfig {
         let max_memory_bytes = parse_num(
             props,
             crate::memory::MEMBER_BOUND_KEY,
-            4usize.saturating_mul(max_buffered_bytes.max(fetch_max_bytes as usize)),
+            4usize
+                .saturating_mul(max_buffered_bytes.max(fetch_max_bytes as usize))
+                .max(MIN_DEFAULT_MEMORY_BYTES),
             1 << 20,
             usize::MAX,
         )?;
@@ -316,14 +325,14 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(c.max_poll_records, 500);
-        assert_eq!(c.fetch_max_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.fetch_max_bytes, 2 * 1024 * 1024);
         assert_eq!(c.fetch_min_bytes, 1);
         assert_eq!(c.fetch_max_wait, Duration::from_millis(500));
         assert_eq!(c.fetch_max_wait_held, Duration::from_millis(50));
         assert_eq!(c.fetch_wait_initial, Duration::from_millis(5));
         assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
         assert_eq!(c.max_buffered_records, 1000);
-        assert_eq!(c.max_memory_bytes, 32 * 1024 * 1024);
+        assert_eq!(c.max_memory_bytes, 64 * 1024 * 1024);
         assert_eq!(c.buffer_hold_max, Duration::from_secs(900));
         assert_eq!(c.client_id, "sharesink-g");
         assert_eq!(c.request_timeout, Duration::from_secs(30));

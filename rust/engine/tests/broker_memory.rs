@@ -161,7 +161,7 @@ async fn backlog(admin: &Arc<Admin>, topic: &str, n: usize) {
 fn hostile_records_fail_only_their_own_members() {
     let rt = runtime();
     let bootstrap = bootstrap();
-    // 256 MiB for the worker: a member holds at most its default 32 MiB, one batch 16 MiB.
+    // 256 MiB for the worker: a member holds at most its default 64 MiB, one batch 32 MiB.
     let pool = MemoryPool::new(256 * MIB);
     let admin = Arc::new(
         rt.block_on(Admin::connect(&bootstrap, TIMEOUT))
@@ -301,9 +301,9 @@ fn hostile_records_fail_only_their_own_members() {
             message.contains(&format!("{topic}-0 from offset ")),
             "{message}"
         );
-        // 16 MiB per batch: half a member's default 32 MiB, below an eighth of the worker's.
+        // 32 MiB per batch: half a member's default 64 MiB, an eighth of the worker's.
         assert!(
-            message.contains("16.0 MiB (half of this member's bound share.memory.max.bytes)"),
+            message.contains("32.0 MiB (half of this member's bound share.memory.max.bytes)"),
             "{message}"
         );
         println!("{message}");
@@ -402,7 +402,7 @@ fn a_poison_batch_is_archived_after_the_delivery_count_limit() {
 
 /// The worker's bound across members: six members, each holding what it polls (as a sink that
 /// buffers), on topics of 6 MiB records (each within a member's allowance). Together they would
-/// hold 144 MiB; the worker's 64 MiB holds: each member reserves 8 MiB and fetches only what
+/// hold 144 MiB; the worker's 64 MiB holds: each member reserves 2 MiB and fetches only what
 /// fits, a response that does not fit beside the others is released (and fetched again later),
 /// no member fails, and once they let go every record is delivered.
 #[test]
