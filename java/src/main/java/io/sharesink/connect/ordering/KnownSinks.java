@@ -50,22 +50,40 @@ public final class KnownSinks {
    *     io.sharesink.connect.ShareSinkConfig#ORDERING_OFFSET_GUARDED}) can keep the newest version:
    *     not for hard deletes, which remove the row that carried the offset, nor for targets without
    *     a conditional write
+   * @param sinkDefault the value the sink takes when the connector does not set {@code key} (from
+   *     the sink's own config definition, cited beside its row), or null when unset never sets it
+   *     off: a default that sets it off is checked like a value the operator typed
    */
   public record Trigger(
-      String key, List<String> values, String pattern, String effect, boolean guardable) {
+      String key,
+      List<String> values,
+      String pattern,
+      String effect,
+      boolean guardable,
+      String sinkDefault) {
 
     public Trigger(String key, List<String> values, String effect, boolean guardable) {
-      this(key, values, null, effect, guardable);
+      this(key, values, null, effect, guardable, null);
     }
 
     /** {@code key} set to a value in which the regular expression {@code pattern} is found. */
     public static Trigger matching(String key, String pattern, String effect, boolean guardable) {
-      return new Trigger(key, List.of(), pattern, effect, guardable);
+      return new Trigger(key, List.of(), pattern, effect, guardable, null);
     }
 
     /** The sink whatever its configuration. */
     public static Trigger always(String effect, boolean guardable) {
-      return new Trigger(null, List.of(), null, effect, guardable);
+      return new Trigger(null, List.of(), null, effect, guardable, null);
+    }
+
+    /** This trigger, for a sink that takes {@code value} when {@code key} is not set. */
+    public Trigger whenUnset(String value) {
+      return new Trigger(key, values, pattern, effect, guardable, value);
+    }
+
+    /** The value the sink runs with: the connector's setting, else the sink's default. */
+    public String effective(String value) {
+      return value != null ? value : sinkDefault;
     }
 
     /** Whether the trigger holds whatever the configuration. */
@@ -73,15 +91,19 @@ public final class KnownSinks {
       return key == null;
     }
 
-    /** Whether {@code value} (the connector's setting of {@link #key}, or null) sets it off. */
+    /**
+     * Whether {@code value} (the connector's setting of {@link #key}, or null when it sets none,
+     * which means the sink's default) sets it off.
+     */
     public boolean matches(String value) {
       if (always()) {
         return true;
       }
-      if (value == null) {
+      String effective = effective(value);
+      if (effective == null) {
         return false;
       }
-      String v = value.trim();
+      String v = effective.trim();
       if (pattern != null) {
         return Pattern.compile(pattern, Pattern.CASE_INSENSITIVE | Pattern.DOTALL)
             .matcher(v)
@@ -101,6 +123,9 @@ public final class KnownSinks {
    *     following the sink's name ("commits ..."); for {@link Kind#SAFE}: why it is safe
    * @param guard how its target keeps each key's newest version (the safe way for order-sensitive
    *     writes), or null when it has none
+   * @param perTopicKeys how the sink names a setting for one topic, as a regular expression with
+   *     {@code %s} where the setting's key goes (MongoDB's {@code topic.override.<topic>.<key>}):
+   *     each such key is checked as the key itself is
    */
   public record Sink(
       String name,
@@ -108,10 +133,32 @@ public final class KnownSinks {
       Kind kind,
       List<Trigger> triggers,
       String why,
-      String guard) {
+      String guard,
+      List<String> perTopicKeys) {
 
     public Sink(String name, List<String> classes, Kind kind, List<Trigger> triggers, String why) {
-      this(name, classes, kind, triggers, why, null);
+      this(name, classes, kind, triggers, why, null, List.of());
+    }
+
+    public Sink(
+        String name,
+        List<String> classes,
+        Kind kind,
+        List<Trigger> triggers,
+        String why,
+        String guard) {
+      this(name, classes, kind, triggers, why, guard, List.of());
+    }
+
+    /** This sink, which also reads its settings per topic under {@code patterns}. */
+    public Sink perTopic(String... patterns) {
+      return new Sink(name, classes, kind, triggers, why, guard, List.of(patterns));
+    }
+
+    /** Whether {@code connectorKey} is {@code key} set for one topic, as this sink reads it. */
+    public boolean readsPerTopic(String connectorKey, String key) {
+      return perTopicKeys.stream()
+          .anyMatch(p -> connectorKey.matches(String.format(p, Pattern.quote(key))));
     }
   }
 
@@ -293,29 +340,31 @@ public final class KnownSinks {
           // default strategies (BsonOidStrategy, ReplaceOneDefaultStrategy) write one new
           // document per record.
           new Sink(
-              "MongoDB sink",
-              List.of("com.mongodb.kafka.connect.MongoSinkConnector"),
-              Kind.ORDER_SENSITIVE,
-              List.of(
-                  Trigger.matching(
-                      "document.id.strategy",
-                      "(ProvidedIn(Key|Value)|Partial(Key|Value)|FullKey)Strategy$",
-                      REPLACE_EFFECT,
-                      false),
-                  new Trigger("delete.on.null.values", List.of("true"), DELETE_EFFECT, false),
-                  Trigger.matching(
-                      "writemodel.strategy",
-                      "(BusinessKey|UpdateOne|DeleteOne)",
-                      REPLACE_EFFECT,
-                      false),
-                  Trigger.matching(
-                      "change.data.capture.handler",
-                      "\\S",
-                      "replays change events (inserts, updates, deletes) in the order they reach"
-                          + " it, so a document can end on an older version or come back after"
-                          + " its delete",
-                      false)),
-              null),
+                  "MongoDB sink",
+                  List.of("com.mongodb.kafka.connect.MongoSinkConnector"),
+                  Kind.ORDER_SENSITIVE,
+                  List.of(
+                      Trigger.matching(
+                          "document.id.strategy",
+                          "(ProvidedIn(Key|Value)|Partial(Key|Value)|FullKey)Strategy$",
+                          REPLACE_EFFECT,
+                          false),
+                      new Trigger("delete.on.null.values", List.of("true"), DELETE_EFFECT, false),
+                      Trigger.matching(
+                          "writemodel.strategy",
+                          "(BusinessKey|UpdateOne|DeleteOne)",
+                          REPLACE_EFFECT,
+                          false),
+                      Trigger.matching(
+                          "change.data.capture.handler",
+                          "\\S",
+                          "replays change events (inserts, updates, deletes) in the order they reach"
+                              + " it, so a document can end on an older version or come back after"
+                              + " its delete",
+                          false)),
+                  null)
+              // topic.override.<topic>.<setting>: the same settings for one topic.
+              .perTopic("topic\\.override\\..+\\.%s"),
           // debezium/debezium: debezium-connector-mongodb/src/main/java/io/debezium/connector/
           // mongodb/sink/MongoDbChangeEventSink.java (replaces by the record key with upsert,
           // deletes on tombstones).
@@ -350,7 +399,10 @@ public final class KnownSinks {
           // behavior.on.null.values); forked from Confluent's sink, same versioning.
           new Sink(
               "OpenSearch sink (Aiven)",
-              List.of("io.aiven.kafka.connect.opensearch.OpensearchSinkConnector"),
+              // Renamed OpenSearchSinkConnector in the 3.x releases; both names ship.
+              List.of(
+                  "io.aiven.kafka.connect.opensearch.OpenSearchSinkConnector",
+                  "io.aiven.kafka.connect.opensearch.OpensearchSinkConnector"),
               Kind.ORDER_SENSITIVE,
               List.of(
                   new Trigger("index.write.method", List.of("upsert"), MERGE_EFFECT, false),
@@ -375,23 +427,39 @@ public final class KnownSinks {
               "writes every row with its record's timestamp as Cassandra's write time, so the"
                   + " newest version of a key by timestamp wins whatever the arrival order (map"
                   + " __timestamp to the offset field for a strict per-partition order)"),
-          // https://clickhouse.com/docs/integrations/kafka/clickhouse-kafka-connect-sink
-          // (exactlyOnce: state of each partition's processed offsets kept in ClickHouse's
-          // KeeperMap, batches compared with it by offset range).
+          // ClickHouse/clickhouse-kafka-connect: ProxySinkTask.java (records grouped by topic
+          // and partition unless exactlyOnce=false with ignorePartitionsWhenBatching=true;
+          // InMemoryState without exactlyOnce, KeeperStateProvider with it) and
+          // processing/Processing.java (doLogic: a batch whose offset range the partition's
+          // last range CONTAINS, or that is the SAME, is skipped without an insert; records
+          // below the last range's start are dropped; only the ignorePartitionsWhenBatching
+          // path inserts every batch). ClickHouseSinkConfig: both default to false.
           new Sink(
               "ClickHouse sink",
               List.of("com.clickhouse.kafka.connect.ClickHouseSinkConnector"),
               Kind.SELF_COMMITTING,
               List.of(
                   new Trigger(
-                      "exactlyOnce",
-                      List.of("true"),
-                      "keeps each partition's last written offset range in KeeperMap and drops"
-                          + " or rejects batches by comparing offset ranges",
-                      false)),
-              "keeps its own offset state per partition (exactlyOnce=true) and decides from"
-                  + " offset ranges, which assume one task per partition receiving it in order;"
-                  + " set exactlyOnce=false (inserts, at least once) to run in share mode"),
+                          "exactlyOnce",
+                          List.of("true"),
+                          "keeps each partition's last written offset range in KeeperMap and"
+                              + " skips or rejects batches by comparing offset ranges",
+                          false)
+                      .whenUnset("false"),
+                  new Trigger(
+                          "ignorePartitionsWhenBatching",
+                          List.of("false"),
+                          "keeps each partition's last offset range in memory and skips records"
+                              + " inside or below it",
+                          false)
+                      .whenUnset("false")),
+              "keeps each partition's last offset range (in memory, or in KeeperMap with"
+                  + " exactlyOnce=true) and skips the records of a put that fall inside or below"
+                  + " it, assuming one task per partition receiving it in order: in share mode a"
+                  + " task is handed such records (another member's releases, redeliveries), and"
+                  + " sharesink would ACCEPT them unwritten. Set ignorePartitionsWhenBatching=true"
+                  + " with exactlyOnce=false (every batch inserted, at least once) to run in share"
+                  + " mode"),
           // confluentinc/kafka-connect-bigquery (formerly wepay): BigQuerySinkConfig.java
           // (upsertEnabled, deleteEnabled: batches MERGEd from an intermediate table, the latest
           // by the order the connector received them).

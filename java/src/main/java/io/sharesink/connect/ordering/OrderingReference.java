@@ -105,10 +105,12 @@ public final class OrderingReference {
     if (t.pattern() != null) {
       return "`" + t.key() + "` matching `" + cell(t.pattern()) + "`";
     }
+    boolean defaultSetsItOff = t.sinkDefault() != null && t.matches(null);
     return "`"
         + t.key()
         + "` = "
-        + t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", "));
+        + t.values().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", "))
+        + (defaultSetsItOff ? " (the sink's default: unset counts)" : "");
   }
 
   /** Rewrites the generated region of the file at {@code path}. */

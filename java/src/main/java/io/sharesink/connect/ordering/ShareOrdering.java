@@ -116,15 +116,15 @@ public final class ShareOrdering {
       return;
     }
     if (sink.kind() == Kind.SELF_COMMITTING) {
-      List<Trigger> set =
-          sink.triggers().stream().filter(t -> t.matches(setting(t, props))).toList();
+      List<Setting> set =
+          sink.triggers().stream().flatMap(t -> settingOff(sink, t, props).stream()).toList();
       if (!sink.triggers().isEmpty() && set.isEmpty()) {
         return;
       }
-      String because = set.isEmpty() ? "" : " with " + describe(set.get(0), props);
+      String because = set.isEmpty() ? "" : " with " + set.get(0).describe();
       add(
           problems,
-          set.isEmpty() || set.get(0).always()
+          set.isEmpty() || set.get(0).trigger().always()
               ? ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG
               : set.get(0).key(),
           "the "
@@ -141,12 +141,13 @@ public final class ShareOrdering {
       return;
     }
     for (Trigger trigger : sink.triggers()) {
-      if (!trigger.matches(setting(trigger, props))) {
+      Optional<Setting> off = settingOff(sink, trigger, props);
+      if (off.isEmpty()) {
         continue;
       }
-      String setting = describe(trigger, props);
+      String setting = off.get().describe();
       String reportOn =
-          trigger.always() ? ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG : trigger.key();
+          trigger.always() ? ShareSinkConfig.SINK_CONNECTOR_CLASS_CONFIG : off.get().key();
       String situation =
           "in share mode the versions of one key reach the sink's tasks in no fixed order, and the "
               + sink.name()
@@ -203,15 +204,37 @@ public final class ShareOrdering {
     return ORDERING_CONFIG + "=" + value;
   }
 
-  /** The connector's value of the trigger's key (null for a trigger that always holds). */
-  private static String setting(Trigger trigger, Map<String, String> props) {
-    return trigger.always() ? null : props.get(trigger.key());
+  /**
+   * Where the connector sets {@code trigger} off: its key (its value, or the sink's default when
+   * unset), else a per-topic form of the key the sink reads ({@link Sink#perTopicKeys}); empty when
+   * nowhere.
+   */
+  private static Optional<Setting> settingOff(
+      Sink sink, Trigger trigger, Map<String, String> props) {
+    if (trigger.always()) {
+      return Optional.of(new Setting(trigger, null, null));
+    }
+    if (trigger.matches(props.get(trigger.key()))) {
+      return Optional.of(new Setting(trigger, trigger.key(), props.get(trigger.key())));
+    }
+    return props.keySet().stream()
+        .sorted()
+        .filter(k -> sink.readsPerTopic(k, trigger.key()))
+        .filter(k -> props.get(k) != null && trigger.matches(props.get(k)))
+        .findFirst()
+        .map(k -> new Setting(trigger, k, props.get(k)));
   }
 
-  private static String describe(Trigger trigger, Map<String, String> props) {
-    return trigger.always()
-        ? "any configuration"
-        : trigger.key() + "=" + props.get(trigger.key()).trim();
+  /** A trigger set off by the connector's {@code value} of {@code key} (null: the default). */
+  private record Setting(Trigger trigger, String key, String value) {
+    String describe() {
+      if (trigger.always()) {
+        return "any configuration";
+      }
+      return value != null
+          ? key + "=" + value.trim()
+          : key + "=" + trigger.sinkDefault() + " (its default)";
+    }
   }
 
   /** How this connector moves to the classic runtime, in the form the operator wrote it. */
