@@ -126,6 +126,15 @@ def test_lock_duration_above_broker_limit(cluster: Cluster, worker: Rest):
     assert "share.record.lock.duration.ms" in errs, errs
 
 
+def test_more_tasks_than_a_share_group_holds_is_an_error_on_tasks_max(cluster: Cluster,
+                                                                       worker: Rest):
+    # The broker's group.share.max.size (200 by default): tasks beyond it could never join.
+    errors = _errors(worker, _base(cluster, **{"tasks.max": "201"}))
+    assert "tasks.max" in errors, errors
+    assert "at most 200 members (group.share.max.size)" in " ".join(errors["tasks.max"]), errors
+    assert "tasks.max" not in _errors(worker, _base(cluster, **{"tasks.max": "200"}))
+
+
 def test_broker_dlq_needs_the_cluster_prefix(cluster: Cluster, worker: Rest):
     errs = _errors(worker, _base(cluster, **{"errors.tolerance": "all",
                                              "share.dlq.mode": "broker",

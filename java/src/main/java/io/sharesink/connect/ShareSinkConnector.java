@@ -354,7 +354,22 @@ public class ShareSinkConnector extends SourceConnector {
   static GroupSettings groupSettings(ShareSinkConfig config, ConnectorClients clients) {
     GroupSettings.Isolation unset =
         clients.worker().visible() ? null : GroupSettings.Isolation.UNKNOWN;
-    return config.groupSettings().withIsolation(clients.consumer().isolationLevel().orElse(unset));
+    return config
+        .groupSettings()
+        .withIsolation(clients.consumer().isolationLevel().orElse(unset))
+        .withMembers(tasksMax(config));
+  }
+
+  /**
+   * The connector's {@code tasks.max} (Connect's own key, validated by Connect), 0 if unreadable.
+   */
+  private static int tasksMax(ShareSinkConfig config) {
+    Object value = config.originals().get(GroupSettings.TASKS_MAX_KEY);
+    try {
+      return value == null ? 0 : Integer.parseInt(value.toString().trim());
+    } catch (NumberFormatException e) {
+      return 0;
+    }
   }
 
   /**

@@ -57,6 +57,24 @@ class GroupSettingsTest {
   }
 
   @Test
+  void moreTasksThanTheGroupMayHoldMembersIsAnErrorOnTasksMax() {
+    GroupSettings plain = settings(null, null, "auto", "", 5000);
+    assertFalse(plain.withMembers(200).problems(cluster(1, Map.of())).containsKey("tasks.max"));
+    String m = plain.withMembers(201).problems(cluster(1, Map.of())).get("tasks.max").get(0);
+    assertTrue(m.startsWith("tasks.max=201 runs a share consumer per task"), m);
+    assertTrue(m.contains("at most 200 members (group.share.max.size"), m);
+    // The broker's own bound, when it reports one.
+    ClusterFacts small =
+        new ClusterFacts(OptionalInt.of(1), Map.of("group.share.max.size", "8"), Map.of());
+    assertTrue(plain.withMembers(9).problems(small).containsKey("tasks.max"));
+    assertFalse(plain.withMembers(8).problems(small).containsKey("tasks.max"));
+    // Without the cluster, against Kafka's default, saying so.
+    String offline = plain.withMembers(300).problems(null).get("tasks.max").get(0);
+    assertTrue(offline.contains("Kafka's defaults, the cluster could not be reached"), offline);
+    assertFalse(plain.problems(null).containsKey("tasks.max"), "not checked without a count");
+  }
+
+  @Test
   void setsTheOffsetResetAlwaysAndTheRestWhenGiven() {
     GroupSettings plain = settings(null, null, "auto", "", 5000);
     assertEquals(

@@ -21,6 +21,8 @@ import java.util.Optional;
  *     of {@link #recordLocksToSet}
  * @param isolation the {@code isolation.level} the connector's consumer settings ask for, or null
  *     when nobody sets one (see {@link #groupConfigs})
+ * @param members how many members the connector may run in the group ({@code tasks.max}: one share
+ *     consumer per task), or 0 when not checked
  */
 public record GroupSettings(
     String autoOffsetReset,
@@ -30,7 +32,30 @@ public record GroupSettings(
     String dlqTopic,
     long commitIntervalMs,
     Integer partitionMaxRecordLocks,
-    Isolation isolation) {
+    Isolation isolation,
+    int members) {
+
+  /** Settings whose member count is not checked. */
+  public GroupSettings(
+      String autoOffsetReset,
+      Integer lockDurationMs,
+      Integer deliveryCountLimit,
+      String dlqMode,
+      String dlqTopic,
+      long commitIntervalMs,
+      Integer partitionMaxRecordLocks,
+      Isolation isolation) {
+    this(
+        autoOffsetReset,
+        lockDurationMs,
+        deliveryCountLimit,
+        dlqMode,
+        dlqTopic,
+        commitIntervalMs,
+        partitionMaxRecordLocks,
+        isolation,
+        0);
+  }
 
   /**
    * An {@code isolation.level} asked for, and the key that asked ({@code
@@ -130,6 +155,14 @@ public record GroupSettings(
   static final long DEFAULT_MIN_RECORD_LOCKS = 100;
   static final long DEFAULT_MAX_RECORD_LOCKS = 4_000;
 
+  /** The broker's bound on a share group's members, and Kafka 4.4's default of it. */
+  public static final String BROKER_MAX_SIZE = "group.share.max.size";
+
+  static final long DEFAULT_MAX_SIZE = 200;
+
+  /** Where a member count beyond the broker's bound is reported. */
+  public static final String TASKS_MAX_KEY = "tasks.max";
+
   /** Kafka's broker default of {@code group.share.partition.max.record.locks}. */
   public static final long DEFAULT_RECORD_LOCKS = 2_000;
 
@@ -143,7 +176,22 @@ public record GroupSettings(
         dlqTopic,
         commitIntervalMs,
         partitionMaxRecordLocks,
-        isolation);
+        isolation,
+        members);
+  }
+
+  /** These settings for a connector of at most {@code members} tasks. */
+  public GroupSettings withMembers(int members) {
+    return new GroupSettings(
+        autoOffsetReset,
+        lockDurationMs,
+        deliveryCountLimit,
+        dlqMode,
+        dlqTopic,
+        commitIntervalMs,
+        partitionMaxRecordLocks,
+        isolation,
+        members);
   }
 
   /**
@@ -348,6 +396,23 @@ public record GroupSettings(
                 + "="
                 + CONNECT);
       }
+    }
+    long maxSize = bound(facts, BROKER_MAX_SIZE, DEFAULT_MAX_SIZE);
+    if (members > maxSize) {
+      add(
+          problems,
+          TASKS_MAX_KEY,
+          "tasks.max="
+              + members
+              + " runs a share consumer per task, and a share group holds at most "
+              + maxSize
+              + " members ("
+              + BROKER_MAX_SIZE
+              + boundSource(facts)
+              + "): the tasks beyond it would fail to join (GROUP_MAX_SIZE_REACHED). Lower"
+              + " tasks.max, or raise "
+              + BROKER_MAX_SIZE
+              + " on the brokers");
     }
     return problems;
   }
