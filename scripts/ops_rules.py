@@ -4,10 +4,14 @@ two forms.
 
     python3 scripts/ops_rules.py          # write the PrometheusRule
     python3 scripts/ops_rules.py --check  # exit 1 when the committed one differs
+    python3 scripts/ops_rules.py --runbook-base https://docs.example.com/sharesink/operations.md
+                                          # point every runbook_url at your copy of the docs,
+                                          # in both files
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -53,9 +57,28 @@ def render() -> str:
     return HEADER + yaml.dump(_blocks(rule), Dumper=dumper, sort_keys=False, width=1000)
 
 
+RUNBOOK_URL = re.compile(r'(runbook_url: ")[^"#]*(#[a-z]+")')
+
+
+def set_runbook_base(base: str) -> None:
+    """Rewrites every runbook_url of the plain rules to `base#<alert>`."""
+    if not re.match(r"https?://", base):
+        raise SystemExit(f"--runbook-base must be an absolute http(s) URL, not {base!r}")
+    text, n = RUNBOOK_URL.subn(lambda m: m.group(1) + base + m.group(2), PLAIN.read_text())
+    if n == 0:
+        raise SystemExit(f"no runbook_url in {PLAIN}")
+    PLAIN.write_text(text)
+
+
 def main() -> int:
+    args = sys.argv[1:]
+    if "--runbook-base" in args:
+        i = args.index("--runbook-base")
+        if i + 1 >= len(args):
+            raise SystemExit("--runbook-base needs a URL")
+        set_runbook_base(args[i + 1])
     text = render()
-    if "--check" in sys.argv[1:]:
+    if "--check" in args:
         if not OPERATOR.is_file() or OPERATOR.read_text() != text:
             print(f"{OPERATOR.relative_to(ROOT)} is not generated from {PLAIN.relative_to(ROOT)}: "
                   "run python3 scripts/ops_rules.py", file=sys.stderr)

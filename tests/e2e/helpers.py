@@ -595,11 +595,11 @@ def consume_with_headers(cluster: Cluster, topic: str, max_messages: int,
 
 # ---- Prometheus series, as the JMX exporter's agent serves them (ops/prometheus/jmx-exporter.yaml)
 
-_SAMPLE = re.compile(r"^((?:sharesink|kafka_connect_sink_task)_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
+_SAMPLE = re.compile(r"^((?:sharesink|kafka_connect)_[a-z0-9_]+)\{([^}]*)\}\s+(\S+)")
 
 
 def scrape(port: int) -> Dict[str, List[Tuple[Dict[str, str], float]]]:
-    """sharesink series of the agent's /metrics: name -> [(labels, value)]."""
+    """sharesink's and Connect's series of the agent's /metrics: name -> [(labels, value)]."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
     series: Dict[str, List[Tuple[Dict[str, str], float]]] = defaultdict(list)

@@ -79,6 +79,16 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
         sink_tasks = {l["task"] for l, _ in series["kafka_connect_sink_task_sink_record_read_total"]
                       if l.get("connector") == name}
         assert sink_tasks == {"0", "1"}, sink_tasks
+        # Connect's states of the connector and its tasks, as Strimzi names them: the alerts
+        # read them (a connector without a running task, a paused one).
+        states = {(l.get("task"), l["status"]) for l, v in
+                  series.get("kafka_connect_connector_task_status", [])
+                  if l.get("connector") == name and v == 1}
+        assert states == {("0", "running"), ("1", "running")}, \
+            series.get("kafka_connect_connector_task_status")
+        assert [l["status"] for l, v in series.get("kafka_connect_connector_status", [])
+                if l.get("connector") == name and v == 1] == ["running"], \
+            series.get("kafka_connect_connector_status")
 
         # The lag gauge is refreshed every 30 s, one series per partition the share group has
         # state for (the producer may have put every record in one partition); it settles at 0

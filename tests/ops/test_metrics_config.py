@@ -103,6 +103,17 @@ def exported() -> Set[str]:
     return names
 
 
+def test_connects_connector_and_task_states_become_strimzis_status_series():
+    assert exporter("kafka.connect<type=connector-metrics, connector=orders-to-pg><>status: paused") \
+        == ("kafka_connect_connector_status", {"connector": "orders-to-pg", "status": "paused"})
+    assert exporter("kafka.connect<type=connector-task-metrics, connector=orders-to-pg, task=3>"
+                    "<>status: running") == ("kafka_connect_connector_task_status", {
+                        "connector": "orders-to-pg", "task": "3", "status": "running"})
+    config = json.loads(RULES.read_text())
+    status_rules = [r for r in config["rules"] if r["name"].endswith("_status")]
+    assert status_rules and all(r.get("value") == 1 for r in status_rules)
+
+
 def test_every_task_metric_becomes_a_series_with_connector_and_task():
     metrics = set().union(*(metric_names(p) for p in TASK_METRIC_SOURCES))
     assert len(metrics) >= 25, metrics  # the sources still name their metrics this way
