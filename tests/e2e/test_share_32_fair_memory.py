@@ -8,7 +8,9 @@ Prometheus JMX exporter's agent, so the test reads each task's `share-engine-mem
   records; its rate alone is the control phase.
 - The stalled tenant: four tasks of the tests' buffering sink whose `put` blocks (a control
   marker; no installable sink stalls on demand) on records of a few bytes of value and 32 KiB
-  of headers each. Its members fetch until each holds its bound (16 MiB, a quarter of the
+  of headers each, with the largest buffer and fetches its own settings allow
+  (`share.consumer.share.buffer.max.bytes` 16 MiB, `share.consumer.fetch.max.bytes` 8 MiB: a
+  tenant's choice). Its members fetch until each holds its bound (16 MiB, a quarter of the
   worker's) or what the pool lets it take, and then hold it: their tasks never poll again.
 
 The test waits until the stalled tenant holds at least half the worker's bound: where the old
@@ -99,6 +101,8 @@ def test_a_stalled_tenant_leaves_the_others_fetching(cluster: Cluster, pooled_wo
     victim_cfg.update({"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER})
     stalled_cfg = share_config(cluster, stalled, stalled, BUFFERING_SINK, STALLED_TASKS)
     stalled_cfg.update(sink.settings())
+    stalled_cfg.update({"share.consumer.share.buffer.max.bytes": str(16 * MIB),
+                        "share.consumer.fetch.max.bytes": str(8 * MIB)})
     fig = {"worker_bound_mib": WORKER_BOUND // MIB, "stalled_tasks": STALLED_TASKS}
     try:
         start_connector(worker, victim, victim_cfg, tasks=1)
