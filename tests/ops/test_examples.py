@@ -93,6 +93,13 @@ def test_keda_scales_the_workers_on_the_autoscalers_task_count():
     assert meta["query"] == f'sum(sharesink_autoscale_tasks{{connector="{connector}"}})'
     assert documents()[1]["spec"]["config"]["share.tasks.autoscale"] == "true"
     assert meta["ignoreNullValues"] == "false" and obj["spec"]["fallback"]["replicas"] >= 1
+    # The fallback keeps the workers there are (the default, "static", would scale in), and
+    # scaling in is paced by the HPA: cooldownPeriod only paces a scale to zero.
+    assert obj["spec"]["fallback"]["behavior"] == "currentReplicasIfHigher"
+    assert obj["spec"]["fallback"]["replicas"] <= obj["spec"]["minReplicaCount"]
+    assert "cooldownPeriod" not in obj["spec"]
+    scale_down = obj["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
+    assert scale_down["stabilizationWindowSeconds"] >= 60
     assert float(meta["threshold"]) > 0
     assert obj["spec"]["minReplicaCount"] <= obj["spec"]["maxReplicaCount"]
 
