@@ -89,6 +89,10 @@ def test_the_exporter_shows_every_sharesink_series_the_dashboard_needs(cluster: 
         assert [l["status"] for l, v in series.get("kafka_connect_connector_status", [])
                 if l.get("connector") == name and v == 1] == ["running"], \
             series.get("kafka_connect_connector_status")
+        # Connect's worker metrics under Strimzi's names (its ConnectFailedTask alert reads them).
+        assert total(series, "kafka_connect_worker_connector_running_task_count", name) == 2, \
+            series.get("kafka_connect_worker_connector_running_task_count")
+        assert total(series, "kafka_connect_worker_connector_failed_task_count", name) == 0
 
         # The lag gauge is refreshed every 30 s, one series per partition the share group has
         # state for (the producer may have put every record in one partition); it settles at 0

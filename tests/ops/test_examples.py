@@ -10,6 +10,7 @@ does not know, or a missing required one, fails here as it would fail `kubectl a
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ def documents():
 
 
 def test_strimzi_example_is_v1_with_every_required_field():
-    connect, connector = documents()
+    connect, connector = documents()[:2]
     assert connect["apiVersion"] == connector["apiVersion"] == "kafka.strimzi.io/v1"
     assert connect["kind"] == "KafkaConnect" and connector["kind"] == "KafkaConnector"
     spec = connect["spec"]
@@ -65,6 +66,29 @@ def test_strimzi_example_is_v1_with_every_required_field():
     assert connector["metadata"]["labels"]["strimzi.io/cluster"] == connect["metadata"]["name"]
     assert connector["spec"]["class"] == "io.sharesink.connect.ShareSinkConnector"
     assert "share.sink.connector.class" in connector["spec"]["config"]
+
+
+def test_strimzi_secret_references_resolve_with_a_provider_and_rbac():
+    connect, connector, role, binding = documents()
+    config = connect["spec"]["config"]
+    refs = [re.fullmatch(r"\$\{(\w+):([\w.-]+)/([\w.-]+):([\w.-]+)\}", v)
+            for v in connector["spec"]["config"].values() if isinstance(v, str) and "${" in v]
+    assert refs and all(refs), connector["spec"]["config"]
+    for ref in refs:
+        provider, namespace, secret, _ = ref.groups()
+        assert provider in config["config.providers"].split(",")
+        assert config[f"config.providers.{provider}.class"] == \
+            "io.strimzi.kafka.KubernetesSecretConfigProvider"
+        # The workers' service account may read that Secret, and only it.
+        assert role["kind"] == "Role" and role["metadata"]["namespace"] == namespace
+        assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"],
+                                  "resourceNames": [secret], "verbs": ["get"]}]
+    assert binding["kind"] == "RoleBinding"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                    "name": f"{connect['metadata']['name']}-connect",
+                                    "namespace": "kafka"}]
 
 
 def test_strimzi_tls_port_only_with_tls():

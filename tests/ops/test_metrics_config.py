@@ -114,6 +114,14 @@ def test_connects_connector_and_task_states_become_strimzis_status_series():
     assert status_rules and all(r.get("value") == 1 for r in status_rules)
 
 
+def test_connects_worker_metrics_keep_strimzis_names():
+    assert exporter("kafka.connect<type=connect-worker-metrics, connector=orders-to-pg>"
+                    "<>connector-failed-task-count") == (
+        "kafka_connect_worker_connector_failed_task_count", {"connector": "orders-to-pg"})
+    assert exporter("kafka.connect<type=connect-worker-metrics><>task-count") == (
+        "kafka_connect_worker_task_count", {})
+
+
 def test_every_task_metric_becomes_a_series_with_connector_and_task():
     metrics = set().union(*(metric_names(p) for p in TASK_METRIC_SOURCES))
     assert len(metrics) >= 25, metrics  # the sources still name their metrics this way
