@@ -220,3 +220,16 @@ def test_the_dashboard_filters_by_instance_connector_and_task_and_has_the_diagno
                     'connector=~"$connector"' in selector, (panel["title"], m.group(0))
                 if m.group(1) not in connector_level:
                     assert 'task=~"$task"' in selector, (panel["title"], m.group(0))
+
+
+def test_the_dashboards_panels_have_units_and_the_workers_gauge_is_per_worker():
+    dashboard = json.loads(DASHBOARD.read_text())
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel.get("fieldConfig", {}).get("defaults", {}).get("unit"), panel["title"]
+        for target in panel.get("targets", []):
+            # Every task reports the worker's off-heap bytes: summed or split by connector it
+            # would count one worker's memory many times.
+            if "sharesink_engine_off_heap_bytes" in target["expr"]:
+                assert target["expr"].startswith("max by (instance) "), target["expr"]
