@@ -13,12 +13,13 @@ import argparse
 import datetime
 import hashlib
 import json
+import posixpath
 import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +38,7 @@ TARGETS = {
 LICENSE_FILE = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|UNLICENSE)", re.IGNORECASE)
 
 # The documents an operator reads, into the Hub archive's doc/.
-DOCS = ["README.md", "LICENSE", "docs/configuration.md", "docs/security.md",
+DOCS = ["README.md", "LICENSE", "CHANGELOG.md", "docs/configuration.md", "docs/security.md",
         "docs/architecture.md", "docs/operations.md"]
 EXAMPLES = ROOT / "examples"
 LOGO = ROOT / "docs" / "assets" / "sharesink.svg"
@@ -154,6 +155,65 @@ def plugin_natives(plugin_zip: Path) -> List[str]:
             return sorted(n for n in jar.namelist() if n.startswith("native/") and n.endswith(".so"))
 
 
+# ------------------------------------------------------------------------------------------
+# documents inside an archive: their links follow the archive's layout
+
+
+# A repository path's place in an archive (None: not shipped).
+Layout = Callable[[str], Optional[str]]
+
+MARKDOWN_LINK = re.compile(r"(!?)\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def portable_place(repo_path: str) -> Optional[str]:
+    """Where the portable archive puts a repository file, under its top directory."""
+    if repo_path in DOCS and repo_path != "LICENSE":
+        return "docs/" + Path(repo_path).name
+    if repo_path.startswith("ops/") and (ROOT / repo_path).is_file():
+        return repo_path
+    return None
+
+
+def hub_place(repo_path: str) -> Optional[str]:
+    """Where the Hub archive puts a repository file, under its top directory."""
+    if repo_path in DOCS:
+        return "doc/" + Path(repo_path).name
+    if repo_path.startswith("ops/") and (ROOT / repo_path).is_file():
+        return "etc/" + repo_path
+    if repo_path.startswith("examples/") and (ROOT / repo_path).is_file():
+        return "etc/" + Path(repo_path).name
+    return None
+
+
+def relink(text: str, source: str, place: Layout) -> str:
+    """`text` of the repository file `source` as shipped where `place` puts it: each relative
+    link points where `place` puts its target, and a link to a file the archive does not carry
+    becomes its label and the path in the source repository."""
+    here = posixpath.dirname(place(source) or "")
+
+    def one(m: re.Match) -> str:
+        bang, label, target = m.groups()
+        if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("#"):
+            return m.group(0)
+        path, _, fragment = target.partition("#")
+        repo = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        there = place(repo)
+        if there is None:
+            return f"{label} (`{repo}` in sharesink's source repository)"
+        link = posixpath.relpath(there, here or ".") + ("#" + fragment if fragment else "")
+        return f"{bang}[{label}]({link})"
+
+    return MARKDOWN_LINK.sub(one, text)
+
+
+def shipped_doc(doc: str, place: Layout) -> bytes:
+    """A document as an archive of layout `place` carries it."""
+    path = ROOT / doc
+    if path.suffix != ".md":
+        return path.read_bytes()
+    return relink(path.read_text(), doc, place).encode()
+
+
 def ops_files() -> List[Path]:
     """Everything under ops/: exporter and alert rules, dashboard, Strimzi and KEDA examples."""
     return sorted(p for p in (ROOT / "ops").rglob("*") if p.is_file())
@@ -173,7 +233,7 @@ def portable_archive(plugin_zip: Path, version: str, notices_text: str, out: Pat
         dst.writestr(top + "THIRD-PARTY-NOTICES.md", notices_text)
         for doc in DOCS:
             if doc != "LICENSE" and (ROOT / doc).is_file():
-                dst.writestr(top + "docs/" + Path(doc).name, (ROOT / doc).read_bytes())
+                dst.writestr(top + portable_place(doc), shipped_doc(doc, portable_place))
         for f in ops_files():
             dst.writestr(top + f.relative_to(ROOT).as_posix(), f.read_bytes())
     return target
@@ -238,9 +298,8 @@ def hub_archive(plugin_zip: Path, version: str, notices_text: str, out: Path,
             if name.endswith(".jar"):
                 dst.writestr(top + "lib/" + Path(name).name, src.read(name))
         for doc in DOCS:
-            path = ROOT / doc
-            if path.is_file():
-                dst.writestr(top + "doc/" + path.name, path.read_bytes())
+            if (ROOT / doc).is_file():
+                dst.writestr(top + hub_place(doc), shipped_doc(doc, hub_place))
         dst.writestr(top + "doc/THIRD-PARTY-NOTICES.md", notices_text)
         for example in sorted(EXAMPLES.iterdir()):
             dst.writestr(top + "etc/" + example.name, example.read_bytes())
