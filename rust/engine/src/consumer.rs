@@ -93,12 +93,8 @@ impl ShareConsumer {
                 "record_limit needs ShareFetch v2, which the broker does not offer",
             ));
         }
-        let memory = MemberMemory::reserve(
-            config.max_memory_bytes,
-            config.fetch_max_bytes as usize,
-            pool,
-        )
-        .map_err(|refused| EngineError::config("fetch.max.bytes", refused.to_string()))?;
+        let memory = MemberMemory::reserve_for(&config, pool)
+            .map_err(|refused| EngineError::config("fetch.max.bytes", refused.to_string()))?;
         let member_id = membership::new_member_id();
         info!(%member_id, group = %config.group_id, ?topics, share_fetch_version, share_acknowledge_version, "starting share consumer");
         let shared = Arc::new(Shared::with_memory(

@@ -319,6 +319,19 @@ impl MemberMemory {
         }))
     }
 
+    /// A member with the bound and fetch size `config` gives it (`share.memory.max.bytes`,
+    /// `fetch.max.bytes`).
+    pub fn reserve_for(
+        config: &crate::config::ConsumerConfig,
+        pool: Arc<MemoryPool>,
+    ) -> Result<Arc<MemberMemory>, ReservationRefused> {
+        MemberMemory::reserve(
+            config.max_memory_bytes,
+            config.fetch_max_bytes as usize,
+            pool,
+        )
+    }
+
     /// A member of `pool` that reserves as little as it can (tests of the bounds alone).
     #[cfg(test)]
     pub fn new(configured: usize, pool: Arc<MemoryPool>) -> Arc<MemberMemory> {

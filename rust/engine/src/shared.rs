@@ -76,12 +76,8 @@ impl Shared {
         share_acknowledge_version: i16,
         pool: Arc<MemoryPool>,
     ) -> Self {
-        let memory = MemberMemory::reserve(
-            config.max_memory_bytes,
-            config.fetch_max_bytes as usize,
-            pool,
-        )
-        .expect("room in the test's memory pool");
+        let memory =
+            MemberMemory::reserve_for(&config, pool).expect("room in the test's memory pool");
         Shared::with_memory(
             config,
             member_id,

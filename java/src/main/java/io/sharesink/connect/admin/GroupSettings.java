@@ -168,20 +168,15 @@ public record GroupSettings(
 
   /** These settings with {@code isolation} asked for (null: nobody asks). */
   public GroupSettings withIsolation(Isolation isolation) {
-    return new GroupSettings(
-        autoOffsetReset,
-        lockDurationMs,
-        deliveryCountLimit,
-        dlqMode,
-        dlqTopic,
-        commitIntervalMs,
-        partitionMaxRecordLocks,
-        isolation,
-        members);
+    return with(isolation, members);
   }
 
   /** These settings for a connector of at most {@code members} tasks. */
   public GroupSettings withMembers(int members) {
+    return with(isolation, members);
+  }
+
+  private GroupSettings with(Isolation isolation, int members) {
     return new GroupSettings(
         autoOffsetReset,
         lockDurationMs,
