@@ -50,7 +50,7 @@ from connect_params import (  # noqa: F401 - also read as connect.X by the repor
     READ_COMMITTED_CLASSIC,
     READ_COMMITTED_SHARE,
     READ_COMMITTED_GROUP,
-    NO_GAP_FOLD,
+    FIXED_FETCH_BYTES,
     TXN_PER_TRANSACTION,
     TXN_ABORT_EVERY,
     TXN_PARTITIONS,
@@ -1199,7 +1199,7 @@ def percentiles(lat_ms: List[float]) -> Dict[str, Optional[float]]:
 # (dt)'s Connect rows, in the order each round runs them: (key, runtime, settings)
 TXN_ROWS = (("t_classic", "classic", READ_COMMITTED_CLASSIC),
             ("t_share", "share", READ_COMMITTED_SHARE),
-            ("t_share_nofold", "share", {**READ_COMMITTED_SHARE, **NO_GAP_FOLD}))
+            ("t_share_fixed_fetch", "share", {**READ_COMMITTED_SHARE, **FIXED_FETCH_BYTES}))
 
 
 def run_txn(ctx, cx: Connect, attempt, results: Dict[str, Any]) -> None:

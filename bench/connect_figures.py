@@ -16,7 +16,7 @@ from connect_params import (
     KAFKA_DEFAULT_WINDOW,
     LAT_FAST_FRACTIONS,
     LAT_SLOW_FRACTIONS,
-    NO_GAP_FOLD,
+    FIXED_FETCH_BYTES,
     ROW_SLEEP,
     TXN_ABORT_EVERY,
     TXN_PARTITIONS,
@@ -25,7 +25,7 @@ from connect_params import (
 
 # (dt)'s rows in the report: every row's label starts with it
 TXN_ROW = "(dt)"
-TXN_NOFOLD_ROW = "(dt')"
+TXN_FIXED_FETCH_ROW = "(dt')"
 
 
 def val(r: Dict[str, Any], k: str):
@@ -51,7 +51,7 @@ def _txn_runs(results: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """(dt)'s rows by runtime; results recorded before (dt) existed have none."""
     older = {"error": "not run (an older bench)"}
     return {runtime: results.get(f"t_{runtime}") or dict(older)
-            for runtime in ("classic", "share", "share_nofold", "java_share")}
+            for runtime in ("classic", "share", "share_fixed_fetch", "java_share")}
 
 
 def _txn_ran(txn: Dict[str, Dict[str, Any]]) -> bool:
@@ -62,7 +62,7 @@ def _aborted_written(results: Dict[str, Any], txn: Dict[str, Dict[str, Any]]):
     """Lines of aborted records that (dt)'s sharesink runs wrote, all runs added up (the goal
     is none); None when no run counted them."""
     counts = [r["aborted_written"]
-              for runtime in ("share", "share_nofold")
+              for runtime in ("share", "share_fixed_fetch")
               for r in results.get(f"t_{runtime}_all") or [txn[runtime]]
               if isinstance(r.get("aborted_written"), int)]
     return sum(counts) if counts else None
@@ -71,33 +71,33 @@ def _aborted_written(results: Dict[str, Any], txn: Dict[str, Dict[str, Any]]):
 def _txn_keys(results: Dict[str, Any], txn: Dict[str, Dict[str, Any]], d_sh: Dict[str, Any],
               put) -> None:
     """(dt)'s result keys: sharesink on the transactional topic against classic on it, against
-    itself on the plain topic of (d), and against itself without folding the markers."""
-    cl, sh, nf = txn["classic"], txn["share"], txn["share_nofold"]
+    itself on the plain topic of (d), and against itself with fixed-size fetches."""
+    cl, sh, nf = txn["classic"], txn["share"], txn["share_fixed_fetch"]
     why = sh.get("error") or cl.get("error") or "no result"
     put("connect_txn_overhead", _rate_ratio(sh, cl), why)
     put("connect_txn_vs_plain", _rate_ratio(sh, d_sh), sh.get("error") or d_sh.get("error")
         or "no result")
-    put("connect_txn_overhead_nofold", _rate_ratio(nf, cl), nf.get("error") or why)
-    put("connect_txn_fold_vs_nofold", _rate_ratio(sh, nf), nf.get("error") or why)
+    put("connect_txn_overhead_fixed_fetch", _rate_ratio(nf, cl), nf.get("error") or why)
+    put("connect_txn_adaptive_vs_fixed_fetch", _rate_ratio(sh, nf), nf.get("error") or why)
     put("t_aborted_written", _aborted_written(results, txn),
         sh.get("error") or "no sharesink run counted the lines it wrote")
 
 
 def _txn_rows(txn: Dict[str, Dict[str, Any]], res: Dict[str, Any]) -> list:
     """(dt) and (dt') in the Connect table."""
-    cl, sh, nf = txn["classic"], txn["share"], txn["share_nofold"]
+    cl, sh, nf = txn["classic"], txn["share"], txn["share_fixed_fetch"]
     return [
         [f"{TXN_ROW} fast sink on a transactional topic ({TXN_PER_TRANSACTION} records per "
          f"transaction, {1 / TXN_ABORT_EVERY:.0%} aborted; read_committed), committed records/s",
          cell(cl, "records_per_s"), cell(sh, "records_per_s"),
          f"**{res.get('connect_txn_overhead')}** ({res.get('connect_txn_vs_plain')} of (d) "
          f"sharesink); aborted records written: {res.get('t_aborted_written')}"],
-        [f"{TXN_NOFOLD_ROW} the same, sharesink with "
-         + ", ".join(f"`{k}={v}`" for k, v in NO_GAP_FOLD.items())
-         + " (transaction markers acknowledged apart from their records)",
+        [f"{TXN_FIXED_FETCH_ROW} the same, sharesink with "
+         + ", ".join(f"`{k}={v}`" for k, v in FIXED_FETCH_BYTES.items())
+         + " (every fetch asks for fetch.max.bytes)",
          cell(cl, "records_per_s"), cell(nf, "records_per_s"),
-         f"{res.get('connect_txn_overhead_nofold')} (folding ÷ not: "
-         f"{res.get('connect_txn_fold_vs_nofold')})"],
+         f"{res.get('connect_txn_overhead_fixed_fetch')} (sized ÷ fixed: "
+         f"{res.get('connect_txn_adaptive_vs_fixed_fetch')})"],
     ]
 
 
@@ -106,7 +106,7 @@ def _txn_setup(cx, txn: Dict[str, Dict[str, Any]]) -> str:
     if not _txn_ran(txn):
         return ""
     made = {k: f"{v:,}" for k, v in (cx.txn_produced or {}).items()}
-    return (f" Rows {TXN_ROW} and {TXN_NOFOLD_ROW}: the FileStream sink of (d), 3 tasks, on "
+    return (f" Rows {TXN_ROW} and {TXN_FIXED_FETCH_ROW}: the FileStream sink of (d), 3 tasks, on "
             f"`bench_txn` ({TXN_PARTITIONS} partitions), which `bench/peers/txn-producer` wrote "
             f"in transactions of {TXN_PER_TRANSACTION} records, records round-robin over the "
             "partitions, one "
@@ -114,7 +114,7 @@ def _txn_setup(cx, txn: Dict[str, Dict[str, Any]]) -> str:
             f"committed, {made.get('aborted', '?')} aborted); classic with "
             "`consumer.override.isolation.level=read_committed`, sharesink with "
             "`share.consumer.isolation.level=read_committed`; each round runs classic, "
-            f"sharesink and {TXN_NOFOLD_ROW} once, after (d) (without (d), after unrecorded "
+            f"sharesink and {TXN_FIXED_FETCH_ROW} once, after (d) (without (d), after unrecorded "
             "warm-up runs on `bench_txn`), and each row is its run with the median rate. Rates "
             "count committed records; lines of aborted records are counted apart (the goal is "
             "none).")
@@ -306,7 +306,7 @@ def derive(scenarios: str, cx, results: Dict[str, Any], res: Dict[str, Any],
         out["rows"] = [r for r in out["rows"] if not r[0].startswith("(d'')")]
     if not _txn_ran(txn):
         out["rows"] = [r for r in out["rows"]
-                       if not r[0].startswith((TXN_ROW, TXN_NOFOLD_ROW))]
+                       if not r[0].startswith((TXN_ROW, TXN_FIXED_FETCH_ROW))]
     def lat_cell(r):
         if r.get("error"):
             return "failed: " + r["error"][:150]

@@ -40,10 +40,12 @@ ACK_ON_FETCH = {"share.consumer.share.fetch.acknowledge.first": "false"}
 READ_COMMITTED_CLASSIC = {"consumer.override.isolation.level": "read_committed"}
 READ_COMMITTED_SHARE = {"share.consumer.isolation.level": "read_committed"}
 READ_COMMITTED_GROUP = {"share.isolation.level": "read_committed"}
-# (dt) without folding: the engine acknowledges the transaction markers' offsets as a GAP range of
-# their own instead of with their records' ACCEPT, which on Kafka 4.4 moves a batch the
-# acknowledgement splits to per-offset state on the broker: the cost folding saves.
-NO_GAP_FOLD = {"share.consumer.share.gaps.fold": "false"}
+# (dt') with fixed-size fetches: every ShareFetch asks for fetch.max.bytes (2 MiB) instead of the
+# bytes its max.poll.records take at the size the records had (the engine's default). The broker
+# walks every log batch a fetch reads (under read_committed, also for aborted transactions), so
+# this is what sizing the fetch saves. (Folding the markers into the records' acknowledgements,
+# which this row measured before, made no difference: 1.02, bench/report/profiles.md.)
+FIXED_FETCH_BYTES = {"share.consumer.share.fetch.bytes.adaptive": "false"}
 # (dt): how bench_txn is written (bench/peers/txn-producer): transactions of this many records,
 # transaction t aborted when t % TXN_ABORT_EVERY == TXN_ABORT_EVERY - 1 (one in ten)
 TXN_PER_TRANSACTION = 100

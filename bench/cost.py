@@ -92,7 +92,7 @@ def figures(p: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 # (dt)'s runtimes, as bench/connect.py records their runs (t_<runtime>, t_<runtime>_all)
-TXN_RUNTIMES = ("share", "share_nofold", "classic", "java_share")
+TXN_RUNTIMES = ("share", "share_fixed_fetch", "classic", "java_share")
 
 # results.json keys: cost_<scenario>_<runtime>_<figure> for these figures
 KEY_FIGURES = ("broker_cpu_s_per_m", "broker_cpu_s_per_m_without_jit", "broker_jit_share",
@@ -179,7 +179,7 @@ def _jit_share_max(by_runtimes: Iterable[Dict[str, Dict[str, Any]]]) -> Optional
 def _txn_ratios(res: Dict[str, Any], cost: Dict[str, Dict[str, Dict[str, Any]]]) -> None:
     """(dt) against (d) (issue 54: the brokers' CPU per committed record written within 1.2x of
     a plain topic's record, without JIT), against Java's share consumer on the same topic, and
-    folding the transaction markers into the records' acknowledgements against not."""
+    fetches sized to the records against fixed-size ones."""
     t, d = cost.get("t", {}), cost.get("d", {})
     t_sh, d_sh = t.get("share", {}), d.get("share", {})
     cpu, no_jit = "broker_cpu_s_per_m", "broker_cpu_s_per_m_without_jit"
@@ -187,8 +187,8 @@ def _txn_ratios(res: Dict[str, Any], cost: Dict[str, Dict[str, Dict[str, Any]]])
     res["cost_t_broker_cpu_share_vs_plain"] = _ratio(t_sh.get(cpu), d_sh.get(cpu))
     res["cost_t_broker_cpu_share_vs_java_share_without_jit"] = _ratio(
         t_sh.get(no_jit), t.get("java_share", {}).get(no_jit))
-    res["cost_t_broker_cpu_fold_vs_nofold_without_jit"] = _ratio(
-        t_sh.get(no_jit), t.get("share_nofold", {}).get(no_jit))
+    res["cost_t_broker_cpu_adaptive_vs_fixed_fetch_without_jit"] = _ratio(
+        t_sh.get(no_jit), t.get("share_fixed_fetch", {}).get(no_jit))
     res["cost_t_state_topic_records_share_vs_plain"] = _ratio(
         t_sh.get("state_topic_records_per_m"), d_sh.get("state_topic_records_per_m"))
     res["cost_t_broker_jit_share_max"] = _jit_share_max([t])
@@ -204,8 +204,8 @@ LABELS = {("a", "share"): "(a) sharesink, 12 tasks", ("a", "classic"): "(a) clas
           ("d", "engine"): "(d) records, sharesink's engine alone ×3",
           ("d", "share_ack_on_fetch"): "(d'') sharesink, acknowledgements on the fetch",
           ("t", "share"): "(dt) sharesink, 3 tasks, transactional topic, read_committed",
-          ("t", "share_nofold"): "(dt') sharesink, 3 tasks, transactional topic, read_committed, "
-                                 "markers not folded (`share.gaps.fold=false`)",
+          ("t", "share_fixed_fetch"): "(dt') sharesink, 3 tasks, transactional topic, read_committed, "
+                                       "fixed-size fetches (`share.fetch.bytes.adaptive=false`)",
           ("t", "classic"): "(dt) classic, 3 tasks, transactional topic, read_committed",
           ("t", "java_share"): "(dt) committed records, KafkaShareConsumer ×3, read_committed"}
 

@@ -69,7 +69,7 @@ KEYS = ["engine_vs_java_share_1m", "engine_vs_java_share_4m", "engine_vs_krafka_
         "cost_t_broker_cpu_share_vs_plain_without_jit", "cost_t_broker_jit_share_max",
         "t_aborted_written", "cost_t_broker_cpu_share_vs_plain",
         "cost_t_broker_cpu_share_vs_java_share_without_jit",
-        "cost_t_broker_cpu_fold_vs_nofold_without_jit", "cost_t_state_topic_records_share_vs_plain",
+        "cost_t_broker_cpu_adaptive_vs_fixed_fetch_without_jit", "cost_t_state_topic_records_share_vs_plain",
         "connect_txn_overhead", "connect_txn_vs_plain"]
 
 # the record-lock window sharesink's defaults give on a broker with Kafka's limits
@@ -108,8 +108,8 @@ TARGETS = {
     "cost_t_broker_cpu_share_vs_plain": "(reference: the same with JIT)",
     "cost_t_broker_cpu_share_vs_java_share_without_jit":
         "(reference: (dt) against KafkaShareConsumer on the transactional topic)",
-    "cost_t_broker_cpu_fold_vs_nofold_without_jit":
-        "(reference: (dt) markers folded into the records' acknowledgements against not)",
+    "cost_t_broker_cpu_adaptive_vs_fixed_fetch_without_jit":
+        "(reference: (dt), fetches sized to the records, against (dt'), fixed at fetch.max.bytes)",
     "cost_t_state_topic_records_share_vs_plain":
         "(reference: `__share_group_state` records per record, (dt) against (d))",
     "connect_txn_overhead": "(reference: (dt) sharesink ÷ classic, committed records/s)",

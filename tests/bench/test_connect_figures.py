@@ -102,29 +102,29 @@ def test_latency_rows_compare_p99_where_both_runtimes_kept_up():
 def _txn_results(**measured) -> dict:
     share = [{"records_per_s": 60_000, "aborted_written": 0},
              {"records_per_s": 64_000, "aborted_written": 0}]
-    nofold = [{"records_per_s": 40_000, "aborted_written": 0}]
+    fixed_fetch = [{"records_per_s": 40_000, "aborted_written": 0}]
     txn = dict(t_classic={"records_per_s": 75_000}, t_share=share[1], t_share_all=share,
-               t_share_nofold=nofold[0], t_share_nofold_all=nofold,
+               t_share_fixed_fetch=fixed_fetch[0], t_share_fixed_fetch_all=fixed_fetch,
                t_java_share={"records_per_s": 50_000})
     return _results(d_classic={"records_per_s": 100_000}, d_share={"records_per_s": 80_000},
                     **{**txn, **measured})
 
 
-def test_the_transactional_topic_is_compared_with_classic_with_the_plain_topic_and_unfolded():
+def test_the_transactional_topic_is_compared_with_classic_the_plain_topic_and_fixed_fetches():
     res, out = {}, {}
     connect_figures.derive("dt", _cx(), _txn_results(), res, out)
     assert res["connect_txn_overhead"] == round(64_000 / 75_000, 3)
     assert res["connect_txn_vs_plain"] == 0.8
-    assert res["connect_txn_overhead_nofold"] == round(40_000 / 75_000, 3)
-    assert res["connect_txn_fold_vs_nofold"] == 1.6
+    assert res["connect_txn_overhead_fixed_fetch"] == round(40_000 / 75_000, 3)
+    assert res["connect_txn_adaptive_vs_fixed_fetch"] == 1.6
     assert res["t_aborted_written"] == 0
     row = next(r for r in out["rows"] if r[0].startswith("(dt) "))
     assert row[0] == ("(dt) fast sink on a transactional topic (100 records per transaction, "
                       "10% aborted; read_committed), committed records/s")
     assert row[1:3] == ["75,000", "64,000"]
     assert "(0.8 of (d) sharesink)" in row[3] and "aborted records written: 0" in row[3]
-    nofold = next(r for r in out["rows"] if r[0].startswith("(dt')"))
-    assert "share.consumer.share.gaps.fold=false" in nofold[0] and nofold[2] == "40,000"
+    fixed_fetch = next(r for r in out["rows"] if r[0].startswith("(dt')"))
+    assert "share.consumer.share.fetch.bytes.adaptive=false" in fixed_fetch[0] and fixed_fetch[2] == "40,000"
     assert "900,000 records committed, 100,000 aborted" in out["setup"]
 
 
@@ -148,7 +148,7 @@ def test_results_without_the_transactional_topic_have_no_row_and_say_why():
     assert not any(r[0].startswith(("(dt)", "(dt')")) for r in out["rows"])
     assert "bench_txn" not in out["setup"]
     # this bench, t left out of --scenarios
-    not_run = {k: dict(NOT_RUN) for k in ("t_classic", "t_share", "t_share_nofold",
+    not_run = {k: dict(NOT_RUN) for k in ("t_classic", "t_share", "t_share_fixed_fetch",
                                           "t_java_share")}
     res, out = {}, {}
     connect_figures.derive("d", _cx(), _results(**not_run), res, out)

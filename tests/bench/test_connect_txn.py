@@ -55,15 +55,15 @@ def _run_txn(scenarios, fast_pairs=2):
     return cx, order, results
 
 
-def test_each_round_runs_classic_sharesink_and_unfolded_then_the_share_consumer():
+def test_each_round_runs_classic_sharesink_and_fixed_fetches_then_the_share_consumer():
     cx, order, results = _run_txn("dt")
-    assert order == ["t_classic", "t_share", "t_share_nofold"] * 2 + ["t_java_share"] * 2
+    assert order == ["t_classic", "t_share", "t_share_fixed_fetch"] * 2 + ["t_java_share"] * 2
     assert results["t_classic"]["settings"] == {
         "consumer.override.isolation.level": "read_committed"}
     assert results["t_share"]["settings"] == {"share.consumer.isolation.level": "read_committed"}
-    assert results["t_share_nofold"]["settings"] == {
+    assert results["t_share_fixed_fetch"]["settings"] == {
         "share.consumer.isolation.level": "read_committed",
-        "share.consumer.share.gaps.fold": "false"}
+        "share.consumer.share.fetch.bytes.adaptive": "false"}
     assert len(results["t_share_all"]) == 2 and len(results["t_java_share_all"]) == 2
     assert [r["aborted_written"] for r in results["t_share"]["runs"]] == [0, 0]
     assert cx.warmed == [] and "t_warmup" not in results, "(d) warmed the brokers up"

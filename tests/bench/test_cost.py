@@ -206,21 +206,21 @@ def _t_run(records, broker_cpu, jit, state_records):
 def test_the_transactional_topic_is_costed_per_committed_record_against_the_plain_one():
     plain = [_t_run(2_000_000, 2.2, 0.2, 400)]
     txn = [_t_run(900_000, 1.0, 0.1, 360), _t_run(900_000, 1.0, 0.1, 360)]
-    nofold = [_t_run(900_000, 1.9, 0.1, 1_800)]
+    fixed_fetch = [_t_run(900_000, 1.9, 0.1, 1_800)]
     java = [_t_run(900_000, 1.35, 0.0, 450)]
     res = {"connect": {"results": {
         "d_share": plain[0], "d_share_all": plain,
         "t_share": txn[0], "t_share_all": txn,
-        "t_share_nofold": nofold[0], "t_share_nofold_all": nofold,
+        "t_share_fixed_fetch": fixed_fetch[0], "t_share_fixed_fetch_all": fixed_fetch,
         "t_java_share": java[0], "t_java_share_all": java,
         "t_classic": _t_run(900_000, 0.45, 0.3, 0)}}}
     cost.derive(res)
-    # per committed record: (d) 1.0 s/M without JIT, (dt) 1.0, without folding 2.0, Java 1.5
+    # per committed record: (d) 1.0 s/M without JIT, (dt) 1.0, with fixed-size fetches 2.0, Java 1.5
     assert res["cost_t_share_broker_cpu_s_per_m_without_jit"] == 1.0
     assert res["cost_t_broker_cpu_share_vs_plain_without_jit"] == 1.0
     assert res["cost_t_broker_cpu_share_vs_plain"] == round((2.0 / 1.8) / 1.1, 3)
     assert res["cost_t_broker_cpu_share_vs_java_share_without_jit"] == round(1.0 / 1.5, 3)
-    assert res["cost_t_broker_cpu_fold_vs_nofold_without_jit"] == 0.5
+    assert res["cost_t_broker_cpu_adaptive_vs_fixed_fetch_without_jit"] == 0.5
     assert res["cost_t_state_topic_records_share_vs_plain"] == 2.0
     # (dt)'s JIT has its own maximum (classic's window: 2/3); issue 43's is (a), (d), consumers
     assert res["cost_t_broker_jit_share_max"] == round(0.3 / 0.45, 3)

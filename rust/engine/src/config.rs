@@ -16,6 +16,9 @@ const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 /// The engine setting of `ConsumerConfig::fold_gaps`.
 pub const FOLD_GAPS_KEY: &str = "share.gaps.fold";
 
+/// The engine setting of `ConsumerConfig::fetch_bytes_adaptive`.
+pub const FETCH_BYTES_ADAPTIVE_KEY: &str = "share.fetch.bytes.adaptive";
+
 /// The default `fetch.max.bytes`: smaller than Kafka's 50 MiB because each member reserves that
 /// much of the worker's memory (a 1 GiB heap's default pool of 512 MiB reserves for 256 members;
 /// at 50 MiB, ten). A fetch seldom carries more: the broker answers with at most about
@@ -72,6 +75,11 @@ pub struct ConsumerConfig {
     /// their own at once, which splits their acquired range into per-offset state on the broker
     /// (engine setting `share.gaps.fold`, default true; see `AckQueue::hold_gap`).
     pub fold_gaps: bool,
+    /// A ShareFetch asks for the bytes its `max.poll.records` take at the size the records have
+    /// had (twice over, per partition, at least 64 KiB), at most `fetch.max.bytes`, rather than
+    /// always `fetch.max.bytes`: the broker walks every log batch a fetch reads (engine setting
+    /// `share.fetch.bytes.adaptive`, default true; see `fetcher::fetch_size`).
+    pub fetch_bytes_adaptive: bool,
     /// Timeout of one request round trip (`request.timeout.ms`).
     pub request_timeout: Duration,
     /// Upper bound on records fetched but not yet handed to `poll` (engine setting
@@ -233,6 +241,7 @@ impl ConsumerConfig {
         };
         let acknowledge_first = parse_bool(props, "share.fetch.acknowledge.first", true)?;
         let fold_gaps = parse_bool(props, FOLD_GAPS_KEY, true)?;
+        let fetch_bytes_adaptive = parse_bool(props, FETCH_BYTES_ADAPTIVE_KEY, true)?;
         let security = Security::from_properties(props)?;
         // record_limit: one poll ahead, so a caller stuck in a call holds at most one poll's
         // worth more than that call took (see `Shared::wants_records`).
@@ -292,6 +301,7 @@ impl ConsumerConfig {
             acquire_mode,
             acknowledge_first,
             fold_gaps,
+            fetch_bytes_adaptive,
             request_timeout: Duration::from_millis(request_timeout_ms),
             max_buffered_records,
             max_buffered_bytes,

@@ -22,6 +22,7 @@ use crate::shared::Shared;
 
 #[cfg(test)]
 mod fake_broker;
+mod fetch_size;
 #[cfg(test)]
 mod fold_tests;
 #[cfg(test)]
@@ -109,6 +110,9 @@ struct Session {
     /// A response did not fit in memory: no fetch asks for records before then (see
     /// `receive::memory_ran_short`). Kept across reopenings.
     memory_pause_until: Option<tokio::time::Instant>,
+    /// The record size the responses showed, which sizes the next fetch. Kept across
+    /// reopenings (the topic's records do not change with the session).
+    fetch_size: fetch_size::FetchSize,
 }
 
 /// Session errors in a row after which one WARN says the share session does not heal.
@@ -182,6 +186,7 @@ pub(crate) async fn run(
         delivered: 0,
         full_at: None,
         memory_pause_until: None,
+        fetch_size: Default::default(),
     };
     // Fetching waits for memory when the member or the worker holds half its bound: these
     // change when room is made.
@@ -424,6 +429,7 @@ mod tests {
             delivered: 0,
             full_at: None,
             memory_pause_until: None,
+            fetch_size: Default::default(),
         }
     }
 

@@ -409,6 +409,8 @@ fn handle_fetch(
     let mut refresh = false;
     let mut missing = Vec::new();
     let mut released_for_memory = 0u64;
+    // Record bytes and the log offsets they spanned, which size the next fetch.
+    let mut sized = (0usize, 0u64);
     off_the_worker(heavy, || {
         for topic in response.responses {
             let topic_name = shared.topic_name(&topic.topic_id);
@@ -469,6 +471,13 @@ fn handle_fetch(
                     release_all(me, key, &p.acquired_records);
                     continue;
                 };
+                if let (Some(bytes), Some(span)) = (
+                    p.records.as_ref().map(|r| r.len()),
+                    acquired_span(&p.acquired_records),
+                ) {
+                    sized.0 += bytes;
+                    sized.1 += span;
+                }
                 if stopped.is_some() {
                     // Memory ran short earlier in this response: nothing more is decoded.
                     released_for_memory += release_all(me, key, &p.acquired_records);
@@ -535,6 +544,7 @@ fn handle_fetch(
             }
         }
     });
+    session.fetch_size.observe(sized.0, sized.1);
     if stopped.is_none() {
         shared.memory.fetched_whole();
     }
@@ -797,6 +807,16 @@ fn resync_if_missing(
 /// A fetch that brought some records but fewer than it asked for read what there was; one that
 /// brought none found nothing it could acquire (or a window full of held records), and one that
 /// filled up left more behind.
+/// The log offsets from the first acquired to the last: what the broker sliced the partition's
+/// records to (markers and archived records included).
+fn acquired_span(
+    acquired: &[kafka_protocol::messages::share_fetch_response::AcquiredRecords],
+) -> Option<u64> {
+    let first = acquired.iter().map(|a| a.first_offset).min()?;
+    let last = acquired.iter().map(|a| a.last_offset).max()?;
+    u64::try_from(last.checked_sub(first)?.checked_add(1)?).ok()
+}
+
 fn read_to_the_end(records: usize, max_records: i32) -> bool {
     records > 0 && records < max_records.max(1) as usize
 }
@@ -840,6 +860,7 @@ mod tests {
             delivered: 0,
             full_at: None,
             memory_pause_until: None,
+            fetch_size: Default::default(),
         }
     }
 

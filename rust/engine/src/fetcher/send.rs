@@ -159,8 +159,9 @@ pub(super) async fn send_next(
         add.retain(|k| !in_flight.partitions().any(|a| a == k));
         #[cfg(any(test, feature = "test-hooks"))]
         injected_forget(shared, session, &add, &mut forget);
-        let request = fetch_request(shared, session, add, topics, forget, fetch_wanted);
+        // The session's partitions are what the broker splits this fetch's bytes over.
         session.partitions = desired;
+        let request = fetch_request(shared, session, add, topics, forget, fetch_wanted);
         let mut sent = send(
             shared,
             &conn,
@@ -286,10 +287,18 @@ fn fetch_request(
         // A response asks for no more than the member's reservation (fetch.max.bytes, at
         // most one record batch's memory allowance): a fetch goes out only when that fits.
         let reserved = i32::try_from(shared.memory.reservation()).unwrap_or(i32::MAX);
+        let limit = c.fetch_max_bytes.min(reserved);
+        let max_bytes = if c.fetch_bytes_adaptive {
+            session
+                .fetch_size
+                .max_bytes(limit, c.max_poll_records, session.partitions.len())
+        } else {
+            limit
+        };
         (
             wait.max_wait.as_millis() as i32,
-            wait.min_bytes,
-            c.fetch_max_bytes.min(reserved),
+            wait.min_bytes.min(max_bytes),
+            max_bytes,
             c.max_poll_records,
         )
     } else {

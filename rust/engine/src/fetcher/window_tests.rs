@@ -237,3 +237,41 @@ async fn a_record_limit_member_still_fetches_the_next_record_ahead() {
     }
     assert!(!m.shared.wants_records(), "two records fetched ahead");
 }
+
+fn asked_bytes(s: &Seen) -> Option<i32> {
+    match s {
+        Seen::Fetch(r) if r.max_records > 0 => Some(r.max_bytes),
+        _ => None,
+    }
+}
+
+/// After records came, a fetch asks for the bytes its records take (at least 64 KiB), not for
+/// `fetch.max.bytes`: the broker walks every log batch a fetch reads. Without the setting, or
+/// before any records, it asks for `fetch.max.bytes`.
+#[tokio::test]
+async fn a_fetch_asks_for_the_bytes_its_records_take() {
+    const LIMIT: i32 = 4 << 20;
+    let limit = LIMIT.to_string();
+    for (adaptive, after_records) in [
+        ("true", super::fetch_size::MIN_SIZED_FETCH_BYTES),
+        ("false", LIMIT),
+    ] {
+        let mut m = member(
+            Log::new(8, 1000, true),
+            &[
+                ("max.poll.records", "5"),
+                ("fetch.max.bytes", &limit),
+                ("share.buffer.max.records", "1000"),
+                ("share.fetch.bytes.adaptive", adaptive),
+            ],
+        )
+        .await;
+        let first = m.take().await;
+        assert_eq!(first.len(), 8);
+        let (before, next) = m.leader.until(WITHIN, |s| asked_bytes(s).is_some()).await;
+        let asked: Vec<i32> = before.iter().filter_map(asked_bytes).collect();
+        assert!(asked.iter().all(|b| *b == LIMIT), "{asked:?}");
+        let next = next.as_ref().and_then(asked_bytes);
+        assert_eq!(next, Some(after_records), "adaptive={adaptive}");
+    }
+}

@@ -49,6 +49,7 @@ public final class NativeEngineSettings {
           "share.fetch.wait.initial.ms",
           "share.fetch.acknowledge.first",
           "share.gaps.fold",
+          "share.fetch.bytes.adaptive",
           "share.buffer.max.records",
           "share.buffer.max.bytes",
           "share.buffer.hold.max.ms",

@@ -24,6 +24,7 @@ class NativeEngineSettingsTest {
             "sasl.jaas.config",
             "ssl.truststore.location",
             "share.buffer.hold.max.ms",
+            "share.fetch.bytes.adaptive",
             "share.memory.max.bytes")) {
       settings.put(read, "x");
     }
