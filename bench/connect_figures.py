@@ -114,8 +114,9 @@ def _txn_setup(cx, txn: Dict[str, Dict[str, Any]]) -> str:
             f"committed, {made.get('aborted', '?')} aborted); classic with "
             "`consumer.override.isolation.level=read_committed`, sharesink with "
             "`share.consumer.isolation.level=read_committed`; each round runs classic, "
-            f"sharesink and {TXN_FIXED_FETCH_ROW} once, after (d) (without (d), after unrecorded "
-            "warm-up runs on `bench_txn`), and each row is its run with the median rate. Rates "
+            f"sharesink and {TXN_FIXED_FETCH_ROW} once, after unrecorded warm-up runs on "
+            "`bench_txn` (until the brokers' JIT is under a tenth of their CPU), and each row "
+            "is its run with the median rate. Rates "
             "count committed records; lines of aborted records are counted apart (the goal is "
             "none).")
 

@@ -16,6 +16,9 @@ const RETIRED_LOCK_FRACTION: &str = "share.buffer.max.lock.fraction";
 /// The engine setting of `ConsumerConfig::fold_gaps`.
 pub const FOLD_GAPS_KEY: &str = "share.gaps.fold";
 
+/// The engine setting of `ConsumerConfig::fetch_batch_size`.
+pub const FETCH_BATCH_SIZE_KEY: &str = "share.fetch.batch.size";
+
 /// The engine setting of `ConsumerConfig::fetch_bytes_adaptive`.
 pub const FETCH_BYTES_ADAPTIVE_KEY: &str = "share.fetch.bytes.adaptive";
 
@@ -45,6 +48,11 @@ pub struct ConsumerConfig {
     pub client_rack: Option<String>,
     /// ShareFetch MaxRecords and BatchSize (`max.poll.records`).
     pub max_poll_records: i32,
+    /// ShareFetch BatchSize: the broker cuts what it acquires into in-flight batches of at least
+    /// this many records, at log batch boundaries (engine setting `share.fetch.batch.size`,
+    /// default `max.poll.records`). An acknowledgement or an archived aborted transaction that
+    /// covers part of an in-flight batch puts all of it into per-record state on the broker.
+    pub fetch_batch_size: i32,
     /// ShareFetch MaxBytes (`fetch.max.bytes`, default [`DEFAULT_FETCH_MAX_BYTES`], not Kafka's
     /// 50 MiB): also the room the member reserves in the worker's memory (see `memory`).
     pub fetch_max_bytes: i32,
@@ -192,6 +200,8 @@ impl ConsumerConfig {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         let max_poll_records = parse_num(props, "max.poll.records", 500, 1, i32::MAX)?;
+        let fetch_batch_size =
+            parse_num(props, FETCH_BATCH_SIZE_KEY, max_poll_records, 1, i32::MAX)?;
         let fetch_max_bytes = parse_num(
             props,
             "fetch.max.bytes",
@@ -291,6 +301,7 @@ impl ConsumerConfig {
             client_id,
             client_rack,
             max_poll_records,
+            fetch_batch_size,
             fetch_max_bytes,
             fetch_min_bytes,
             fetch_max_wait: Duration::from_millis(fetch_max_wait_ms),
@@ -349,6 +360,27 @@ mod tests {
         assert_eq!(c.close_timeout, Duration::from_secs(3));
         assert_eq!(c.response_max_bytes, 16 << 20);
         assert_eq!(c.partition_stall, Duration::from_secs(15));
+        assert_eq!(c.fetch_batch_size, 500);
+        assert!(c.fetch_bytes_adaptive);
+    }
+
+    #[test]
+    fn the_fetch_batch_size_follows_max_poll_records_unless_set() {
+        let base = [("bootstrap.servers", "localhost:9092"), ("group.id", "g")];
+        let with = |extra: &[(&str, &str)]| {
+            let all: Vec<_> = base.iter().chain(extra).copied().collect();
+            ConsumerConfig::from_properties(&props(&all))
+        };
+        assert_eq!(
+            with(&[("max.poll.records", "7")]).unwrap().fetch_batch_size,
+            7
+        );
+        let set = with(&[("max.poll.records", "7"), (FETCH_BATCH_SIZE_KEY, "1")]).unwrap();
+        assert_eq!((set.max_poll_records, set.fetch_batch_size), (7, 1));
+        let zero = with(&[(FETCH_BATCH_SIZE_KEY, "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains(FETCH_BATCH_SIZE_KEY), "{zero}");
     }
 
     #[test]

@@ -312,7 +312,7 @@ fn fetch_request(
         min_bytes,
         max_bytes,
         max_records,
-        batch_size: c.max_poll_records,
+        batch_size: c.fetch_batch_size,
         acquire_mode: if shared.share_fetch_version >= 2 {
             c.acquire_mode
         } else {

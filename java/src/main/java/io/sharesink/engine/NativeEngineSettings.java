@@ -50,6 +50,7 @@ public final class NativeEngineSettings {
           "share.fetch.acknowledge.first",
           "share.gaps.fold",
           "share.fetch.bytes.adaptive",
+          "share.fetch.batch.size",
           "share.buffer.max.records",
           "share.buffer.max.bytes",
           "share.buffer.hold.max.ms",
