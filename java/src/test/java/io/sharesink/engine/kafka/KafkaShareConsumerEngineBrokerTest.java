@@ -186,9 +186,27 @@ class KafkaShareConsumerEngineBrokerTest {
       assertEquals(List.of(2), deliveries, "the new delivery is handed out, not swallowed");
       List<AckResult> results =
           engine.acknowledgeSync(all(topic, 1, AckType.ACCEPT), Duration.ofSeconds(10));
+      if (results.stream().anyMatch(r -> r.errorCode() == INVALID_RECORD_STATE)) {
+        // Kafka's client may send the RELEASE of the expired delivery after the fetch that
+        // acquired the record again (seen once in CI, at a load of 8): the release then frees
+        // the new delivery and the ACCEPT is refused. Nothing is lost: it is delivered again.
+        List<Integer> again = new ArrayList<>();
+        long until = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (again.isEmpty() && System.nanoTime() < until) {
+          ShareBatch batch = engine.poll(Duration.ofMillis(500));
+          for (int i = 0; i < batch.size(); i++) {
+            again.add(batch.deliveryCount(i));
+          }
+        }
+        assertEquals(List.of(3), again, "a refused ACCEPT: the record comes back once more");
+        results = engine.acknowledgeSync(all(topic, 1, AckType.ACCEPT), Duration.ofSeconds(10));
+      }
       assertTrue(results.stream().allMatch(AckResult::ok), results.toString());
     }
   }
+
+  /** Kafka's INVALID_RECORD_STATE: an acknowledgement of a record this member does not hold. */
+  private static final short INVALID_RECORD_STATE = 121;
 
   @Test
   void renewalsFromAnotherThreadKeepTheRecordsWhileThePollingThreadIsBusy() throws Exception {
