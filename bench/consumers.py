@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 import proc
 
 FETCH_BYTES = 1_048_576
+JAVA_SHARE_TIMEOUT_MS = 600_000
 MAX_POLL = 500
 
 MEMBER_FETCHES = re.compile(r"member \d+: fetches (\d+) \(avg ([\d.]+) ms\)")
@@ -149,8 +150,11 @@ class Consumers:
         c = self.ctx
         c.cluster.set_group_config(group, {"share.auto.offset.reset": "earliest",
                                            **(group_config or {})})
+        # ShareConsumerPerformance gives its threads --timeout in all before it interrupts them
+        # (awaitTermination), not only between records: 30 s cut (dt)'s 1.8 M committed records
+        # short at ~45,000/s. A wait of its own ends a stuck run (proc.run's client_timeout).
         args = ["--bootstrap-server", c.cluster.bootstrap, "--topic", topic, "--group", group,
-                "--num-records", n, "--threads", members, "--timeout", 30000,
+                "--num-records", n, "--threads", members, "--timeout", JAVA_SHARE_TIMEOUT_MS,
                 "--fetch-size", FETCH_BYTES, "--command-property", f"max.poll.records={MAX_POLL}",
                 "--show-detailed-stats", "--reporting-interval", 100]
         cmd = c.java_cmd("org.apache.kafka.tools.ShareConsumerPerformance", args)
