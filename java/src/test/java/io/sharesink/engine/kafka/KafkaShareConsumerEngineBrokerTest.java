@@ -175,14 +175,7 @@ class KafkaShareConsumerEngineBrokerTest {
       // The driver is stuck elsewhere past the lock: the record expires, the driver forgets it
       // (it acknowledges nothing whose lock it lost), and the broker delivers it again.
       Thread.sleep(16_000);
-      List<Integer> deliveries = new ArrayList<>();
-      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-      while (deliveries.isEmpty() && System.nanoTime() < deadline) {
-        ShareBatch batch = engine.poll(Duration.ofMillis(500));
-        for (int i = 0; i < batch.size(); i++) {
-          deliveries.add(batch.deliveryCount(i));
-        }
-      }
+      List<Integer> deliveries = nextDeliveryCounts(engine, Duration.ofSeconds(20));
       assertEquals(List.of(2), deliveries, "the new delivery is handed out, not swallowed");
       List<AckResult> results =
           engine.acknowledgeSync(all(topic, 1, AckType.ACCEPT), Duration.ofSeconds(10));
@@ -190,14 +183,7 @@ class KafkaShareConsumerEngineBrokerTest {
         // Kafka's client may send the RELEASE of the expired delivery after the fetch that
         // acquired the record again (seen once in CI, at a load of 8): the release then frees
         // the new delivery and the ACCEPT is refused. Nothing is lost: it is delivered again.
-        List<Integer> again = new ArrayList<>();
-        long until = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (again.isEmpty() && System.nanoTime() < until) {
-          ShareBatch batch = engine.poll(Duration.ofMillis(500));
-          for (int i = 0; i < batch.size(); i++) {
-            again.add(batch.deliveryCount(i));
-          }
-        }
+        List<Integer> again = nextDeliveryCounts(engine, Duration.ofSeconds(20));
         assertEquals(List.of(3), again, "a refused ACCEPT: the record comes back once more");
         results = engine.acknowledgeSync(all(topic, 1, AckType.ACCEPT), Duration.ofSeconds(10));
       }
@@ -207,6 +193,20 @@ class KafkaShareConsumerEngineBrokerTest {
 
   /** Kafka's INVALID_RECORD_STATE: an acknowledgement of a record this member does not hold. */
   private static final short INVALID_RECORD_STATE = 121;
+
+  /** The delivery counts of the first poll that returns records within {@code within}. */
+  private static List<Integer> nextDeliveryCounts(KafkaShareConsumerEngine engine, Duration within)
+      throws Exception {
+    List<Integer> counts = new ArrayList<>();
+    long deadline = System.nanoTime() + within.toNanos();
+    while (counts.isEmpty() && System.nanoTime() < deadline) {
+      ShareBatch batch = engine.poll(Duration.ofMillis(500));
+      for (int i = 0; i < batch.size(); i++) {
+        counts.add(batch.deliveryCount(i));
+      }
+    }
+    return counts;
+  }
 
   @Test
   void renewalsFromAnotherThreadKeepTheRecordsWhileThePollingThreadIsBusy() throws Exception {
